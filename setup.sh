@@ -1,0 +1,49 @@
+#!/bin/sh
+# autodriver setup on Debian 12, as root. Installs Debian packages, builds and installs
+# autodriver into /usr/local/bin, fetches the 6.1 and 6.12 kernel targets, then:
+#   ./setup.sh run    checks the bundled example driver on both kernels with the QEMU boot test
+#   ./setup.sh test   runs the whole test suite (ctest)
+#   ./setup.sh        setup only
+set -eu
+cd "$(dirname "$0")"
+mode="${1:-setup}"
+
+PACKAGES="build-essential cmake ninja-build pkg-config git ca-certificates
+ nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev libgit2-dev libcurl4-openssl-dev libcpp-httplib-dev
+ libgtest-dev libgmock-dev
+ qemu-system-x86 qemu-system-data busybox-static kmod xz-utils zstd cpio bc flex bison libelf-dev libssl-dev
+ sparse coccinelle dpkg-dev
+ linux-headers-6.1.0-57-amd64 linux-headers-6.12.117+deb12-amd64 linux-source-6.1 linux-source-6.12"
+
+missing=""
+for p in $PACKAGES; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "setup.sh: these Debian packages are missing and installing them needs root:$missing" >&2
+    exit 2
+  fi
+  echo "setup.sh: installing$missing"
+  apt-get update -q
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing
+fi
+
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j "$(nproc)"
+if [ "$(id -u)" = 0 ]; then
+  cmake --install build --prefix /usr/local >/dev/null
+  AD=/usr/local/bin/autodriver
+else
+  AD="$PWD/build/src/autodriver/autodriver"
+fi
+"$AD" kernel fetch 6.1 6.12
+
+case "$mode" in
+  run)
+    exec "$AD" check examples/misc-counter --kernel 6.1 --kernel 6.12 --boot ;;
+  test)
+    exec ctest --test-dir build --output-on-failure -j 2 ;;
+  setup) ;;
+  *) echo "setup.sh: unknown mode '$mode' (run, test or nothing)" >&2; exit 2 ;;
+esac

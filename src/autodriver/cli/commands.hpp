@@ -1,0 +1,27 @@
+#pragma once
+// Subcommand table: each command registers its options on a CLI11 subcommand and runs.
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string_view>
+
+namespace autodriver::cli {
+
+/// Exit codes shared by all commands.
+inline constexpr int k_exit_ok = 0;
+inline constexpr int k_exit_failed = 1;      ///< the driver failed a gate (data, not a tool failure)
+inline constexpr int k_exit_error = 2;       ///< bad input or the tool could not do its job
+inline constexpr int k_exit_interrupted = 130;
+
+struct Command {
+  std::string_view name;
+  std::string_view help;
+  /// Adds options to `sub` and returns the function to run after parsing.
+  std::function<std::function<int()>(CLI::App& sub)> setup;
+};
+
+Command kernel_command();
+Command check_command();
+
+} // namespace autodriver::cli

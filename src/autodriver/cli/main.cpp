@@ -1,0 +1,51 @@
+// autodriver: keep Linux drivers building and working while kernel APIs change.
+
+#include "autodriver/cli/commands.hpp"
+#include "autodriver/util/error.hpp"
+#include "autodriver/util/log.hpp"
+#include "autodriver/util/subprocess.hpp"
+
+#include <cstdio>
+#include <vector>
+
+using namespace autodriver;
+
+int main(int argc, char** argv) {
+  util::install_interrupt_handlers();
+  CLI::App app{"autodriver: build, check and port Linux drivers across kernel API changes.\n"
+               "Kernels are Debian's 6.1 and 6.12 lines (or a path to a kernel build directory)."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "autodriver 0.1.0");
+  bool verbose = false;
+  app.add_flag("-v,--verbose", verbose, "Print every external command and step");
+
+  // Explicit command table (no static registration).
+  const std::vector<cli::Command> commands = {cli::kernel_command(), cli::check_command()};
+  std::vector<std::pair<CLI::App*, std::function<int()>>> runners;
+  for (const auto& c : commands) {
+    CLI::App* sub = app.add_subcommand(std::string(c.name), std::string(c.help));
+    runners.push_back({sub, c.setup(*sub)});
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : cli::k_exit_error;
+  }
+  if (verbose) util::set_log_level(util::LogLevel::debug);
+  try {
+    for (auto& [sub, run] : runners)
+      if (sub->parsed()) {
+        int rc = run();
+        if (util::interrupted()) return cli::k_exit_interrupted;
+        return rc;
+      }
+  } catch (const util::FatalError& e) {
+    std::fprintf(stderr, "autodriver: error: %s\n", e.error.message.c_str());
+    return cli::k_exit_error;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "autodriver: internal error: %s\n", e.what());
+    return cli::k_exit_error;
+  }
+  return cli::k_exit_error;
+}

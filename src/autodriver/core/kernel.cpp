@@ -1,0 +1,17 @@
+#include "autodriver/core/kernel.hpp"
+
+#include <cstdio>
+
+namespace autodriver::core {
+
+bool Kernel::has_headers() const { return !build_dir.empty() && std::filesystem::exists(build_dir / "Makefile"); }
+
+bool Kernel::has_image() const { return !vmlinux.empty() && std::filesystem::exists(vmlinux); }
+
+int Kernel::version_code() const {
+  int a = 0, b = 0, c = 0;
+  std::sscanf(release.c_str(), "%d.%d.%d", &a, &b, &c);
+  return (a << 16) + (b << 8) + (c > 255 ? 255 : c);
+}
+
+} // namespace autodriver::core

@@ -1,0 +1,27 @@
+#pragma once
+// The Kernel domain type: one target kernel that drivers are built against and booted in.
+
+#include <filesystem>
+#include <string>
+
+namespace autodriver::core {
+
+struct Kernel {
+  std::string name;                 ///< what the user typed: "6.1", "6.12" or a path
+  std::string release;              ///< uname -r of the target, e.g. "6.1.0-57-amd64"
+  std::string line;                 ///< "6.1", "6.12" (major.minor), from the release
+  std::filesystem::path build_dir;  ///< kbuild dir for M= builds (headers package or a kernel build)
+  std::filesystem::path image_root; ///< dpkg -x of the image package (empty if none)
+  std::filesystem::path vmlinux;    ///< uncompressed kernel for PVH boot (empty if none)
+  std::filesystem::path modules_dir;///< <image_root>/lib/modules/<release>
+  std::string headers_package;      ///< Debian package names (empty for a path target)
+  std::string image_package;
+  std::string source_package;
+
+  bool has_headers() const;
+  bool has_image() const;
+  /// "6.1" -> 0x060100 style number for LINUX_VERSION_CODE comparisons: (a<<16)+(b<<8)+c.
+  int version_code() const;
+};
+
+} // namespace autodriver::core

@@ -1,0 +1,63 @@
+#pragma once
+// The gate interface and the explicit gate table (one gate = one file = one row).
+
+#include "autodriver/core/kernel.hpp"
+#include "autodriver/core/verdict.hpp"
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace autodriver::gate {
+
+/// What the user asked `check` (or the port loop) to validate.
+struct CheckRequest {
+  std::filesystem::path tree;                 ///< the user's driver tree (never written)
+  std::vector<std::string> kernels;           ///< "6.1", "6.12" or paths
+  bool sparse = true;
+  bool boot = false;
+  std::string device;                         ///< QEMU -device for the boot gate, optional
+  std::string build_cmd;                      ///< custom build command with {kdir} {kver}; empty: kbuild M=
+  std::filesystem::path baseline;             ///< tree whose sparse warnings do not count
+  std::chrono::seconds build_timeout{600};
+  std::chrono::seconds boot_timeout{60};
+  int jobs = 2;
+};
+
+/// Everything a gate sees: the target kernel, the scratch copy and the results of gates before it.
+struct GateInput {
+  const core::Kernel& kernel;
+  const CheckRequest& request;
+  std::filesystem::path work_tree;            ///< scratch copy of the tree for this kernel
+  std::filesystem::path scratch;              ///< per-kernel scratch dir the gate may use
+  const std::vector<core::GateResult>& earlier;
+};
+
+class Gate {
+public:
+  virtual ~Gate() = default;
+  virtual std::string_view id() const = 0;
+  /// Never throws. A failing driver is a GateResult with ok=false; a broken tool sets infra_error.
+  virtual core::GateResult run(const GateInput& input) = 0;
+};
+
+struct GateEntry {
+  std::string_view id;
+  std::string_view description;
+  std::unique_ptr<Gate> (*make)();
+};
+
+/// The gates in the order they run: build, sparse, boot.
+const std::vector<GateEntry>& gate_table();
+
+std::unique_ptr<Gate> make_kbuild_gate();
+std::unique_ptr<Gate> make_sparse_gate();
+std::unique_ptr<Gate> make_qemu_boot_gate();
+
+/// Find an earlier gate's result by id, or nullptr.
+const core::GateResult* find_result(const std::vector<core::GateResult>& results, std::string_view id);
+
+} // namespace autodriver::gate

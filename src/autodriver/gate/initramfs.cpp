@@ -1,0 +1,99 @@
+#include "autodriver/gate/initramfs.hpp"
+
+#include "autodriver/util/cpio.hpp"
+#include "autodriver/util/files.hpp"
+#include "autodriver/util/subprocess.hpp"
+
+#include <fmt/format.h>
+
+namespace autodriver::gate {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+std::string init_script(const InitramfsSpec& spec) {
+  std::string s = R"SH(#!/bin/sh
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+echo "@@AD init"
+pci() {
+  for d in /sys/bus/pci/devices/*; do
+    [ -e "$d/driver" ] || continue
+    drv=$(basename "$(readlink "$d/driver")")
+    mod=""
+    [ -e "/sys/bus/pci/drivers/$drv/module" ] && mod=$(basename "$(readlink "/sys/bus/pci/drivers/$drv/module")")
+    echo "@@AD pci $(basename "$d") vendor=$(cat "$d/vendor") device=$(cat "$d/device") driver=$drv module=$mod"
+  done
+}
+)SH";
+  for (const auto& m : spec.preload)
+    s += fmt::format("insmod /lib/ad/{0}.ko >/dev/null 2>&1; echo \"@@AD preload {0} rc=$?\"\n", m.name);
+  s += "echo \"@@AD pci-before\"\npci\n";
+  for (const auto& m : spec.modules)
+    s += fmt::format("echo \"@@AD insmod-begin {0}\"\ninsmod /lib/ad/{0}.ko 2>&1\necho \"@@AD insmod {0} rc=$?\"\n",
+                     m.name);
+  s += fmt::format("sleep {:.1f}\n", spec.settle_seconds);
+  s += "echo \"@@AD pci-after\"\npci\n";
+  s += "echo \"@@AD tainted $(cat /proc/sys/kernel/tainted)\"\n";
+  if (spec.unload)
+    for (auto it = spec.modules.rbegin(); it != spec.modules.rend(); ++it)
+      s += fmt::format("grep -q '^{0} ' /proc/modules && {{ rmmod {0} 2>&1; echo \"@@AD rmmod {0} rc=$?\"; }}\n",
+                       it->name);
+  s += "echo \"@@AD dmesg-begin\"\ndmesg\necho \"@@AD dmesg-end\"\necho \"@@AD done\"\npoweroff -f\n";
+  return s;
+}
+
+static util::Expected<std::string> module_bytes(const fs::path& p) {
+  std::string name = p.filename().string();
+  std::vector<std::string> argv;
+  if (name.ends_with(".ko.xz")) argv = {"xz", "-dc", p.string()};
+  else if (name.ends_with(".ko.zst")) argv = {"zstd", "-dcq", p.string()};
+  else if (name.ends_with(".ko.gz")) argv = {"gzip", "-dc", p.string()};
+  else return util::read_file(p);
+  util::RunRequest req;
+  req.argv = argv;
+  req.timeout = 60s;
+  req.output_cap = std::size_t(256) << 20;
+  auto r = util::run(req);
+  if (!r) return util::unexpected(r.error());
+  if (!r->ok()) return util::unexpected(util::ErrorKind::io, fmt::format("cannot decompress {}: {}", p.string(), r->err));
+  return std::move(r->out);
+}
+
+util::Expected<std::string> build_initramfs(const InitramfsSpec& spec, const fs::path& busybox) {
+  util::CpioWriter w;
+  for (const char* d : {"bin", "dev", "proc", "sys", "lib", "lib/ad", "tmp"}) w.add_directory(d);
+  w.add_char_device("dev/console", 5, 1);
+  w.add_char_device("dev/null", 1, 3, 0666);
+  auto bb = util::read_file(busybox);
+  if (!bb) return util::unexpected(bb.error());
+  w.add_file("bin/busybox", *bb, 0755);
+  for (const char* applet : {"sh", "mount", "insmod", "rmmod", "dmesg", "poweroff", "cat", "basename", "readlink",
+                             "sleep", "grep", "echo", "ls", "lsmod"})
+    w.add_symlink(std::string("bin/") + applet, "busybox");
+  for (const auto* list : {&spec.preload, &spec.modules}) {
+    for (const auto& m : *list) {
+      auto bytes = module_bytes(m.host_path);
+      if (!bytes) return util::unexpected(bytes.error());
+      w.add_file("lib/ad/" + m.name + ".ko", *bytes);
+    }
+  }
+  w.add_file("init", init_script(spec), 0755);
+  return w.finish();
+}
+
+util::Expected<fs::path> find_static_busybox() {
+  for (const char* p : {"/bin/busybox", "/usr/bin/busybox"}) {
+    if (!fs::exists(p)) continue;
+    auto data = util::read_file(p);
+    if (!data) continue;
+    // A dynamically linked busybox names its ELF interpreter; it would not run in our initramfs.
+    if (data->find("/lib64/ld-linux-x86-64.so") == std::string::npos) return fs::path(p);
+  }
+  return util::unexpected(util::ErrorKind::not_found,
+                          "no statically linked busybox: install it with `apt-get install busybox-static`");
+}
+
+} // namespace autodriver::gate

@@ -1,0 +1,132 @@
+// Gate "build": compile the driver against the target kernel and parse gcc/kbuild/modpost output.
+
+#include "autodriver/gate/gate.hpp"
+#include "autodriver/gate/gcc_parser.hpp"
+#include "autodriver/gate/kbuild.hpp"
+#include "autodriver/util/files.hpp"
+#include "autodriver/util/log.hpp"
+#include "autodriver/util/strings.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace autodriver::gate {
+
+namespace fs = std::filesystem;
+
+bool has_kbuild_makefile(const fs::path& tree) {
+  return fs::exists(tree / "Makefile") || fs::exists(tree / "Kbuild") || fs::exists(tree / "makefile") ||
+         fs::exists(tree / "GNUmakefile");
+}
+
+void clean_build_products(const fs::path& tree) {
+  std::error_code ec;
+  std::vector<fs::path> doomed;
+  for (auto it = fs::recursive_directory_iterator(tree, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (!it->is_regular_file()) continue;
+    auto name = it->path().filename().string();
+    auto ext = it->path().extension().string();
+    if (ext == ".o" || ext == ".ko" || ext == ".mod" || name.ends_with(".mod.c") || name == "Module.symvers" ||
+        name == "modules.order" || (name.starts_with(".") && name.ends_with(".cmd")))
+      doomed.push_back(it->path());
+  }
+  for (const auto& p : doomed) fs::remove(p, ec);
+}
+
+util::Expected<BuildRun> build_tree(const core::Kernel& kernel, const fs::path& tree, const BuildSpec& spec) {
+  util::RunRequest req;
+  req.cwd = tree;
+  req.timeout = spec.timeout;
+  req.stderr_mode = util::Stderr::merge;
+  req.output_cap = 8 * 1024 * 1024;
+  // ASCII quotes in gcc messages, no colour, no parallel output interleaving surprises.
+  req.env_set = {{"LC_ALL", "C"}, {"LANG", "C"}, {"GCC_COLORS", ""}, {"KBUILD_VERBOSE", "0"}};
+  req.env_unset = {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "ARCH", "CROSS_COMPILE"};
+  if (spec.build_cmd.empty()) {
+    req.argv = {"make", fmt::format("-j{}", std::max(1, spec.jobs)), "-C", kernel.build_dir.string(),
+                "M=" + tree.string()};
+    for (const auto& a : spec.extra_make_args) req.argv.push_back(a);
+    req.argv.push_back("modules");
+  } else {
+    const std::vector<std::pair<std::string, std::string>> vars = {{"kdir", kernel.build_dir.string()},
+                                                                   {"kver", kernel.release}};
+    for (auto& w : util::split_command(spec.build_cmd)) req.argv.push_back(util::substitute(w, vars));
+    if (req.argv.empty()) return util::unexpected(util::ErrorKind::config, "empty --build-cmd");
+    for (const auto& a : spec.extra_make_args) req.argv.push_back(a);
+  }
+  BuildRun br;
+  br.command = util::render_argv(req.argv);
+  util::log_debug("build: {}", br.command);
+  auto r = util::run(req);
+  if (!r) return util::unexpected(r.error());
+  br.run = std::move(*r);
+  ParseOptions po;
+  po.tree_root = tree.string();
+  br.diagnostics = parse_build_output(br.run.out, po);
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(tree, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec))
+    if (it->is_regular_file() && it->path().extension() == ".ko") br.modules.push_back(fs::relative(it->path(), tree));
+  std::sort(br.modules.begin(), br.modules.end());
+  return br;
+}
+
+namespace {
+
+class KbuildGate final : public Gate {
+public:
+  std::string_view id() const override { return "build"; }
+
+  core::GateResult run(const GateInput& in) override {
+    core::GateResult g;
+    g.gate = "build";
+    g.kernel = in.kernel.release;
+    auto start = std::chrono::steady_clock::now();
+    BuildSpec spec;
+    spec.build_cmd = in.request.build_cmd;
+    spec.timeout = in.request.build_timeout;
+    spec.jobs = in.request.jobs;
+    auto br = build_tree(in.kernel, in.work_tree, spec);
+    g.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    if (!br) {
+      g.infra_error = br.error().describe();
+      g.summary = "could not run the build: " + br.error().message;
+      return g;
+    }
+    int errors = 0, warnings = 0;
+    for (const auto& d : br->diagnostics) {
+      if (d.severity == core::Severity::error || d.severity == core::Severity::fatal) ++errors;
+      if (d.severity == core::Severity::warning) ++warnings;
+    }
+    nlohmann::json mods = nlohmann::json::array();
+    for (const auto& m : br->modules) mods.push_back(m.string());
+    g.diagnostics = std::move(br->diagnostics);
+    g.details = {{"command", br->command},
+                 {"exit_code", br->run.exit_code},
+                 {"timed_out", br->run.timed_out},
+                 {"modules", mods},
+                 {"errors", errors},
+                 {"warnings", warnings},
+                 {"log_tail", util::tail_capped(br->run.out, 16 * 1024)}};
+    g.ok = br->run.ok() && !br->modules.empty();
+    if (br->run.timed_out)
+      g.summary = fmt::format("build did not finish within {} s", in.request.build_timeout.count());
+    else if (br->run.interrupted)
+      g.summary = "build interrupted";
+    else if (g.ok)
+      g.summary = fmt::format("built {} module(s), {} warning(s)", br->modules.size(), warnings);
+    else if (br->run.ok())
+      g.summary = "the build succeeded but produced no .ko file";
+    else
+      g.summary = fmt::format("build failed: {} error(s), {} warning(s)", errors, warnings);
+    return g;
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Gate> make_kbuild_gate() { return std::make_unique<KbuildGate>(); }
+
+} // namespace autodriver::gate

@@ -1,0 +1,121 @@
+#include "autodriver/util/files.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <unistd.h>
+
+namespace autodriver::util {
+
+Expected<std::string> read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return unexpected(ErrorKind::io, fmt::format("cannot read {}: {}", path.string(), std::strerror(errno)));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Expected<void> write_file(const fs::path& path, std::string_view content) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return unexpected(ErrorKind::io, fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
+  out.write(content.data(), static_cast<std::streamsize>(content.size()));
+  out.flush();
+  if (!out) return unexpected(ErrorKind::io, fmt::format("write failed for {} (disk full?)", path.string()));
+  return {};
+}
+
+Expected<void> write_file_atomic(const fs::path& path, std::string_view content) {
+  fs::path tmp = path;
+  tmp += fmt::format(".tmp.{}", getpid());
+  if (auto r = write_file(tmp, content); !r) return r;
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return unexpected(ErrorKind::io, fmt::format("cannot rename into {}: {}", path.string(), ec.message()));
+  }
+  return {};
+}
+
+static bool is_build_product(const fs::path& p) {
+  std::string name = p.filename().string();
+  std::string ext = p.extension().string();
+  if (ext == ".o" || ext == ".ko" || ext == ".mod" || ext == ".order" || ext == ".symvers") return true;
+  if (name.size() > 4 && name.ends_with(".mod.c")) return true;
+  if (name.starts_with(".") && name.ends_with(".cmd")) return true;
+  if (name == ".tmp_versions" || name == ".git") return true;
+  return false;
+}
+
+Expected<void> copy_tree(const fs::path& from, const fs::path& to, SkipBuildProducts skip) {
+  std::error_code ec;
+  fs::create_directories(to, ec);
+  if (ec) return unexpected(ErrorKind::io, fmt::format("cannot create {}: {}", to.string(), ec.message()));
+  for (auto it = fs::recursive_directory_iterator(from, fs::directory_options::none, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    const fs::path& src = it->path();
+    if (skip == SkipBuildProducts::yes && is_build_product(src)) {
+      if (it->is_directory()) it.disable_recursion_pending();
+      continue;
+    }
+    fs::path dst = to / fs::relative(src, from);
+    if (it->is_symlink()) {
+      // Symlinks could point outside the tree; copy them as links, never follow.
+      fs::copy_symlink(src, dst, ec);
+      ec.clear();
+    } else if (it->is_directory()) {
+      fs::create_directories(dst, ec);
+    } else if (it->is_regular_file()) {
+      fs::copy_file(src, dst, fs::copy_options::overwrite_existing, ec);
+    }
+    if (ec) return unexpected(ErrorKind::io, fmt::format("cannot copy {}: {}", src.string(), ec.message()));
+  }
+  if (ec) return unexpected(ErrorKind::io, fmt::format("cannot walk {}: {}", from.string(), ec.message()));
+  return {};
+}
+
+Expected<TempDir> TempDir::create(const fs::path& parent, std::string_view prefix) {
+  std::error_code ec;
+  fs::create_directories(parent, ec);
+  std::string templ = (parent / (std::string(prefix) + "XXXXXX")).string();
+  std::vector<char> buf(templ.begin(), templ.end());
+  buf.push_back('\0');
+  if (!mkdtemp(buf.data()))
+    return unexpected(ErrorKind::io, fmt::format("cannot create a directory under {}: {}", parent.string(),
+                                                 std::strerror(errno)));
+  return TempDir(fs::path(buf.data()));
+}
+
+TempDir::TempDir(TempDir&& other) noexcept : m_path(std::move(other.m_path)), m_keep(other.m_keep) {
+  other.m_path.clear();
+}
+
+TempDir::~TempDir() {
+  if (m_keep || m_path.empty()) return;
+  std::error_code ec;
+  fs::remove_all(m_path, ec);
+}
+
+fs::path scratch_root() {
+  const char* t = std::getenv("TMPDIR");
+  return fs::path(t && *t ? t : "/tmp") / "autodriver";
+}
+
+std::vector<fs::path> list_files(const fs::path& root) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (it->is_regular_file()) out.push_back(fs::relative(it->path(), root));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+} // namespace autodriver::util

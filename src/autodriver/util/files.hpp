@@ -1,0 +1,47 @@
+#pragma once
+// File-system helpers: read/write whole files, atomic writes, scratch directories, copies.
+
+#include "autodriver/util/expected.hpp"
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace autodriver::util {
+
+namespace fs = std::filesystem;
+
+Expected<std::string> read_file(const fs::path& path);
+/// Write via a temporary file in the same directory, then rename (never a half-written file).
+Expected<void> write_file_atomic(const fs::path& path, std::string_view content);
+Expected<void> write_file(const fs::path& path, std::string_view content);
+
+/// Recursive copy that skips build products (*.o, *.ko, .*.cmd, ...) when `skip_build_products`.
+enum class SkipBuildProducts { yes, no };
+Expected<void> copy_tree(const fs::path& from, const fs::path& to, SkipBuildProducts skip);
+
+/// A fresh directory under `parent` (created), removed on destruction unless kept.
+class TempDir {
+public:
+  static Expected<TempDir> create(const fs::path& parent, std::string_view prefix);
+  TempDir(TempDir&& other) noexcept;
+  TempDir& operator=(TempDir&&) = delete;
+  TempDir(const TempDir&) = delete;
+  ~TempDir();
+  const fs::path& path() const { return m_path; }
+  void keep() { m_keep = true; }
+
+private:
+  explicit TempDir(fs::path p) : m_path(std::move(p)) {}
+  fs::path m_path;
+  bool m_keep = false;
+};
+
+/// $TMPDIR or /tmp, plus "autodriver".
+fs::path scratch_root();
+
+/// All regular files under `root`, relative paths, sorted.
+std::vector<fs::path> list_files(const fs::path& root);
+
+} // namespace autodriver::util

@@ -1,0 +1,87 @@
+#pragma once
+// The one runner for every external tool (make, gcc, spatch, sparse, qemu, git, apt-get, ...).
+//
+// argv vector (never a shell string), explicit cwd and environment, a required timeout,
+// a cap on captured output, and kill of the whole process group on timeout or interrupt.
+// A non-zero exit is data (RunResult), not an Error; Errors are only "could not run it".
+
+#include "autodriver/util/expected.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace autodriver::util {
+
+enum class Stderr { separate, merge };
+
+struct RunRequest {
+  std::vector<std::string> argv;
+  std::filesystem::path cwd;                      ///< empty: the current directory
+  std::map<std::string, std::string> env_set;     ///< variables added or overridden
+  std::vector<std::string> env_unset;             ///< variables removed
+  std::chrono::milliseconds timeout{0};           ///< required: 0 is rejected
+  std::size_t output_cap = 4 * 1024 * 1024;       ///< bytes kept per stream; the rest is counted, not kept
+  Stderr stderr_mode = Stderr::separate;
+  std::optional<std::string> stdin_data;          ///< empty: stdin is /dev/null
+  /// Called with each chunk of merged output as it arrives (progress, live console).
+  std::function<void(std::string_view)> on_output;
+};
+
+struct RunResult {
+  std::vector<std::string> argv;
+  int exit_code = -1;          ///< -1 when killed by a signal
+  int signal = 0;              ///< terminating signal, 0 if none
+  bool timed_out = false;      ///< killed because the timeout expired
+  bool interrupted = false;    ///< killed because the user interrupted autodriver
+  std::string out;
+  std::string err;             ///< empty when Stderr::merge
+  std::size_t out_dropped = 0; ///< bytes beyond output_cap
+  std::size_t err_dropped = 0;
+  std::chrono::milliseconds elapsed{0};
+
+  bool ok() const { return exit_code == 0 && !timed_out && !interrupted; }
+  /// "make exited 2", "qemu killed after 30 s timeout", ...
+  std::string status_text() const;
+};
+
+/// Abstract runner so that tests can substitute a fake (see FakeRunner in tests).
+class CommandRunner {
+public:
+  virtual ~CommandRunner() = default;
+  virtual Expected<RunResult> run(const RunRequest& request) = 0;
+};
+
+/// fork/exec in a new process group; poll()s both pipes; SIGKILLs the group on timeout.
+class ProcessRunner final : public CommandRunner {
+public:
+  Expected<RunResult> run(const RunRequest& request) override;
+};
+
+/// The process-wide default runner.
+CommandRunner& default_runner();
+
+/// Shorthand: default_runner().run(request).
+Expected<RunResult> run(const RunRequest& request);
+
+/// Kill every live child process group (called from the SIGINT/SIGTERM handler path).
+void kill_all_children();
+
+/// Install SIGINT/SIGTERM handlers that mark the process interrupted and kill children.
+void install_interrupt_handlers();
+
+/// True after SIGINT/SIGTERM.
+bool interrupted();
+
+/// Looks a program up on PATH; empty when missing.
+std::filesystem::path find_program(const std::string& name);
+
+/// Render argv for logs ("make -C /x M=/y modules"), quoting words with spaces.
+std::string render_argv(const std::vector<std::string>& argv);
+
+} // namespace autodriver::util
