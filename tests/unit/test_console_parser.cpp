@@ -1,0 +1,93 @@
+// QEMU serial console parsing, on real boots of Debian's 6.1 and 6.12 kernels.
+
+#include "autodriver/gate/console_parser.hpp"
+#include "fixtures.hpp"
+
+using namespace autodriver::gate;
+
+namespace {
+int count(const ConsoleReport& r, FindingKind k) {
+  int n = 0;
+  for (const auto& f : r.findings) n += f.kind == k;
+  return n;
+}
+} // namespace
+
+TEST(ConsoleParser, OopsInProbeWithMarkers61) {
+  auto r = parse_console(fixture("console/6.1-edu-oops-markers.txt"));
+  EXPECT_TRUE(r.reached_init);
+  EXPECT_FALSE(r.finished);
+  EXPECT_TRUE(r.insmods.empty()) << "the panic happened inside insmod";
+  ASSERT_EQ(count(r, FindingKind::oops), 1);
+  ASSERT_EQ(count(r, FindingKind::panic), 1);
+  const auto& oops = r.findings[0];
+  EXPECT_EQ(oops.kind, FindingKind::oops);
+  EXPECT_EQ(oops.module, "edu_oops");
+  EXPECT_NE(oops.location.find("edu_probe"), std::string::npos);
+  EXPECT_NE(oops.excerpt.find("Call Trace:"), std::string::npos);
+  EXPECT_NE(oops.excerpt.find("Oops:"), std::string::npos) << "the Oops: line belongs to the same report";
+}
+
+TEST(ConsoleParser, OopsInProbeWithMarkers612) {
+  auto r = parse_console(fixture("console/6.12-edu-oops-markers.txt"));
+  ASSERT_GE(r.findings.size(), 2u);
+  EXPECT_EQ(r.findings[0].kind, FindingKind::oops);
+  EXPECT_EQ(r.findings[0].module, "edu_oops");
+  EXPECT_EQ(count(r, FindingKind::panic), 1);
+}
+
+TEST(ConsoleParser, CleanLoadBindsAndUnloads) {
+  auto r = parse_console(fixture("console/6.12-edu-ok-markers.txt"));
+  EXPECT_TRUE(r.reached_init);
+  EXPECT_TRUE(r.finished);
+  ASSERT_EQ(r.insmods.size(), 1u);
+  EXPECT_EQ(r.insmods[0], (std::pair<std::string, int>{"edu_ok", 0}));
+  ASSERT_EQ(r.rmmods.size(), 1u);
+  EXPECT_EQ(r.rmmods[0].second, 0);
+  EXPECT_EQ(r.preloads.size(), 2u);
+  bool bound = false;
+  for (const auto& b : r.pci_after)
+    if (b.vendor == "0x1234" && b.device == "0x11e8" && b.driver == "edu_ok" && b.module == "edu_ok") bound = true;
+  EXPECT_TRUE(bound);
+  for (const auto& b : r.pci_before) EXPECT_NE(b.driver, "edu_ok");
+  ASSERT_TRUE(r.tainted.has_value());
+  EXPECT_EQ(*r.tainted, 12288);
+  EXPECT_EQ(decode_taint(*r.tainted), "OE");
+  EXPECT_TRUE(r.findings.empty()) << r.findings[0].line;
+}
+
+TEST(ConsoleParser, WarningHasLocationAndModule) {
+  auto r = parse_console(fixture("console/6.1-warn.txt"));
+  ASSERT_EQ(count(r, FindingKind::warning), 1);
+  for (const auto& f : r.findings) {
+    if (f.kind != FindingKind::warning) continue;
+    EXPECT_FALSE(f.location.empty());
+    EXPECT_FALSE(f.module.empty());
+    EXPECT_NE(f.excerpt.find("end trace"), std::string::npos);
+  }
+}
+
+TEST(ConsoleParser, UnknownSymbolAndInvalidFormat) {
+  auto u = parse_console(fixture("console/6.1-unknown-symbol.txt"));
+  ASSERT_GE(count(u, FindingKind::unknown_symbol), 1);
+  for (const auto& f : u.findings) {
+    if (f.kind == FindingKind::unknown_symbol) {
+      EXPECT_EQ(f.module, "8139cp");
+    }
+  }
+  auto v = parse_console(fixture("console/6.12-invalid-module-format.txt"));
+  EXPECT_GE(count(v, FindingKind::invalid_module_format), 1);
+}
+
+TEST(ConsoleParser, CleanBootHasNoFindings) {
+  auto r = parse_console(fixture("console/6.1-8139cp-clean.txt"));
+  EXPECT_TRUE(r.findings.empty()) << r.findings[0].line;
+}
+
+TEST(ConsoleParser, DmesgDumpDoesNotDoubleCount) {
+  std::string line = "[    1.234567] WARNING: CPU: 0 PID: 1 at drivers/x.c:10 f+0x1/0x2 [x]\n"
+                     "[    1.234568] ---[ end trace 0000000000000000 ]---\n";
+  auto r = parse_console("@@AD init\n" + line + "@@AD dmesg-begin\n" + line + "@@AD dmesg-end\n@@AD done\n");
+  EXPECT_EQ(count(r, FindingKind::warning), 1);
+  EXPECT_TRUE(r.finished);
+}

@@ -1,0 +1,149 @@
+// gcc / kbuild / modpost output parsing, on real builds of 6.1 drivers against 6.12 headers.
+
+#include "autodriver/gate/gcc_parser.hpp"
+#include "fixtures.hpp"
+
+#include <algorithm>
+
+using namespace autodriver;
+using core::DiagKind;
+
+namespace {
+
+std::vector<core::Diagnostic> parse(const std::string& name, const std::string& root) {
+  gate::ParseOptions o;
+  o.tree_root = root;
+  return gate::parse_build_output(fixture(name), o);
+}
+
+int count(const std::vector<core::Diagnostic>& ds, DiagKind k) {
+  return static_cast<int>(std::count_if(ds.begin(), ds.end(), [&](const auto& d) { return d.kind == k; }));
+}
+
+const core::Diagnostic* find(const std::vector<core::Diagnostic>& ds, DiagKind k, const std::string& sym) {
+  for (const auto& d : ds)
+    if (d.kind == k && std::find(d.symbols.begin(), d.symbols.end(), sym) != d.symbols.end()) return &d;
+  return nullptr;
+}
+
+} // namespace
+
+TEST(GccParser, PpdevClassCreateAndNoLlseek) {
+  auto ds = parse("gcc/6.12-char-ppdev.txt", "/tmp/fixture-work/gcc/ppdev");
+  int errors = static_cast<int>(std::count_if(ds.begin(), ds.end(), [](const auto& d) {
+    return d.severity == core::Severity::error;
+  }));
+  EXPECT_EQ(errors, 4);
+  const auto* cc = find(ds, DiagKind::too_many_arguments, "class_create");
+  ASSERT_NE(cc, nullptr);
+  EXPECT_EQ(cc->file, "ppdev.c");
+  EXPECT_GT(cc->line, 0);
+  EXPECT_GT(cc->column, 0);
+  EXPECT_EQ(cc->function, "ppdev_init");
+  // The note that says where the 6.12 declaration lives, pointing into the kernel headers.
+  ASSERT_FALSE(cc->notes.empty());
+  EXPECT_NE(cc->notes[0].file.find("include/linux/device/class.h"), std::string::npos);
+  EXPECT_NE(cc->raw.find("note: declared here"), std::string::npos);
+  EXPECT_NE(find(ds, DiagKind::undeclared_identifier, "no_llseek"), nullptr);
+  EXPECT_EQ(count(ds, DiagKind::no_member), 1);
+  EXPECT_EQ(count(ds, DiagKind::incompatible_pointer_type), 1);
+}
+
+TEST(GccParser, MissingHeaderIsFatal) {
+  auto ds = parse("gcc/6.12-hwmon-aquacomputer_d5next.txt", "/tmp/fixture-work/gcc/aquacomputer_d5next");
+  ASSERT_EQ(ds.size(), 1u);
+  EXPECT_EQ(ds[0].kind, DiagKind::missing_header);
+  EXPECT_EQ(ds[0].severity, core::Severity::fatal);
+  ASSERT_EQ(ds[0].symbols.size(), 1u);
+  EXPECT_EQ(ds[0].symbols[0], "asm/unaligned.h");
+}
+
+TEST(GccParser, StrlcpyImplicitDeclarationWithFlag) {
+  auto ds = parse("gcc/6.12-hwmon-pmbus-max20730.txt", "/tmp/fixture-work/gcc/max20730");
+  const auto* d = find(ds, DiagKind::implicit_function_declaration, "strlcpy");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->flag, "-Werror=implicit-function-declaration");
+  EXPECT_EQ(d->message.find("[-W"), std::string::npos);
+  // .probe_new: the member the 6.12 struct lost.
+  EXPECT_NE(find(ds, DiagKind::no_member, "probe_new"), nullptr);
+}
+
+TEST(GccParser, KindCountsMatchTheFixtureReadme) {
+  struct Expect {
+    const char* file;
+    DiagKind kind;
+    int n;
+  };
+  // Counts measured with grep in tests/fixtures/gcc/README.md.
+  const Expect expects[] = {
+      {"6.12-vhost-vdpa.txt", DiagKind::too_few_arguments, 3},
+      {"6.12-vhost-vdpa.txt", DiagKind::too_many_arguments, 3},
+      {"6.12-iommu-amd_iommu_v2.txt", DiagKind::unknown_type, 4},
+      {"6.12-iommu-amd_iommu_v2.txt", DiagKind::undeclared_identifier, 10},
+      {"6.12-platform-x86-acerhdf.txt", DiagKind::implicit_function_declaration, 3},
+      {"6.12-platform-x86-acerhdf.txt", DiagKind::no_member, 5},
+      {"6.12-platform-x86-acerhdf.txt", DiagKind::incompatible_pointer_type, 6},
+      {"6.12-platform-x86-acerhdf.txt", DiagKind::incomplete_type, 2},
+      {"6.12-platform-x86-intel_ifs.txt", DiagKind::conflicting_types, 3},
+      {"6.12-platform-x86-intel_ifs.txt", DiagKind::missing_header, 1},
+      {"6.12-media-rcar_drif.txt", DiagKind::incompatible_pointer_type, 4},
+  };
+  for (const auto& e : expects) {
+    auto ds = parse(std::string("gcc/") + e.file, "");
+    int n = 0;
+    for (const auto& d : ds)
+      if (d.kind == e.kind && d.severity != core::Severity::warning) ++n;
+    EXPECT_EQ(n, e.n) << e.file << " " << core::to_string(e.kind);
+  }
+}
+
+TEST(GccParser, RemoveCallbackTypeChange) {
+  auto ds = parse("gcc/6.12-platform-x86-acerhdf.txt", "");
+  bool found = false;
+  for (const auto& d : ds) {
+    if (d.kind != DiagKind::incompatible_pointer_type || d.symbols.size() < 2) continue;
+    if (d.symbols[0] == "void (*)(struct platform_device *)" && d.symbols[1] == "int (*)(struct platform_device *)")
+      found = true;
+  }
+  EXPECT_TRUE(found) << "platform_driver.remove int->void not recognised";
+}
+
+TEST(GccParser, ModpostUndefinedSymbols) {
+  auto ds = parse("modpost/6.12-modpost_undef.txt", "/tmp/fixture-work/mods/mp6.12/modpost_undef");
+  std::vector<std::string> syms;
+  for (const auto& d : ds)
+    if (d.kind == DiagKind::modpost_undefined_symbol) syms.push_back(d.symbols.at(0));
+  EXPECT_EQ(syms, (std::vector<std::string>{"strlcpy", "kallsyms_lookup_name", "sched_setscheduler"}));
+  for (const auto& d : ds) {
+    if (d.kind == DiagKind::modpost_undefined_symbol) {
+      EXPECT_EQ(d.file, "modpost_undef.ko");
+    }
+  }
+}
+
+TEST(GccParser, ModpostGplOnlyIsAnError) {
+  auto ds = parse("modpost/6.12-modpost_gpl.txt", "");
+  bool found = false;
+  for (const auto& d : ds)
+    if (d.tool == "modpost" && d.severity == core::Severity::error &&
+        std::find(d.symbols.begin(), d.symbols.end(), "device_match_name") != d.symbols.end())
+      found = true;
+  EXPECT_TRUE(found);
+}
+
+TEST(GccParser, ClassifiesSingleMessages) {
+  std::vector<std::string> s;
+  EXPECT_EQ(gate::classify_message("'struct i2c_driver' has no member named 'probe_new'", s), DiagKind::no_member);
+  EXPECT_EQ(s, (std::vector<std::string>{"struct i2c_driver", "probe_new"}));
+  s.clear();
+  EXPECT_EQ(gate::classify_message("unknown type name 'amd_iommu_invalid_ppr_cb'", s), DiagKind::unknown_type);
+  s.clear();
+  EXPECT_EQ(gate::classify_message("'return' with a value, in function returning void", s),
+            DiagKind::incompatible_return_type);
+  s.clear();
+  EXPECT_EQ(gate::classify_message("passing argument 1 of 'kfree' makes pointer from integer without a cast", s),
+            DiagKind::int_conversion);
+  s.clear();
+  EXPECT_EQ(gate::classify_message("something nobody has seen 'x'", s), DiagKind::other);
+  EXPECT_EQ(s, (std::vector<std::string>{"x"}));
+}

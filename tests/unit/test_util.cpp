@@ -1,0 +1,120 @@
+// Subprocess runner, cpio writer, strings: the pieces every gate stands on.
+
+#include "autodriver/kernel/modules_dep.hpp"
+#include "autodriver/util/cpio.hpp"
+#include "autodriver/util/files.hpp"
+#include "autodriver/util/strings.hpp"
+#include "autodriver/util/subprocess.hpp"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <unistd.h>
+
+using namespace autodriver;
+using namespace std::chrono_literals;
+
+TEST(Subprocess, ExitCodeIsDataNotError) {
+  util::RunRequest r;
+  r.argv = {"sh", "-c", "echo out; echo err >&2; exit 3"};
+  r.timeout = 10s;
+  auto res = util::run(r);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->exit_code, 3);
+  EXPECT_EQ(res->out, "out\n");
+  EXPECT_EQ(res->err, "err\n");
+  EXPECT_FALSE(res->ok());
+}
+
+TEST(Subprocess, TimeoutKillsTheWholeProcessGroup) {
+  auto dir = util::TempDir::create(util::scratch_root(), "test-");
+  ASSERT_TRUE(dir);
+  auto pidfile = dir->path() / "grandchild.pid";
+  util::RunRequest r;
+  // The grandchild would outlive a plain kill of the shell.
+  r.argv = {"sh", "-c", "sleep 100 & echo $! > " + pidfile.string() + "; wait"};
+  r.timeout = 500ms;
+  auto res = util::run(r);
+  ASSERT_TRUE(res);
+  EXPECT_TRUE(res->timed_out);
+  EXPECT_LT(res->elapsed, 5000ms);
+  auto pid_text = util::read_file(pidfile);
+  ASSERT_TRUE(pid_text);
+  pid_t pid = std::stoi(*pid_text);
+  usleep(100000);
+  // Dead or a zombie waiting for init to reap it: either way no longer running.
+  auto stat = util::read_file("/proc/" + std::to_string(pid) + "/stat");
+  bool running = stat && stat->find(") Z") == std::string::npos;
+  EXPECT_FALSE(running) << "grandchild still alive: " << (stat ? *stat : "");
+}
+
+TEST(Subprocess, RequiresATimeoutAndReportsMissingPrograms) {
+  util::RunRequest r;
+  r.argv = {"true"};
+  auto no_timeout = util::run(r);
+  ASSERT_FALSE(no_timeout);
+  EXPECT_EQ(no_timeout.error().kind, util::ErrorKind::config);
+  r.argv = {"/nonexistent/program"};
+  r.timeout = 5s;
+  auto missing = util::run(r);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().kind, util::ErrorKind::spawn);
+}
+
+TEST(Subprocess, CapsOutputEnvAndCwd) {
+  util::RunRequest r;
+  r.argv = {"sh", "-c", "head -c 100000 /dev/zero; echo \"$AD_X-${HOME:-unset}\" >&2; pwd >&2"};
+  r.timeout = 10s;
+  r.output_cap = 1000;
+  r.env_set = {{"AD_X", "yes"}};
+  r.env_unset = {"HOME"};
+  r.cwd = "/";
+  auto res = util::run(r);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->out.size(), 1000u);
+  EXPECT_EQ(res->out_dropped, 99000u);
+  EXPECT_EQ(res->err, "yes-unset\n/\n");
+}
+
+TEST(Cpio, ArchiveListsWithCpioTool) {
+  util::CpioWriter w;
+  w.add_directory("bin");
+  w.add_file("bin/hello", "hello world\n", 0755);
+  w.add_symlink("bin/sh", "busybox");
+  w.add_char_device("console", 5, 1);
+  std::string archive = w.finish();
+  EXPECT_EQ(archive.size() % 4, 0u);
+  util::RunRequest r;
+  r.argv = {"cpio", "-itv", "--quiet"};
+  r.timeout = 10s;
+  r.stdin_data = archive;
+  auto res = util::run(r);
+  if (!res) GTEST_SKIP() << "cpio not installed";
+  ASSERT_EQ(res->exit_code, 0) << res->err;
+  EXPECT_NE(res->out.find("bin/hello"), std::string::npos);
+  EXPECT_NE(res->out.find("bin/sh -> busybox"), std::string::npos);
+  EXPECT_NE(res->out.find("crw"), std::string::npos);
+}
+
+TEST(Strings, SplitCommandAndSubstitute) {
+  auto words = util::split_command("make KERNELDIR={kdir} 'CFLAGS=-O2 -g' \"V=1\"");
+  ASSERT_EQ(words.size(), 4u);
+  EXPECT_EQ(words[2], "CFLAGS=-O2 -g");
+  EXPECT_EQ(util::substitute(words[1], {{"kdir", "/k"}}), "KERNELDIR=/k");
+  EXPECT_EQ(util::substitute("{kver}/{kver}", {{"kver", "6.1"}}), "6.1/6.1");
+}
+
+TEST(ModulesDep, LoadOrderPutsDependenciesFirst) {
+  auto md = kernel::ModulesDep::parse(
+      "kernel/drivers/net/mii.ko.xz:\n"
+      "kernel/drivers/net/ethernet/realtek/8139cp.ko.xz: kernel/drivers/net/mii.ko.xz\n"
+      "kernel/drivers/media/v4l2-core/videodev.ko.xz: kernel/drivers/media/mc/mc.ko.xz\n"
+      "kernel/drivers/media/mc/mc.ko.xz:\n"
+      "kernel/drivers/misc/pvpanic/pvpanic-pci.ko.xz: kernel/drivers/misc/pvpanic/pvpanic.ko.xz\n"
+      "kernel/drivers/misc/pvpanic/pvpanic.ko.xz:\n");
+  std::vector<std::string> missing;
+  auto order = md.load_order({"videodev", "8139cp", "pvpanic-pci", "nosuch"}, missing);
+  EXPECT_EQ(order, (std::vector<std::string>{"mc", "videodev", "mii", "8139cp", "pvpanic", "pvpanic_pci"}));
+  EXPECT_EQ(missing, (std::vector<std::string>{"nosuch"}));
+  EXPECT_EQ(md.path_of("pvpanic_pci"), "kernel/drivers/misc/pvpanic/pvpanic-pci.ko.xz");
+}
