@@ -2,6 +2,7 @@
 
 #include "autodriver/cli/commands.hpp"
 #include "autodriver/kernel/fetch.hpp"
+#include "autodriver/kernel/source.hpp"
 #include "autodriver/kernel/target.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/subprocess.hpp"
@@ -52,7 +53,28 @@ Command kernel_command() {
             auto* info = sub.add_subcommand("info", "Paths and status of one kernel target");
             info->add_option("kernel", o->name, "6.1, 6.12, a release string or a kernel build dir")->required();
             info->add_flag("--json", o->json, "Machine-readable output");
-            return [o, list, fetch, info]() -> int {
+            auto* source = sub.add_subcommand(
+                "source", "Decompress linux-source-<line> into the cache once and print the tree's path");
+            source->add_option("kernel", o->name, "6.1 or 6.12")->required();
+            source->add_flag("--json", o->json, "Machine-readable output");
+            return [o, list, fetch, info, source]() -> int {
+              if (source->parsed()) {
+                auto k = kernel::resolve_kernel(o->name);
+                if (!k) {
+                  print_error(k.error());
+                  return k_exit_error;
+                }
+                auto dir = kernel::ensure_source(*k, [&](const std::string& msg) { util::log_info("{}: {}", o->name, msg); });
+                if (!dir) {
+                  print_error(dir.error());
+                  return util::interrupted() ? k_exit_interrupted : k_exit_error;
+                }
+                if (o->json)
+                  std::cout << nlohmann::json{{"schema_version", 1}, {"kernel", o->name}, {"source", dir->string()}}.dump(2) << "\n";
+                else
+                  std::cout << dir->string() << "\n";
+                return k_exit_ok;
+              }
               if (list->parsed()) {
                 nlohmann::json arr = nlohmann::json::array();
                 for (const auto& known : kernel::known_kernels()) {
