@@ -1,0 +1,35 @@
+# Bad input: one clear line on stderr, a non-zero exit, nothing left running.
+. "$(dirname "$0")/lib.sh.inc"
+need qemu-system-x86_64
+expect_error() { # expect_error PATTERN cmd...
+  pat=$1; shift
+  rc=0; "$@" > "$WORK/out" 2> "$WORK/err" || rc=$?
+  [ $rc -eq 2 ] || fail "'$*': expected exit 2, got $rc"
+  [ "$(wc -l < "$WORK/err")" -eq 1 ] || { cat "$WORK/err"; fail "'$*': expected one line on stderr"; }
+  grep -q "$pat" "$WORK/err" || { cat "$WORK/err"; fail "'$*': stderr lacks '$pat'"; }
+}
+expect_error "no such directory" "$AD" check "$WORK/missing" -k 6.1
+mkdir -p "$WORK/empty"
+expect_error "no Makefile or Kbuild" "$AD" check "$WORK/empty" -k 6.1
+expect_error "unknown kernel '5.10'" "$AD" check "$AD_SRC/examples/misc-counter" -k 5.10
+expect_error "unknown kernel" "$AD" kernel info nosuch
+AUTODRIVER_CACHE="$WORK/emptycache" expect_error "image is not in the cache" "$AD" check "$AD_SRC/examples/misc-counter" -k 6.1 --boot
+
+# A build that never ends is killed at its timeout and reported as a failed build.
+rc=0; "$AD" check "$AD_SRC/examples/misc-counter" -k 6.1 --build-cmd 'sleep 600' --build-timeout 2 --json > "$WORK/b.json" || rc=$?
+[ $rc -eq 1 ] || fail "hanging build: expected exit 1, got $rc"
+py "$WORK/b.json" "d['gates']['build']['by_kernel']['$R61']['details']['timed_out'] is True"
+pgrep -f 'sleep 600' >/dev/null && fail "the hanging build is still running"
+
+# A module that hangs in init: the guest is killed at the boot timeout, reported as hung.
+rc=0; "$AD" check "$AD_SRC/tests/fixtures/drivers/hang-on-load" -k 6.1 --no-sparse --boot --boot-timeout 20 --json > "$WORK/h.json" || rc=$?
+[ $rc -eq 1 ] || fail "hang on load: expected exit 1, got $rc"
+py "$WORK/h.json" "$(boot_of $R61)['details']['outcome'] == 'hung'"
+py "$WORK/h.json" "$(boot_of $R61)['details']['qemu']['timed_out'] is True"
+pgrep -f "hang-on-load|initramfs.cpio" >/dev/null && fail "QEMU still running after the timeout"
+
+# An unknown QEMU device is a tool error for that gate, with QEMU's own words.
+rc=0; "$AD" check "$AD_SRC/examples/misc-counter" -k 6.1 --no-sparse --boot --device nosuchdev --json > "$WORK/d.json" || rc=$?
+[ $rc -eq 1 ] || fail "bad device: expected exit 1, got $rc"
+py "$WORK/d.json" "'nosuchdev' in $(boot_of $R61)['infra_error']"
+echo PASS
