@@ -17,3 +17,7 @@ target_link_libraries(dep_cli11 INTERFACE CLI11::CLI11)
 find_package(GTest REQUIRED)
 add_library(dep_gtest INTERFACE)
 target_link_libraries(dep_gtest INTERFACE GTest::gtest GTest::gtest_main)
+
+pkg_check_modules(LIBGIT2 REQUIRED IMPORTED_TARGET libgit2>=1.5)
+add_library(dep_git2 INTERFACE)
+target_link_libraries(dep_git2 INTERFACE PkgConfig::LIBGIT2)
