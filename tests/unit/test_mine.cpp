@@ -209,13 +209,13 @@ TEST(Mine, ApiChangeCommitBecomesACase) {
   EXPECT_EQ(r->cases_written, 1u);
   EXPECT_EQ(r->by_kind["whitespace_only"], 1u);
   ASSERT_EQ(r->case_ids.size(), 1u);
-  auto dir = o.out / r->case_ids[0];
+  auto dir = o.out / "cases" / r->case_ids[0];
   auto before = util::read_file(dir / "before/drivers/net/a.c");
   auto golden = util::read_file(dir / "golden/drivers/hwmon/b.c");
   ASSERT_TRUE(before && golden);
   EXPECT_NE(before->find("foo_register(d)"), std::string::npos);
   EXPECT_NE(golden->find("foo_register(d, 0)"), std::string::npos);
-  auto patch = util::read_file(dir / "core.patch");
+  auto patch = util::read_file(dir / "api_delta.patch");
   ASSERT_TRUE(patch);
   EXPECT_NE(patch->find("+int foo_register(struct device *dev, unsigned int flags);"), std::string::npos);
   EXPECT_EQ(patch->find("drivers/"), std::string::npos);

@@ -50,9 +50,13 @@ std::string iso_time(const git_time& t) {
                      tm.tm_hour, tm.tm_min, tm.tm_sec, t.offset < 0 ? '-' : '+', off / 60, off % 60);
 }
 
-std::string remote_url(git_repository* repo) {
+/// Where the commits came from: the "origin" remote's URL, else the repository's path.
+std::string repository_name(git_repository* repo) {
   git_remote* remote = nullptr;
-  if (git_remote_lookup(&remote, repo, "origin") != 0) return {};
+  if (git_remote_lookup(&remote, repo, "origin") != 0) {
+    const char* path = git_repository_workdir(repo) ? git_repository_workdir(repo) : git_repository_path(repo);
+    return path ? path : "";
+  }
   std::string url = git_remote_url(remote) ? git_remote_url(remote) : "";
   git_remote_free(remote);
   return url;
@@ -189,9 +193,12 @@ Expected<void> Miner::write_case(git_commit* commit, git_tree* parent_tree, git_
     if (d.cls == PathClass::core) core.push_back(&d);
     if (d.cls == PathClass::driver) driver.push_back(&d);
   }
-  auto tmp = util::TempDir::create(m_opts.out, ".tmp-" + id + "-");
+  auto tmp = util::TempDir::create(m_opts.out / "cases", ".tmp-" + id + "-");
   if (!tmp) return unexpected(tmp.error());
   const fs::path& dir = tmp->path();
+  // mkdtemp makes 0700; a corpus is meant to be shared and read by other users and tools.
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                           fs::perms::others_exec);
 
   nlohmann::json skipped = nlohmann::json::array();
   std::set<std::string> units;
@@ -229,6 +236,7 @@ Expected<void> Miner::write_case(git_commit* commit, git_tree* parent_tree, git_
       {"commit", git::to_hex(*git_commit_id(commit))},
       {"parent", git::to_hex(*git_commit_parent_id(commit, 0))},
       {"subject", subject_of(message)},
+      {"message", message},
       {"author", {{"name", author->name ? author->name : ""}, {"email", author->email ? author->email : ""}}},
       {"author_date", iso_time(author->when)},
       {"commit_date", iso_time(committer->when)},
@@ -240,17 +248,21 @@ Expected<void> Miner::write_case(git_commit* commit, git_tree* parent_tree, git_
       {"driver_units", units},
       {"treewide", kind == CommitKind::treewide},
       {"skipped_files", skipped},
-      {"source", {{"repository", remote_url(m_repo)}, {"range", m_opts.range}}},
+      {"source", {{"repository", repository_name(m_repo)}, {"range", m_opts.range}}},
       {"mine_rules_version", k_mine_rules_version},
   };
-  for (auto [name, text] : {std::pair<const char*, const std::string*>{"core.patch", &*core_patch},
+  // The shared case layout (docs/case-format.md): the core diff is the case's API delta; a mined
+  // case has no diagnostics until someone builds it. metadata.json goes last, like corpus build's.
+  const std::string no_diagnostics = "[]\n";
+  for (auto [name, text] : {std::pair<const char*, const std::string*>{"api_delta.patch", &*core_patch},
                             {"driver.patch", &*driver_patch},
-                            {"message.txt", &message}}) {
+                            {"message.txt", &message},
+                            {"diagnostics.json", &no_diagnostics}}) {
     if (auto w = util::write_file(dir / name, *text); !w) return w;
   }
   if (auto w = util::write_file(dir / "metadata.json", meta.dump(2) + "\n"); !w) return w;
 
-  fs::path final_dir = m_opts.out / id;
+  fs::path final_dir = m_opts.out / "cases" / id;
   std::error_code ec;
   fs::rename(dir, final_dir, ec);
   if (ec) {
@@ -277,7 +289,7 @@ Expected<void> Miner::process(const git_oid& oid) {
   if (parents > 1) return count(CommitKind::merge), Expected<void>();
 
   std::string id = mined_case_id(sha);
-  if (fs::exists(m_opts.out / id / "metadata.json")) {
+  if (fs::exists(m_opts.out / "cases" / id / "metadata.json")) {
     // Written by an earlier run; it was mined then, so it is mined now (rules are versioned).
     count(CommitKind::mined);
     ++m_summary.cases_present;
@@ -328,6 +340,27 @@ Expected<void> Miner::process(const git_oid& oid) {
   return {};
 }
 
+/// Creates <out>/cases and <out>/corpus.json ({schema_version, origin: "mined"}), or checks that an
+/// existing corpus directory is a mined one (a `corpus build` corpus is refused, not mixed into).
+Expected<void> init_mined_corpus(const fs::path& out) {
+  std::error_code ec;
+  fs::create_directories(out / "cases", ec);
+  if (ec) return unexpected(ErrorKind::io, fmt::format("cannot create output directory {}: {}", out.string(), ec.message()));
+  const fs::path file = out / "corpus.json";
+  if (!fs::exists(file))
+    return util::write_file_atomic(file, nlohmann::json{{"schema_version", 1}, {"origin", "mined"}}.dump(2) + "\n");
+  auto text = util::read_file(file);
+  if (!text) return unexpected(text.error());
+  auto j = nlohmann::json::parse(*text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return unexpected(ErrorKind::parse, fmt::format("{} is not valid JSON", file.string()));
+  if (j.value("schema_version", 0) > 1)
+    return unexpected(ErrorKind::config, fmt::format("{} was written by a newer autodriver: upgrade autodriver", file.string()));
+  if (j.value("origin", "") != "mined")
+    return unexpected(ErrorKind::config, fmt::format("{} holds a corpus with origin {}, not mined cases: use another -o directory",
+                                                     out.string(), j.value("origin", nlohmann::json()).dump()));
+  return {};
+}
+
 } // namespace
 
 std::string mined_case_id(const std::string& commit_sha) { return "git-" + commit_sha.substr(0, 12); }
@@ -369,9 +402,7 @@ Expected<MineSummary> mine(const MineOptions& opts, const MineProgressFn& progre
   auto to = git::resolve_commit(repo->get(), range->to);
   if (!to) return unexpected(ErrorKind::not_found, fmt::format("--range '{}': {} in {}", opts.range, to.error().message, opts.repo.string()));
 
-  std::error_code ec;
-  fs::create_directories(opts.out, ec);
-  if (ec) return unexpected(ErrorKind::io, fmt::format("cannot create output directory {}: {}", opts.out.string(), ec.message()));
+  if (auto r = init_mined_corpus(opts.out); !r) return unexpected(r.error());
 
   MineSummary summary;
   summary.repo = fs::absolute(opts.repo).lexically_normal().string();
