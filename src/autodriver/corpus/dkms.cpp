@@ -1,0 +1,146 @@
+#include "autodriver/corpus/dkms.hpp"
+
+#include "autodriver/kernel/target.hpp"
+#include "autodriver/util/file_lock.hpp"
+#include "autodriver/util/files.hpp"
+#include "autodriver/util/strings.hpp"
+#include "autodriver/util/subprocess.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <regex>
+#include <unistd.h>
+
+namespace autodriver::corpus {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using util::ErrorKind;
+using util::unexpected;
+
+DkmsConf parse_dkms_conf(std::string_view text) {
+  static const std::regex k_assign(R"re(^\s*([A-Z_]+)(?:\[(\d+)\])?=(?:"([^"]*)"|'([^']*)'|(\S*))\s*(?:#.*)?$)re");
+  DkmsConf c;
+  for (auto line : util::split_lines(text)) {
+    std::string l(line);
+    std::smatch m;
+    if (!std::regex_match(l, m, k_assign)) continue;
+    std::string key = m[1].str();
+    std::string value = m[3].matched ? m[3].str() : m[4].matched ? m[4].str() : m[5].str();
+    std::size_t idx = m[2].matched ? std::stoul(m[2].str()) : 0;
+    auto put = [&](std::vector<std::string>& v) {
+      if (v.size() <= idx) v.resize(idx + 1);
+      v[idx] = value;
+    };
+    if (key == "PACKAGE_NAME") c.package_name = value;
+    else if (key == "PACKAGE_VERSION") c.package_version = value;
+    else if (key == "BUILT_MODULE_NAME") put(c.module_names);
+    else if (key == "BUILT_MODULE_LOCATION") put(c.module_locations);
+    else if (key == "MAKE" && idx == 0) c.make = value;
+  }
+  for (auto& n : c.module_names) n = std::regex_replace(n, std::regex(R"(\$\{?PACKAGE_NAME\}?)"), c.package_name);
+  return c;
+}
+
+std::string dkms_build_command(const DkmsConf& conf, const std::string& build_dir) {
+  if (conf.make.empty()) return {};
+  std::string cmd = conf.make;
+  const std::vector<std::pair<std::string, std::string>> subs = {
+      {R"(\$\{?dkms_tree\}?/\$\{?PACKAGE_NAME\}?/\$\{?PACKAGE_VERSION\}?/build)", build_dir},
+      {R"(\$\{?kernel_source_dir\}?)", "{kdir}"},
+      {R"(\$\{?kernelver\}?)", "{kver}"},
+      {R"(\$\{?PACKAGE_NAME\}?)", conf.package_name},
+      {R"(\$\{?PACKAGE_VERSION\}?)", conf.package_version},
+      {R"(\$\{?parallel_jobs\}?)", "1"},
+      {R"(\$\{?arch\}?)", "x86_64"},
+      {R"(\$\{?source_tree\}?/[^ ]*)", build_dir}};
+  for (const auto& [re, value] : subs) cmd = std::regex_replace(cmd, std::regex(re), value);
+  // Anything left that needs a shell is not ours to run.
+  if (cmd.find('$') != std::string::npos || cmd.find('`') != std::string::npos || cmd.find("&&") != std::string::npos ||
+      cmd.find('|') != std::string::npos || cmd.find(';') != std::string::npos)
+    return {};
+  return cmd;
+}
+
+util::Expected<std::vector<std::string>> list_dkms_packages() {
+  util::RunRequest req;
+  req.argv = {"apt-cache", "search", "--names-only", "--", "-dkms$"};
+  req.timeout = 60s;
+  auto r = util::run(req);
+  if (!r) return unexpected(r.error());
+  if (!r->ok()) return unexpected(ErrorKind::spawn, "apt-cache search failed: " + r->status_text());
+  std::vector<std::string> out;
+  for (auto line : util::split_lines(r->out)) {
+    auto sp = line.find(' ');
+    std::string name(line.substr(0, sp));
+    if (name.ends_with("-dkms") && name != "dh-dkms") out.push_back(name);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+util::Expected<DkmsSource> fetch_dkms_source(const std::string& package) {
+  const fs::path dir = kernel::cache_root() / "dkms" / package;
+  auto lock = util::FileLock::acquire(kernel::cache_root() / "locks" / ("dkms-" + package + ".lock"), 600s);
+  if (!lock) return unexpected(lock.error());
+  if (!fs::exists(dir / "complete.json")) {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    fs::path partial = dir.parent_path() / fmt::format(".partial-{}-{}", package, getpid());
+    fs::remove_all(partial, ec);
+    fs::create_directories(partial / "root", ec);
+    if (ec) return unexpected(ErrorKind::io, fmt::format("cannot create {}: {}", partial.string(), ec.message()));
+    util::RunRequest dl;
+    dl.argv = {"apt-get", "download", "-q", package};
+    dl.cwd = partial;
+    dl.timeout = 300s;
+    dl.stderr_mode = util::Stderr::merge;
+    auto r = util::run(dl);
+    if (!r) return unexpected(r.error());
+    fs::path deb;
+    for (const auto& e : fs::directory_iterator(partial, ec))
+      if (e.path().extension() == ".deb") deb = e.path();
+    if (!r->ok() || deb.empty()) {
+      fs::remove_all(partial, ec);
+      return unexpected(ErrorKind::network, fmt::format("apt-get download {} failed ({}): is the Debian mirror "
+                                                        "reachable?",
+                                                        package, std::string(util::trim(util::tail_capped(r->out, 200)))));
+    }
+    util::RunRequest x;
+    x.argv = {"dpkg", "-x", deb.string(), (partial / "root").string()};
+    x.timeout = 300s;
+    x.stderr_mode = util::Stderr::merge;
+    auto rx = util::run(x);
+    if (!rx || !rx->ok()) {
+      fs::remove_all(partial, ec);
+      return unexpected(ErrorKind::io, fmt::format("dpkg -x {} failed (corrupt download or disk full)", deb.string()));
+    }
+    std::string version = deb.filename().string();
+    nlohmann::json stamp = {{"schema_version", 1}, {"package", package}, {"deb", version}};
+    if (auto w = util::write_file_atomic(partial / "complete.json", stamp.dump(2) + "\n"); !w) {
+      fs::remove_all(partial, ec);
+      return unexpected(w.error());
+    }
+    fs::rename(partial, dir, ec);
+    if (ec) return unexpected(ErrorKind::io, fmt::format("cannot move {} into place: {}", dir.string(), ec.message()));
+  }
+  DkmsSource s;
+  s.package = package;
+  if (auto st = util::read_file(dir / "complete.json"); st) {
+    auto j = nlohmann::json::parse(*st, nullptr, false);
+    if (!j.is_discarded()) s.version = j.value("deb", "");
+  }
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir / "root/usr/src", ec))
+    if (fs::exists(e.path() / "dkms.conf")) s.source = e.path();
+  if (s.source.empty())
+    return unexpected(ErrorKind::not_found, fmt::format("{} has no /usr/src/*/dkms.conf", package));
+  auto conf = util::read_file(s.source / "dkms.conf");
+  if (!conf) return unexpected(conf.error());
+  s.conf = parse_dkms_conf(*conf);
+  return s;
+}
+
+} // namespace autodriver::corpus
