@@ -1,0 +1,73 @@
+// `autodriver port DIR --to K [...]`: the closed update loop.
+
+#include "autodriver/cli/commands.hpp"
+#include "autodriver/loop/port.hpp"
+#include "autodriver/util/files.hpp"
+#include "autodriver/util/log.hpp"
+#include "autodriver/util/subprocess.hpp"
+
+#include <fmt/format.h>
+
+#include <iostream>
+
+namespace autodriver::cli {
+
+namespace fs = std::filesystem;
+
+Command port_command() {
+  return {"port",
+          "Port a driver to a kernel: gate, propose edits learned from the kernel itself, apply, re-gate, repeat",
+          [](CLI::App& sub) -> std::function<int()> {
+            auto req = std::make_shared<loop::PortRequest>();
+            auto json = std::make_shared<bool>(false);
+            auto budget = std::make_shared<int>(900);
+            sub.add_option("dir", req->tree, "Driver source tree (never written)")->required();
+            sub.add_option("--to", req->to, "Target kernel: 6.1, 6.12 or a kernel build dir")->required();
+            sub.add_option("--from", req->from,
+                           "Kernel the driver builds on today; enables rules learned from the kernel's own "
+                           "drivers (old tree vs new tree)");
+            sub.add_option("--build-cmd", req->build_cmd, "Build command with {kdir} and {kver} (default: kbuild M=)");
+            sub.add_flag("--boot", req->boot, "Also boot the target kernel in QEMU and load the result");
+            sub.add_option("--device", req->device, "QEMU -device to probe on with --boot");
+            sub.add_flag("--compat", req->compat, "Keep the old kernel building (#if LINUX_VERSION_CODE guards)");
+            sub.add_option("-o,--out", req->out, "Output directory: OUT/tree, OUT/patches, OUT/verdict.json")->required();
+            sub.add_option("--max-iters", req->max_iters, "Iterations of the loop")->capture_default_str();
+            sub.add_option("--budget-s", *budget, "Wall-time budget in seconds")->capture_default_str();
+            sub.add_option("--leave-out", req->leave_out,
+                           "Kernel-relative path never learned from (the driver's own in-tree copy; repeatable)");
+            sub.add_option("--proposer", req->proposers, "Only these proposers (repeatable): learned-rewrite, "
+                                                         "callback-signature, header-fix");
+            sub.add_flag("--json", *json, "Print the versioned JSON verdict (also written to OUT/verdict.json)");
+            return [=]() -> int {
+              req->budget = std::chrono::seconds(*budget);
+              if (*json && util::log_level() != util::LogLevel::debug) util::set_log_level(util::LogLevel::quiet);
+              auto rep = loop::run_port(*req, [](const std::string& m) { util::log_info("{}", m); });
+              if (!rep) {
+                std::fprintf(stderr, "autodriver: error: %s\n", rep.error().message.c_str());
+                return rep.error().kind == util::ErrorKind::interrupted ? k_exit_interrupted : k_exit_error;
+              }
+              auto j = loop::to_json(*rep, *req);
+              std::error_code ec;
+              fs::create_directories(req->out, ec);
+              (void)util::write_file_atomic(req->out / "verdict.json", j.dump(2) + "\n");
+              if (*json) {
+                std::cout << j.dump(2) << "\n";
+              } else {
+                fmt::print("{}: {} ({} -> {} error(s)) in {:.1f} s\n", req->tree.string(), rep->status,
+                           rep->initial_errors, rep->final_errors, rep->elapsed.count() / 1000.0);
+                for (const auto& a : rep->accepted)
+                  fmt::print("  + [{}] {} ({} site(s))\n", a.edit.proposer, a.edit.title, a.edit.support);
+                for (const auto& r : rep->remaining) fmt::print("  ! {}\n", r);
+                if (!rep->integrity.is_null() && !rep->integrity.value("ok", true))
+                  for (const auto& v : rep->integrity["violations"])
+                    fmt::print("  integrity: {} at {}:{}: {}\n", v.value("rule", ""), v.value("file", ""),
+                               v.value("line", 0), v.value("detail", ""));
+                fmt::print("  tree: {}\n", (req->out / "tree").string());
+                for (const auto& p : rep->patches) fmt::print("  patch: {}\n", p);
+              }
+              return rep->ok ? k_exit_ok : k_exit_failed;
+            };
+          }};
+}
+
+} // namespace autodriver::cli

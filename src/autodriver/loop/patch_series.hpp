@@ -1,0 +1,14 @@
+#pragma once
+// The reviewable result: one `git format-patch` patch per accepted API change.
+
+#include "autodriver/loop/port.hpp"
+
+namespace autodriver::loop {
+
+/// Builds a scratch git repository (original tree, then one commit per accepted edit with a
+/// message saying what changed in the kernel and how it was validated) and writes
+/// OUT/patches/*.patch. Returns the patch paths.
+util::Expected<std::vector<std::string>> write_patch_series(const PortRequest& req, const PortReport& rep,
+                                                            const std::filesystem::path& repo);
+
+} // namespace autodriver::loop

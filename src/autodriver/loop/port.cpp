@@ -1,0 +1,384 @@
+#include "autodriver/loop/port.hpp"
+
+#include "autodriver/gate/check.hpp"
+#include "autodriver/gate/integrity.hpp"
+#include "autodriver/gate/kbuild.hpp"
+#include "autodriver/gate/scratch.hpp"
+#include "autodriver/kernel/source.hpp"
+#include "autodriver/kernel/target.hpp"
+#include "autodriver/loop/patch_series.hpp"
+#include "autodriver/propose/apply.hpp"
+#include "autodriver/util/files.hpp"
+#include "autodriver/util/log.hpp"
+#include "autodriver/util/strings.hpp"
+#include "autodriver/util/subprocess.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace autodriver::loop {
+
+namespace fs = std::filesystem;
+using util::ErrorKind;
+using util::unexpected;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct BuildState {
+  bool ok = false;
+  bool timed_out = false;
+  std::vector<core::Diagnostic> errors;   ///< error/fatal diagnostics
+  std::vector<core::Diagnostic> all;
+  std::set<std::string> signatures;
+  int score() const { return ok ? 0 : std::max<int>(1, static_cast<int>(signatures.size())); }
+};
+
+std::string error_signature(const core::Diagnostic& d) {
+  // Lines move when code is edited; file + message identifies an error well enough.
+  return d.file + "|" + d.message;
+}
+
+util::Expected<BuildState> build(const core::Kernel& k, const fs::path& tree, const PortRequest& req) {
+  gate::clean_build_products(tree);
+  gate::BuildSpec spec;
+  spec.build_cmd = req.build_cmd;
+  spec.timeout = req.build_timeout;
+  auto r = gate::build_tree(k, tree, spec);
+  if (!r) return unexpected(r.error());
+  BuildState s;
+  s.ok = r->run.ok() && !r->modules.empty();
+  s.timed_out = r->run.timed_out;
+  s.all = r->diagnostics;
+  for (const auto& d : r->diagnostics)
+    if (d.severity == core::Severity::error || d.severity == core::Severity::fatal) {
+      s.errors.push_back(d);
+      s.signatures.insert(error_signature(d));
+    }
+  if (!s.ok && s.signatures.empty()) s.signatures.insert("build failed: " + r->run.status_text());
+  return s;
+}
+
+nlohmann::json diag_list(const std::vector<core::Diagnostic>& ds) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& d : ds)
+    a.push_back({{"file", d.file}, {"line", d.line}, {"kind", core::to_string(d.kind)}, {"message", d.message}});
+  return a;
+}
+
+struct Trial {
+  BuildState state;
+  std::vector<std::pair<std::string, std::string>> snapshot;
+  bool applied = false;
+};
+
+/// Copy `work`, apply the edits in order, build. Returns the state and changed files' contents.
+util::Expected<Trial> try_edits(const std::vector<const propose::Edit*>& edits, const fs::path& work,
+                                const fs::path& scratch, const core::Kernel& to, const PortRequest& req) {
+  auto dir = util::TempDir::create(scratch, "trial-");
+  if (!dir) return unexpected(dir.error());
+  fs::path t = dir->path() / "tree";
+  if (auto c = util::copy_tree(work, t, util::SkipBuildProducts::yes); !c) return unexpected(c.error());
+  Trial trial;
+  std::set<std::string> changed;
+  for (const auto* e : edits) {
+    auto a = propose::apply_edit(*e, t, dir->path() / "rules");
+    if (!a) {
+      util::log_debug("apply failed: {}", a.error().message);
+      continue;
+    }
+    for (const auto& f : a->changed_files) changed.insert(f);
+  }
+  if (changed.empty()) return trial;
+  trial.applied = true;
+  for (const auto& f : changed) {
+    auto text = util::read_file(t / f);
+    if (text) trial.snapshot.push_back({f, *text});
+  }
+  auto s = build(to, t, req);
+  if (!s) return unexpected(s.error());
+  trial.state = std::move(*s);
+  return trial;
+}
+
+util::Expected<void> write_snapshot(const fs::path& work, const std::vector<std::pair<std::string, std::string>>& snap) {
+  for (const auto& [f, text] : snap)
+    if (auto w = util::write_file(work / f, text); !w) return w;
+  return {};
+}
+
+} // namespace
+
+util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn& progress) {
+  auto start = Clock::now();
+  std::error_code ec;
+  if (!fs::is_directory(req.tree, ec)) return unexpected(ErrorKind::not_found, fmt::format("{}: no such directory", req.tree.string()));
+  if (req.build_cmd.empty() && !gate::has_kbuild_makefile(req.tree))
+    return unexpected(ErrorKind::config, fmt::format("{}: no Makefile or Kbuild (give --build-cmd if it builds another way)", req.tree.string()));
+  if (req.out.empty()) return unexpected(ErrorKind::config, "no output directory (-o OUT)");
+  if (fs::exists(req.out) && !fs::is_empty(req.out, ec))
+    return unexpected(ErrorKind::config, fmt::format("{} already exists and is not empty: choose another -o", req.out.string()));
+  auto tree_abs = fs::weakly_canonical(req.tree);
+  auto out_abs = fs::weakly_canonical(req.out);
+  if (out_abs.string().starts_with(tree_abs.string() + "/") || out_abs == tree_abs)
+    return unexpected(ErrorKind::config, "-o must not be inside the driver tree (the tree is never written)");
+
+  auto to = kernel::resolve_kernel(req.to);
+  if (!to) return unexpected(to.error());
+  if (!to->has_headers())
+    return unexpected(ErrorKind::not_found, fmt::format("kernel {}: no build directory: run `autodriver kernel fetch {}`", req.to, req.to));
+  std::optional<core::Kernel> from;
+  if (!req.from.empty()) {
+    auto f = kernel::resolve_kernel(req.from);
+    if (!f) return unexpected(f.error());
+    if (!f->has_headers())
+      return unexpected(ErrorKind::not_found, fmt::format("kernel {}: no build directory: run `autodriver kernel fetch {}`", req.from, req.from));
+    from = *f;
+  }
+  if (req.boot && !to->has_image())
+    return unexpected(ErrorKind::not_found, fmt::format("kernel {}: the image is not in the cache: run `autodriver kernel fetch {}`", req.to, req.to));
+
+  PortReport rep;
+  auto step = [&](const std::string& kind, nlohmann::json data) {
+    data["step"] = kind;
+    data["t_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+    rep.steps.push_back(std::move(data));
+  };
+  auto scratch = gate::make_scratch("port-");
+  if (!scratch) return unexpected(scratch.error());
+  fs::path work = scratch->path() / "work";
+  if (auto c = util::copy_tree(req.tree, work, util::SkipBuildProducts::yes); !c) return unexpected(c.error());
+
+  // Kernel sources: the target's always (header-fix needs it), the old kernel's when known.
+  propose::PortContext ctx;
+  ctx.to = &*to;
+  ctx.from = from ? &*from : nullptr;
+  ctx.leave_out = req.leave_out;
+  ctx.tree = work;
+  ctx.original_tree = req.tree;
+  ctx.scratch = scratch->path() / "proposers";
+  auto note = [&](const std::string& m) { if (progress) progress(m); };
+  if (auto s = kernel::ensure_source(*to, note); s) ctx.new_src = *s;
+  else util::log_info("no source tree for {}: {}", req.to, s.error().message);
+  if (from) {
+    if (auto s = kernel::ensure_source(*from, note); s) ctx.old_src = *s;
+    else util::log_info("no source tree for {}: {}", req.from, s.error().message);
+  }
+
+  auto finish_out = [&]() -> util::Expected<void> {
+    fs::create_directories(req.out, ec);
+    if (auto c = util::copy_tree(work, req.out / "tree", util::SkipBuildProducts::yes); !c) return c;
+    return {};
+  };
+
+  if (from) {
+    note(fmt::format("building the unchanged tree on {}", from->release));
+    auto f = build(*from, work, req);
+    if (!f) return unexpected(f.error());
+    step("build-from", {{"kernel", from->release}, {"ok", f->ok}, {"errors", diag_list(f->errors)}});
+    if (!f->ok) {
+      rep.status = "from-fails";
+      rep.initial_errors = f->score();
+      rep.remaining.clear();
+      for (const auto& d : f->errors) rep.remaining.push_back(d.file + ":" + std::to_string(d.line) + ": " + d.message);
+      rep.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+      return rep;
+    }
+  }
+  note(fmt::format("building the unchanged tree on {}", to->release));
+  auto cur = build(*to, work, req);
+  if (!cur) return unexpected(cur.error());
+  rep.initial_errors = cur->ok ? 0 : cur->score();
+  step("build-target", {{"kernel", to->release}, {"ok", cur->ok}, {"errors", diag_list(cur->errors)}});
+  std::vector<core::Diagnostic> original_diags = cur->all;
+  if (cur->ok) {
+    rep.status = "already-builds";
+    rep.ok = true;
+    if (auto w = finish_out(); !w) return unexpected(w.error());
+    rep.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+    return rep;
+  }
+
+  // Proposers.
+  std::vector<std::unique_ptr<propose::Proposer>> proposers;
+  for (const auto& entry : propose::proposer_table())
+    if (req.proposers.empty() || std::find(req.proposers.begin(), req.proposers.end(), entry.id) != req.proposers.end())
+      proposers.push_back(entry.make());
+
+  std::set<std::string> settled; // change ids accepted or exhausted
+  rep.status = "no-progress";
+  for (int iter = 1; iter <= req.max_iters && !cur->ok; ++iter) {
+    if (util::interrupted()) return unexpected(ErrorKind::interrupted, "interrupted");
+    if (Clock::now() - start > req.budget) {
+      rep.status = "budget";
+      break;
+    }
+    std::vector<propose::Edit> edits;
+    for (auto& p : proposers) {
+      auto t0 = Clock::now();
+      auto es = p->propose(cur->all, ctx);
+      step("propose", {{"iteration", iter}, {"proposer", p->id()}, {"edits", es.size()},
+                       {"ms", std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count()}});
+      for (auto& e : es)
+        if (!settled.count(e.change_id)) edits.push_back(std::move(e));
+    }
+    note(fmt::format("iteration {}: {} error(s), {} candidate edit(s)", iter, cur->score(), edits.size()));
+    if (edits.empty()) break;
+    // Group alternatives by change; best first.
+    std::map<std::string, std::vector<const propose::Edit*>> groups;
+    for (const auto& e : edits) groups[e.change_id].push_back(&e);
+    for (auto& [id, g] : groups)
+      std::stable_sort(g.begin(), g.end(), [](auto* a, auto* b) {
+        return a->rank != b->rank ? a->rank < b->rank : a->support > b->support;
+      });
+
+    bool progressed = false;
+    // Fast path: the best alternative of every change at once; accepted when it removes errors
+    // without introducing new ones.
+    std::vector<const propose::Edit*> firsts;
+    for (auto& [id, g] : groups) firsts.push_back(g.front());
+    if (firsts.size() > 1) {
+      auto t = try_edits(firsts, work, scratch->path(), *to, req);
+      if (!t) return unexpected(t.error());
+      bool no_new = std::all_of(t->state.signatures.begin(), t->state.signatures.end(),
+                                [&](const auto& s) { return cur->signatures.count(s) > 0; });
+      step("try", {{"iteration", iter}, {"changes", firsts.size()}, {"errors_before", cur->score()},
+                   {"errors_after", t->applied ? t->state.score() : -1}, {"combined", true}});
+      if (t->applied && t->state.score() < cur->score() && no_new) {
+        // Re-apply one by one on the work tree to record one snapshot (patch) per change.
+        int before = cur->score();
+        for (const auto* e : firsts) {
+          auto one = propose::apply_edit(*e, work, scratch->path() / "rules");
+          if (!one || one->changed_files.empty()) continue;
+          AcceptedEdit acc{*e, {}, before, t->state.score()};
+          for (const auto& f : one->changed_files)
+            if (auto text = util::read_file(work / f); text) acc.snapshot.push_back({f, *text});
+          rep.accepted.push_back(std::move(acc));
+          settled.insert(e->change_id);
+          step("accept", {{"iteration", iter}, {"change", e->change_id}, {"proposer", e->proposer}, {"title", e->title}});
+        }
+        *cur = std::move(t->state);
+        progressed = true;
+      }
+    }
+    if (!progressed) {
+      // One change at a time, alternatives in order; keep the best that helps (a near miss that
+      // removes more errors than it adds is kept and refined by the next iteration).
+      for (auto& [id, g] : groups) {
+        if (Clock::now() - start > req.budget) break;
+        const propose::Edit* best = nullptr;
+        std::optional<Trial> best_trial;
+        int tries = 0;
+        for (const auto* e : g) {
+          if (++tries > 3) break;
+          auto t = try_edits({e}, work, scratch->path(), *to, req);
+          if (!t) return unexpected(t.error());
+          step("try", {{"iteration", iter}, {"change", id}, {"rank", e->rank}, {"proposer", e->proposer},
+                       {"errors_before", cur->score()}, {"errors_after", t->applied ? t->state.score() : -1}});
+          if (!t->applied) continue;
+          if (t->state.score() < cur->score() && (!best_trial || t->state.score() < best_trial->state.score())) {
+            best = e;
+            best_trial = std::move(*t);
+          }
+        }
+        if (!best) {
+          settled.insert(id);
+          step("reject", {{"iteration", iter}, {"change", id}});
+          continue;
+        }
+        if (auto w = write_snapshot(work, best_trial->snapshot); !w) return unexpected(w.error());
+        rep.accepted.push_back({*best, best_trial->snapshot, cur->score(), best_trial->state.score()});
+        settled.insert(id);
+        step("accept", {{"iteration", iter}, {"change", id}, {"proposer", best->proposer}, {"title", best->title}});
+        *cur = std::move(best_trial->state);
+        progressed = true;
+        if (cur->ok) break;
+      }
+    }
+    if (!progressed) break;
+    // Rebuild the work tree itself so the next iteration sees its exact diagnostics.
+    auto again = build(*to, work, req);
+    if (!again) return unexpected(again.error());
+    *cur = std::move(*again);
+    step("build-target", {{"iteration", iter}, {"ok", cur->ok}, {"errors", diag_list(cur->errors)}});
+  }
+  rep.final_errors = cur->ok ? 0 : cur->score();
+  for (const auto& d : cur->errors) rep.remaining.push_back(d.file + ":" + std::to_string(d.line) + ": " + d.message);
+  rep.final_build = {{"ok", cur->ok}, {"kernel", to->release}, {"errors", diag_list(cur->errors)}};
+
+  if (cur->ok) {
+    gate::IntegrityInput ii;
+    ii.original = req.tree;
+    ii.candidate = work;
+    ii.diagnostics = original_diags;
+    auto integ = gate::check_integrity(ii);
+    rep.integrity = gate::to_json(integ);
+    step("integrity", {{"ok", integ.ok}, {"violations", integ.violations.size()}});
+    rep.status = integ.ok ? "ported" : "integrity-rejected";
+    rep.ok = integ.ok;
+    if (integ.ok && (req.boot || from)) {
+      gate::CheckRequest cr;
+      cr.tree = work;
+      cr.kernels = {req.to};
+      if (req.compat && from) cr.kernels.push_back(req.from);
+      cr.sparse = false;
+      cr.boot = req.boot;
+      cr.device = req.device;
+      cr.build_cmd = req.build_cmd;
+      cr.build_timeout = req.build_timeout;
+      if (req.boot) {
+        note("boot test on the target");
+        auto chk = gate::run_check(cr, nullptr);
+        if (!chk) return unexpected(chk.error());
+        rep.gates = gate::to_json(*chk, cr);
+        step("gates", {{"ok", chk->ok}});
+        if (!chk->ok) {
+          rep.ok = false;
+          rep.status = "gates-failed";
+        }
+      }
+    }
+  }
+  if (auto w = finish_out(); !w) return unexpected(w.error());
+  auto series = write_patch_series(req, rep, scratch->path() / "series");
+  if (!series) util::log_info("patch series not written: {}", series.error().message);
+  else rep.patches = *series;
+  rep.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+  return rep;
+}
+
+nlohmann::json to_json(const PortReport& r, const PortRequest& req) {
+  nlohmann::json acc = nlohmann::json::array();
+  for (const auto& a : r.accepted) {
+    auto e = propose::to_json(a.edit);
+    e["errors_before"] = a.errors_before;
+    e["errors_after"] = a.errors_after;
+    nlohmann::json files = nlohmann::json::array();
+    for (const auto& [f, _] : a.snapshot) files.push_back(f);
+    e["files"] = files;
+    acc.push_back(e);
+  }
+  return {{"schema", "autodriver.port"},
+          {"schema_version", k_port_schema_version},
+          {"ok", r.ok},
+          {"status", r.status},
+          {"tree", fs::absolute(req.tree).string()},
+          {"to", req.to},
+          {"from", req.from},
+          {"out", req.out.empty() ? "" : fs::absolute(req.out).string()},
+          {"initial_errors", r.initial_errors},
+          {"final_errors", r.final_errors},
+          {"accepted", acc},
+          {"remaining", r.remaining},
+          {"final_build", r.final_build},
+          {"integrity", r.integrity},
+          {"gates", r.gates},
+          {"patches", r.patches},
+          {"steps", r.steps},
+          {"elapsed_ms", r.elapsed.count()}};
+}
+
+} // namespace autodriver::loop

@@ -1,0 +1,64 @@
+#pragma once
+// The closed loop: gates on the unchanged tree, proposers for each API change, apply, re-gate,
+// keep what helps, repeat until the build passes, progress stops or the budget ends.
+
+#include "autodriver/propose/proposer.hpp"
+#include "autodriver/util/expected.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace autodriver::loop {
+
+inline constexpr int k_port_schema_version = 1;
+
+struct PortRequest {
+  std::filesystem::path tree;               ///< the driver (never written)
+  std::string to;                           ///< target kernel
+  std::string from;                         ///< the kernel it builds on; empty when unknown
+  std::string build_cmd;
+  bool boot = false;
+  std::string device;
+  bool compat = false;
+  std::filesystem::path out;                ///< OUT/tree, OUT/patches, OUT/verdict.json
+  int max_iters = 6;
+  std::chrono::seconds budget{900};
+  std::chrono::seconds build_timeout{300};
+  std::vector<std::string> leave_out;       ///< kernel-relative paths never learned from
+  std::vector<std::string> proposers;       ///< ids to use; empty = all in the table
+};
+
+struct AcceptedEdit {
+  propose::Edit edit;
+  std::vector<std::pair<std::string, std::string>> snapshot; ///< changed files' content after the edit
+  int errors_before = 0;
+  int errors_after = 0;
+};
+
+struct PortReport {
+  std::string status;           ///< ported, already-builds, from-fails, no-progress, budget, integrity-rejected, gates-failed
+  bool ok = false;              ///< builds on the target, integrity passed, requested gates passed
+  int initial_errors = 0;
+  int final_errors = 0;
+  std::vector<AcceptedEdit> accepted;
+  nlohmann::json steps = nlohmann::json::array();
+  nlohmann::json final_build = nullptr;
+  nlohmann::json integrity = nullptr;
+  nlohmann::json gates = nullptr;   ///< boot/sparse results on the target
+  std::vector<std::string> remaining; ///< diagnostics still failing (messages)
+  std::vector<std::string> patches;   ///< paths of the patch files
+  std::chrono::milliseconds elapsed{0};
+};
+
+using PortProgressFn = std::function<void(const std::string&)>;
+
+util::Expected<PortReport> run_port(const PortRequest& request, const PortProgressFn& progress);
+
+nlohmann::json to_json(const PortReport& report, const PortRequest& request);
+
+} // namespace autodriver::loop

@@ -1,0 +1,319 @@
+#include "autodriver/propose/c_tokens.hpp"
+
+#include <cctype>
+#include <regex>
+#include <set>
+
+namespace autodriver::propose {
+
+static bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+static bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+std::vector<Token> tokenize(std::string_view s) {
+  std::vector<Token> out;
+  std::size_t i = 0, n = s.size();
+  int line = 1;
+  bool at_line_start = true;
+  while (i < n) {
+    char c = s[i];
+    if (c == '\n') {
+      ++line;
+      ++i;
+      at_line_start = true;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
+      ++i;
+      continue;
+    }
+    if (c == '/' && i + 1 < n && s[i + 1] == '/') {
+      while (i < n && s[i] != '\n') ++i;
+      continue;
+    }
+    if (c == '/' && i + 1 < n && s[i + 1] == '*') {
+      i += 2;
+      while (i + 1 < n && !(s[i] == '*' && s[i + 1] == '/')) {
+        if (s[i] == '\n') ++line;
+        ++i;
+      }
+      i = std::min(n, i + 2);
+      continue;
+    }
+    Token t;
+    t.line = line;
+    t.begin = i;
+    if (c == '#' && at_line_start) {
+      // The whole directive, with backslash continuations, is one token.
+      std::size_t j = i;
+      while (j < n && s[j] != '\n') {
+        if (s[j] == '\\' && j + 1 < n && s[j + 1] == '\n') {
+          ++line;
+          j += 2;
+          continue;
+        }
+        if (s[j] == '/' && j + 1 < n && s[j + 1] == '*') {
+          j += 2;
+          while (j + 1 < n && !(s[j] == '*' && s[j + 1] == '/')) {
+            if (s[j] == '\n') ++line;
+            ++j;
+          }
+          j = std::min(n, j + 2);
+          continue;
+        }
+        ++j;
+      }
+      t.kind = TokKind::pp_line;
+      t.text = std::string(s.substr(i, j - i));
+      t.end = j;
+      i = j;
+      out.push_back(std::move(t));
+      continue;
+    }
+    at_line_start = false;
+    if (ident_start(c)) {
+      std::size_t j = i;
+      while (j < n && ident_char(s[j])) ++j;
+      t.kind = TokKind::ident;
+      t.text = std::string(s.substr(i, j - i));
+      i = j;
+    } else if (std::isdigit(static_cast<unsigned char>(c)) || (c == '.' && i + 1 < n && std::isdigit(static_cast<unsigned char>(s[i + 1])))) {
+      std::size_t j = i;
+      while (j < n && (ident_char(s[j]) || s[j] == '.' ||
+                       ((s[j] == '+' || s[j] == '-') && (s[j - 1] == 'e' || s[j - 1] == 'E' || s[j - 1] == 'p' || s[j - 1] == 'P'))))
+        ++j;
+      t.kind = TokKind::number;
+      t.text = std::string(s.substr(i, j - i));
+      i = j;
+    } else if (c == '"' || c == '\'') {
+      std::size_t j = i + 1;
+      while (j < n && s[j] != c && s[j] != '\n') {
+        if (s[j] == '\\') ++j;
+        ++j;
+      }
+      j = std::min(n, j + 1);
+      t.kind = c == '"' ? TokKind::string : TokKind::chr;
+      t.text = std::string(s.substr(i, j - i));
+      i = j;
+    } else {
+      static const char* k_three[] = {"<<=", ">>=", "...", nullptr};
+      static const char* k_two[] = {"->", "++", "--", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "+=", "-=",
+                                    "*=", "/=", "%=", "&=", "|=", "^=", "##", nullptr};
+      std::size_t len = 1;
+      for (const char** p = k_three; *p; ++p)
+        if (s.substr(i, 3) == *p) len = 3;
+      if (len == 1)
+        for (const char** p = k_two; *p; ++p)
+          if (s.substr(i, 2) == *p) len = 2;
+      t.kind = TokKind::punct;
+      t.text = std::string(s.substr(i, len));
+      i += len;
+    }
+    t.end = i;
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::string join_tokens(const std::vector<Token>& toks, std::size_t first, std::size_t last) {
+  std::string out;
+  for (std::size_t i = first; i <= last && i < toks.size(); ++i) {
+    if (!out.empty()) out += ' ';
+    out += toks[i].text;
+  }
+  return out;
+}
+
+static std::size_t match_close(const std::vector<Token>& toks, std::size_t open) {
+  const std::string& o = toks[open].text;
+  std::string c = o == "(" ? ")" : o == "[" ? "]" : "}";
+  int depth = 0;
+  for (std::size_t i = open; i < toks.size(); ++i) {
+    if (toks[i].kind != TokKind::punct) continue;
+    if (toks[i].text == o) ++depth;
+    else if (toks[i].text == c && --depth == 0) return i;
+  }
+  return toks.size() - 1;
+}
+
+std::vector<Unit> find_units(const std::vector<Token>& toks) {
+  std::vector<Unit> units;
+  std::size_t i = 0, start = 0;
+  static const std::set<std::string> k_not_names = {"if", "while", "for", "switch", "return", "sizeof", "__attribute__",
+                                                    "__section", "__aligned", "__printf", "__releases", "__acquires",
+                                                    "__must_hold", "__init", "__exit", "__cold", "__maybe_unused"};
+  while (i < toks.size()) {
+    const Token& t = toks[i];
+    if (t.kind == TokKind::pp_line) {
+      ++i;
+      start = i;
+      continue;
+    }
+    if (t.kind == TokKind::punct && t.text == ";") {
+      ++i;
+      start = i;
+      continue;
+    }
+    if (t.kind == TokKind::punct && t.text == "=") {
+      // Initialized declaration: name is the last identifier before '=' (skipping [..] suffixes).
+      std::size_t j = i;
+      std::string name;
+      while (j > start) {
+        --j;
+        if (toks[j].kind == TokKind::punct && toks[j].text == "]") {
+          int d = 0;
+          for (; j > start; --j) {
+            if (toks[j].text == "]") ++d;
+            if (toks[j].text == "[" && --d == 0) break;
+          }
+          continue;
+        }
+        if (toks[j].kind == TokKind::ident && !k_not_names.count(toks[j].text)) {
+          name = toks[j].text;
+          break;
+        }
+      }
+      std::string type;
+      for (std::size_t k = start; k < j; ++k) {
+        if (toks[k].text == "static" || toks[k].text == "const") continue;
+        if (!type.empty()) type += ' ';
+        type += toks[k].text;
+      }
+      // Extent: up to the ';' at depth 0.
+      std::size_t k = i + 1;
+      int depth = 0;
+      for (; k < toks.size(); ++k) {
+        const std::string& x = toks[k].text;
+        if (toks[k].kind != TokKind::punct) continue;
+        if (x == "{" || x == "(" || x == "[") ++depth;
+        else if (x == "}" || x == ")" || x == "]") --depth;
+        else if (x == ";" && depth <= 0) break;
+      }
+      if (!name.empty()) units.push_back({UnitKind::initializer, name, type, start, std::min(k, toks.size() - 1), i});
+      i = k + 1;
+      start = i;
+      continue;
+    }
+    if (t.kind == TokKind::punct && t.text == "{") {
+      std::size_t close = match_close(toks, i);
+      // Function definition: "... name ( params ) [attrs] {"
+      std::string name, type;
+      std::size_t j = i;
+      while (j > start) {
+        --j;
+        if (toks[j].text == ")") {
+          int d = 0;
+          std::size_t k = j;
+          for (; k > start; --k) {
+            if (toks[k].text == ")") ++d;
+            if (toks[k].text == "(" && --d == 0) break;
+          }
+          if (k > start && toks[k - 1].kind == TokKind::ident && !k_not_names.count(toks[k - 1].text)) {
+            name = toks[k - 1].text;
+            for (std::size_t m = start; m + 1 < k; ++m) {
+              if (!type.empty()) type += ' ';
+              type += toks[m].text;
+            }
+            break;
+          }
+          j = k;
+        }
+      }
+      if (!name.empty()) units.push_back({UnitKind::function, name, type, start, close, i});
+      i = close + 1;
+      // A struct/union/enum definition ends with ';' which resets start.
+      if (name.empty()) continue;
+      start = i;
+      continue;
+    }
+    ++i;
+  }
+  return units;
+}
+
+std::vector<Call> find_calls(const std::vector<Token>& toks, std::size_t first, std::size_t last) {
+  std::vector<Call> out;
+  for (std::size_t i = first; i + 1 <= last && i + 1 < toks.size(); ++i) {
+    if (toks[i].kind != TokKind::ident || toks[i + 1].text != "(") continue;
+    if (i > 0 && (toks[i - 1].text == "." || toks[i - 1].text == "->")) continue;
+    std::size_t close = match_close(toks, i + 1);
+    Call c;
+    c.callee = toks[i].text;
+    c.name_tok = i;
+    c.close_tok = close;
+    std::size_t arg_start = i + 2;
+    int depth = 0;
+    for (std::size_t k = i + 2; k <= close; ++k) {
+      const std::string& x = toks[k].text;
+      if (toks[k].kind == TokKind::punct && (x == "(" || x == "[" || x == "{")) ++depth;
+      if (toks[k].kind == TokKind::punct && (x == ")" || x == "]" || x == "}")) {
+        if (k == close) {
+          if (k > arg_start) c.args.push_back(join_tokens(toks, arg_start, k - 1));
+          break;
+        }
+        --depth;
+      }
+      if (depth == 0 && x == "," && toks[k].kind == TokKind::punct) {
+        c.args.push_back(join_tokens(toks, arg_start, k - 1));
+        arg_start = k + 1;
+      }
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::vector<Designated> designated_members(const std::vector<Token>& toks, const Unit& init) {
+  std::vector<Designated> out;
+  if (init.kind != UnitKind::initializer) return out;
+  std::size_t open = init.body + 1;
+  if (open >= toks.size() || toks[open].text != "{") return out;
+  std::size_t close = match_close(toks, open);
+  int depth = 0;
+  for (std::size_t i = open + 1; i < close; ++i) {
+    const std::string& x = toks[i].text;
+    if (toks[i].kind == TokKind::punct && (x == "{" || x == "(" || x == "[")) ++depth;
+    if (toks[i].kind == TokKind::punct && (x == "}" || x == ")" || x == "]")) --depth;
+    if (depth != 0 || x != "." || i + 2 >= close || toks[i + 1].kind != TokKind::ident || toks[i + 2].text != "=")
+      continue;
+    std::size_t v = i + 3, k = v;
+    int d = 0;
+    for (; k < close; ++k) {
+      const std::string& y = toks[k].text;
+      if (toks[k].kind == TokKind::punct && (y == "{" || y == "(" || y == "[")) ++d;
+      if (toks[k].kind == TokKind::punct && (y == "}" || y == ")" || y == "]")) --d;
+      if (d == 0 && y == ",") break;
+    }
+    Designated dm;
+    dm.member = toks[i + 1].text;
+    dm.value = k > v ? join_tokens(toks, v, k - 1) : "";
+    dm.dot_tok = i;
+    dm.end_tok = k;
+    out.push_back(std::move(dm));
+    i = k;
+  }
+  return out;
+}
+
+std::vector<std::string> includes_of(const std::vector<Token>& toks) {
+  static const std::regex k_inc(R"(^#\s*include\s*[<"]([^>"]+)[>"])");
+  std::vector<std::string> out;
+  for (const auto& t : toks) {
+    if (t.kind != TokKind::pp_line) continue;
+    std::smatch m;
+    if (std::regex_search(t.text, m, k_inc)) out.push_back(m[1].str());
+  }
+  return out;
+}
+
+bool has_word(std::string_view text, std::string_view word) {
+  std::size_t pos = 0;
+  while ((pos = text.find(word, pos)) != std::string_view::npos) {
+    bool left = pos == 0 || !ident_char(text[pos - 1]);
+    bool right = pos + word.size() >= text.size() || !ident_char(text[pos + word.size()]);
+    if (left && right) return true;
+    pos += word.size();
+  }
+  return false;
+}
+
+} // namespace autodriver::propose

@@ -1,0 +1,67 @@
+#pragma once
+// A small C tokenizer and "unit" finder (top-level function definitions and initialized
+// declarations). Driver sources are data: this only reads them.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace autodriver::propose {
+
+enum class TokKind { ident, number, string, chr, punct, pp_line };
+
+struct Token {
+  TokKind kind;
+  std::string text;
+  int line = 0;          ///< 1-based
+  std::size_t begin = 0; ///< byte offsets into the source
+  std::size_t end = 0;
+};
+
+/// Tokens of C source; comments dropped; a preprocessor directive is one pp_line token.
+std::vector<Token> tokenize(std::string_view src);
+
+enum class UnitKind { function, initializer };
+
+/// A top-level function definition or an initialized top-level declaration (`struct x y = {...};`).
+struct Unit {
+  UnitKind kind;
+  std::string name;        ///< function or variable name
+  std::string type;        ///< for initializers: "struct platform_driver"; for functions: return type text
+  std::size_t first = 0;   ///< token index range [first, last]
+  std::size_t last = 0;
+  std::size_t body = 0;    ///< index of the '{' (or '=' for initializers)
+};
+
+std::vector<Unit> find_units(const std::vector<Token>& toks);
+
+/// A call `name(arg, ...)` found in a token range.
+struct Call {
+  std::string callee;
+  std::vector<std::string> args; ///< each argument's tokens joined with single spaces
+  std::size_t name_tok = 0;
+  std::size_t close_tok = 0;
+};
+
+std::vector<Call> find_calls(const std::vector<Token>& toks, std::size_t first, std::size_t last);
+
+/// `.member = value` pairs of the outermost braces of an initializer unit.
+struct Designated {
+  std::string member;
+  std::string value;       ///< tokens joined with single spaces
+  std::size_t dot_tok = 0;
+  std::size_t end_tok = 0; ///< the ',' or '}' ending it
+};
+
+std::vector<Designated> designated_members(const std::vector<Token>& toks, const Unit& init);
+
+/// Tokens [first, last] joined with single spaces.
+std::string join_tokens(const std::vector<Token>& toks, std::size_t first, std::size_t last);
+
+/// `#include <x>` / `#include "x"` targets of the file, in order.
+std::vector<std::string> includes_of(const std::vector<Token>& toks);
+
+/// True if `word` occurs as a whole identifier in `text`.
+bool has_word(std::string_view text, std::string_view word);
+
+} // namespace autodriver::propose

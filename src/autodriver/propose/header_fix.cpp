@@ -1,0 +1,190 @@
+// Proposer "header-fix": headers that moved, and declarations that now live in a header the
+// driver does not include. Learned from the target kernel's tree: which header declares the
+// symbol, which headers the kernel's own users of the symbol include, and (with the old tree)
+// what the kernel's files that included a vanished header include instead.
+
+#include "autodriver/propose/proposer.hpp"
+#include "autodriver/propose/site_index.hpp"
+#include "autodriver/util/files.hpp"
+#include "autodriver/util/log.hpp"
+#include "autodriver/util/strings.hpp"
+#include "autodriver/util/subprocess.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <regex>
+#include <set>
+
+namespace autodriver::propose {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// Headers under include/ and arch/x86/include of `src` that declare or define `sym`.
+std::vector<std::string> declaring_headers(const fs::path& src, const std::string& sym, bool is_type) {
+  std::vector<std::string> out;
+  util::RunRequest req;
+  req.argv = {"grep", "-rlwE", "--include=*.h", "-e", sym, "--", "include", "arch/x86/include"};
+  req.cwd = src;
+  req.timeout = 60s;
+  auto r = util::run(req);
+  if (!r) return out;
+  std::regex decl = is_type ? std::regex("(struct|union|enum)\\s+" + sym + "\\s*\\{|typedef[^;]*\\b" + sym + "\\s*;|\\}\\s*" + sym + "\\s*;")
+                            : std::regex("(^|[\\s\\*])" + sym + "\\s*\\(|#\\s*define\\s+" + sym + "\\b");
+  for (auto line : util::split_lines(r->out)) {
+    std::string rel(line);
+    auto text = util::read_file(src / rel);
+    if (!text || !std::regex_search(*text, decl)) continue;
+    // include/linux/x.h -> linux/x.h ; arch/x86/include/asm/x.h -> asm/x.h
+    std::string inc = rel;
+    for (const char* p : {"arch/x86/include/", "include/"})
+      if (inc.starts_with(p)) {
+        inc = inc.substr(std::string(p).size());
+        break;
+      }
+    if (inc.starts_with("uapi/") || inc.starts_with("generated/")) continue;
+    out.push_back(inc);
+  }
+  return out;
+}
+
+/// Line (1-based) after which a new #include goes: after the last #include line, else 0.
+int last_include_line(const std::string& text) {
+  int n = 0, last = 0;
+  static const std::regex k_inc(R"(^\s*#\s*include\s*[<"])");
+  for (auto l : util::split_lines(text)) {
+    ++n;
+    if (std::regex_search(l.begin(), l.end(), k_inc)) last = n;
+  }
+  return last;
+}
+
+class HeaderFix final : public Proposer {
+public:
+  std::string_view id() const override { return "header-fix"; }
+
+  std::vector<Edit> propose(const std::vector<core::Diagnostic>& diags, const PortContext& ctx) override {
+    std::vector<Edit> out;
+    if (ctx.new_src.empty()) return out;
+    std::vector<fs::path> driver_files;
+    for (const auto& rel : util::list_files(ctx.original_tree)) driver_files.push_back(ctx.original_tree / rel);
+    SiteIndex idx(ctx.old_src, ctx.new_src, ctx.leave_out, driver_files);
+    std::set<std::string> seen;
+    for (const auto& d : diags) {
+      if (d.symbols.empty() || d.severity == core::Severity::note) continue;
+      if (d.kind == core::DiagKind::missing_header) {
+        if (seen.insert("h:" + d.symbols[0]).second) moved_header(idx, ctx, d, out);
+      } else if (d.kind == core::DiagKind::implicit_function_declaration ||
+                 d.kind == core::DiagKind::undeclared_identifier) {
+        if (seen.insert("s:" + d.file + ":" + d.symbols[0]).second) missing_include(idx, ctx, d, false, out);
+      } else if (d.kind == core::DiagKind::unknown_type || d.kind == core::DiagKind::incomplete_type) {
+        std::string sym = d.symbols[0];
+        if (sym.starts_with("struct ") || sym.starts_with("union ") || sym.starts_with("enum "))
+          sym = sym.substr(sym.find(' ') + 1);
+        if (seen.insert("t:" + d.file + ":" + sym).second) missing_include(idx, ctx, d, true, out, sym);
+      }
+    }
+    return out;
+  }
+
+private:
+  void moved_header(SiteIndex& idx, const PortContext& ctx, const core::Diagnostic& d, std::vector<Edit>& out) {
+    const std::string& h = d.symbols[0];
+    std::map<std::string, int> votes;
+    // Kernel files that included h in the old tree: what do they include now?
+    if (!ctx.old_src.empty()) {
+      std::string base = fs::path(h).stem().string();
+      for (const auto& pair : idx.pairs_using(base, 80)) {
+        auto oi = includes_of(pair.before->tokens);
+        if (std::find(oi.begin(), oi.end(), h) == oi.end()) continue;
+        auto ni = includes_of(pair.after->tokens);
+        if (std::find(ni.begin(), ni.end(), h) != ni.end()) continue;
+        std::set<std::string> old_set(oi.begin(), oi.end());
+        for (const auto& x : ni)
+          if (!old_set.count(x)) ++votes[x];
+      }
+    }
+    // Same file name elsewhere in the target's include dirs.
+    std::string base = fs::path(h).filename().string();
+    for (const char* dir : {"include/linux", "include/asm-generic", "arch/x86/include/asm", "include/net", "include/media"}) {
+      fs::path cand = ctx.new_src / dir / base;
+      if (fs::exists(cand)) {
+        std::string inc = (fs::path(dir).filename() / base).string();
+        if (std::string(dir) == "arch/x86/include/asm") inc = "asm/" + base;
+        votes[inc] += 1;
+      }
+    }
+    std::vector<std::pair<std::string, int>> ranked(votes.begin(), votes.end());
+    std::stable_sort(ranked.begin(), ranked.end(), [](auto& a, auto& b) { return a.second > b.second; });
+    auto text = util::read_file(ctx.tree / d.file);
+    if (!text) return;
+    int rank = 0;
+    for (const auto& [inc, n] : ranked) {
+      if (rank >= 2 || inc == h) break;
+      Edit e;
+      e.proposer = "header-fix";
+      e.change_id = "header:" + h;
+      e.label = "header-moved";
+      e.title = fmt::format("<{}> moved to <{}>", h, inc);
+      e.description = fmt::format("<{}> no longer exists in the target kernel; <{}> provides it ({} kernel file(s) "
+                                  "switched to it or it has the same name).",
+                                  h, inc, n);
+      e.text_edits.push_back({d.file, d.line, 1, fmt::format("#include <{}>\n", inc)});
+      e.symbols = {h, inc};
+      e.support = n;
+      e.rank = rank++;
+      out.push_back(std::move(e));
+    }
+  }
+
+  void missing_include(SiteIndex& idx, const PortContext& ctx, const core::Diagnostic& d, bool is_type,
+                       std::vector<Edit>& out, std::string sym = {}) {
+    if (sym.empty()) sym = d.symbols[0];
+    auto headers = declaring_headers(ctx.new_src, sym, is_type);
+    if (headers.empty() || headers.size() > 6) return;
+    auto text = util::read_file(ctx.tree / d.file);
+    if (!text) return;
+    auto tokens = tokenize(*text);
+    auto have = includes_of(tokens);
+    // Prefer the header that the target's own users of the symbol include.
+    std::map<std::string, int> score;
+    for (const auto& h : headers) score[h] = 0;
+    for (const auto& rel : idx.files_using(ctx.new_src, sym, 40)) {
+      auto f = idx.load(ctx.new_src, rel);
+      if (!f) continue;
+      for (const auto& inc : includes_of(f->tokens))
+        if (score.count(inc)) ++score[inc];
+    }
+    std::vector<std::pair<std::string, int>> ranked(score.begin(), score.end());
+    std::stable_sort(ranked.begin(), ranked.end(), [](auto& a, auto& b) { return a.second > b.second; });
+    int rank = 0;
+    for (const auto& [h, n] : ranked) {
+      if (rank >= 2) break;
+      if (std::find(have.begin(), have.end(), h) != have.end()) continue;
+      Edit e;
+      e.proposer = "header-fix";
+      e.change_id = "include:" + d.file + ":" + sym;
+      e.label = "header-moved";
+      e.title = fmt::format("include <{}> for {}", h, sym);
+      e.description = fmt::format("In the target kernel {} is declared in <{}>, which {} no longer gets "
+                                  "indirectly ({} of the kernel's own users include it).",
+                                  sym, h, d.file, n);
+      int after = last_include_line(*text);
+      e.text_edits.push_back({d.file, after + 1, 0, fmt::format("#include <{}>\n", h)});
+      e.symbols = {sym, h};
+      e.support = n;
+      e.rank = rank++;
+      out.push_back(std::move(e));
+    }
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Proposer> make_header_fix() { return std::make_unique<HeaderFix>(); }
+
+} // namespace autodriver::propose

@@ -1,0 +1,430 @@
+// Proposer "learned-rewrite": learns each API change from the kernel's own drivers. For a
+// symbol the diagnostics name, it finds the kernel files that used it in the old tree, the same
+// files in the new tree, pairs the same function/initializer in both, and derives the rewrite
+// (call arguments dropped/added/reordered, callee renamed, designated member renamed/removed,
+// identifier replaced). The majority rule becomes a Coccinelle semantic patch.
+
+#include "autodriver/propose/proposer.hpp"
+#include "autodriver/propose/site_index.hpp"
+#include "autodriver/propose/token_diff.hpp"
+#include "autodriver/util/files.hpp"
+#include "autodriver/util/log.hpp"
+#include "autodriver/util/strings.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <regex>
+#include <set>
+
+namespace autodriver::propose {
+
+namespace fs = std::filesystem;
+using core::DiagKind;
+using core::Diagnostic;
+
+namespace {
+
+bool is_identifier(const std::string& s) {
+  static const std::regex k_id(R"(^[A-Za-z_]\w*$)");
+  return std::regex_match(s, k_id);
+}
+
+struct Vote {
+  int count = 0;
+  std::vector<std::string> files;
+};
+
+void add_vote(std::map<std::string, Vote>& votes, const std::string& key, const std::string& file) {
+  auto& v = votes[key];
+  ++v.count;
+  if (v.files.size() < 5 && std::find(v.files.begin(), v.files.end(), file) == v.files.end()) v.files.push_back(file);
+}
+
+std::vector<std::pair<std::string, Vote>> ranked(const std::map<std::string, Vote>& votes) {
+  std::vector<std::pair<std::string, Vote>> out(votes.begin(), votes.end());
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second.count > b.second.count; });
+  return out;
+}
+
+// --- call rewrites ---------------------------------------------------------------------------
+
+/// A new argument expressed through the old ones: "$0", or a template like "& $1 -> dev", or a literal.
+std::string template_arg(const std::string& new_arg, const std::vector<std::string>& old_args) {
+  for (std::size_t i = 0; i < old_args.size(); ++i)
+    if (new_arg == old_args[i]) return "$" + std::to_string(i);
+  // Replace whole-token occurrences of old arguments, longest first.
+  std::vector<std::size_t> order(old_args.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](auto x, auto y) { return old_args[x].size() > old_args[y].size(); });
+  std::string out = " " + new_arg + " ";
+  for (auto i : order) {
+    if (old_args[i].empty()) continue;
+    std::string pat = " " + old_args[i] + " ";
+    for (auto pos = out.find(pat); pos != std::string::npos; pos = out.find(pat, pos + 1))
+      out.replace(pos, pat.size(), " $" + std::to_string(i) + " ");
+  }
+  return std::string(util::trim(out));
+}
+
+struct CallRule {
+  std::string callee;
+  std::vector<std::string> args; // templates
+  std::size_t old_arity = 0;
+  std::string key() const {
+    std::string k = callee + "(";
+    for (std::size_t i = 0; i < args.size(); ++i) k += (i ? ", " : "") + args[i];
+    return k + ")/" + std::to_string(old_arity);
+  }
+};
+
+CallRule parse_call_key(const std::string& key) {
+  CallRule r;
+  auto open = key.find('(');
+  auto slash = key.rfind(")/");
+  r.callee = key.substr(0, open);
+  r.old_arity = std::stoul(key.substr(slash + 2));
+  std::string inner = key.substr(open + 1, slash - open - 1);
+  std::size_t pos = 0;
+  while (!inner.empty()) {
+    auto comma = inner.find(", ", pos);
+    r.args.push_back(inner.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
+    if (comma == std::string::npos) break;
+    pos = comma + 2;
+  }
+  return r;
+}
+
+int arg_overlap(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  int n = 0;
+  for (const auto& x : a)
+    for (const auto& y : b)
+      if (x == y || (!x.empty() && y.find(x) != std::string::npos)) ++n;
+  return n;
+}
+
+void learn_call_votes(SiteIndex& idx, const std::string& sym, std::map<std::string, Vote>& votes, int& unchanged) {
+  for (const auto& pair : idx.pairs_using(sym, 60)) {
+    const auto& before = *pair.before;
+    const auto& after = *pair.after;
+    for (const auto& u : before.units) {
+      if (u.kind != UnitKind::function) continue;
+      auto old_calls = find_calls(before.tokens, u.first, u.last);
+      std::vector<Call> olds;
+      std::set<std::string> old_callees;
+      for (auto& c : old_calls) {
+        old_callees.insert(c.callee);
+        if (c.callee == sym) olds.push_back(c);
+      }
+      if (olds.empty()) continue;
+      const Unit* nu = after.unit(u.name);
+      if (!nu || nu->kind != UnitKind::function) continue;
+      auto new_calls = find_calls(after.tokens, nu->first, nu->last);
+      std::vector<Call> news;
+      for (auto& c : new_calls)
+        if (c.callee == sym) news.push_back(c);
+      if (news.empty()) {
+        // Renamed or replaced: a callee new to this function, called as often, sharing arguments.
+        std::map<std::string, std::vector<Call>> by_callee;
+        for (auto& c : new_calls)
+          if (!old_callees.count(c.callee)) by_callee[c.callee].push_back(c);
+        int best = -1;
+        for (auto& [callee, calls] : by_callee) {
+          if (calls.size() != olds.size()) continue;
+          int ov = 0;
+          for (std::size_t i = 0; i < calls.size(); ++i) ov += arg_overlap(olds[i].args, calls[i].args);
+          if (ov > best && (ov > 0 || olds[0].args.empty())) {
+            best = ov;
+            news = calls;
+          }
+        }
+      }
+      if (news.size() != olds.size()) continue;
+      for (std::size_t i = 0; i < olds.size(); ++i) {
+        if (news[i].callee == sym && news[i].args == olds[i].args) {
+          ++unchanged;
+          continue;
+        }
+        CallRule r;
+        r.callee = news[i].callee;
+        r.old_arity = olds[i].args.size();
+        for (const auto& a : news[i].args) r.args.push_back(template_arg(a, olds[i].args));
+        add_vote(votes, r.key(), before.rel);
+      }
+    }
+  }
+}
+
+std::string call_smpl(const std::string& sym, const CallRule& r) {
+  std::string metas, old_args, new_args;
+  for (std::size_t i = 0; i < r.old_arity; ++i) {
+    metas += (i ? ", " : "") + fmt::format("E{}", i);
+    old_args += (i ? ", " : "") + fmt::format("E{}", i);
+  }
+  for (std::size_t i = 0; i < r.args.size(); ++i) {
+    std::string a = std::regex_replace(r.args[i], std::regex(R"(\$(\d+))"), "E$1");
+    new_args += (i ? ", " : "") + a;
+  }
+  std::string head = r.old_arity ? fmt::format("@@\nexpression {};\n@@\n", metas) : "@@\n@@\n";
+  return head + fmt::format("- {}({})\n+ {}({})\n", sym, old_args, r.callee, new_args);
+}
+
+std::string describe_call(const std::string& sym, const CallRule& r, std::string& label) {
+  std::vector<std::string> kept;
+  bool reordered = false;
+  int prev = -1;
+  for (const auto& a : r.args)
+    if (a.size() >= 2 && a[0] == '$' && std::isdigit(static_cast<unsigned char>(a[1])) && a.find(' ') == std::string::npos) {
+      int i = std::stoi(a.substr(1));
+      if (i < prev) reordered = true;
+      prev = i;
+      kept.push_back(a);
+    }
+  std::string what;
+  if (r.callee != sym) {
+    label = "rename";
+    what = fmt::format("{}() was replaced by {}()", sym, r.callee);
+    if (r.args.size() != r.old_arity || kept.size() != r.args.size()) {
+      label = "removed-with-replacement";
+      what += " with different arguments";
+    }
+  } else {
+    label = "arguments-changed";
+    if (r.args.size() < r.old_arity)
+      what = fmt::format("{}() takes {} argument(s) instead of {}", sym, r.args.size(), r.old_arity);
+    else if (r.args.size() > r.old_arity)
+      what = fmt::format("{}() takes {} argument(s) instead of {}", sym, r.args.size(), r.old_arity);
+    else if (reordered)
+      what = fmt::format("{}() takes its arguments in another order", sym);
+    else
+      what = fmt::format("{}() takes different arguments", sym);
+  }
+  return what;
+}
+
+// --- designated initializer members ----------------------------------------------------------
+
+std::string struct_tag(const std::string& type_symbol) {
+  // "struct i2c_driver" -> "i2c_driver"
+  auto sp = type_symbol.rfind(' ');
+  return sp == std::string::npos ? type_symbol : type_symbol.substr(sp + 1);
+}
+
+void learn_member_votes(SiteIndex& idx, const std::string& type_symbol, const std::string& member,
+                        std::map<std::string, Vote>& votes, int& unchanged) {
+  std::string tag = struct_tag(type_symbol);
+  for (const auto& pair : idx.pairs_using(tag, 80)) {
+    const auto& before = *pair.before;
+    const auto& after = *pair.after;
+    for (const auto& u : before.units) {
+      if (u.kind != UnitKind::initializer || !has_word(u.type, tag)) continue;
+      auto olds = designated_members(before.tokens, u);
+      auto it = std::find_if(olds.begin(), olds.end(), [&](const auto& d) { return d.member == member; });
+      if (it == olds.end()) continue;
+      const Unit* nu = after.unit(u.name);
+      if (!nu || nu->kind != UnitKind::initializer) continue;
+      auto news = designated_members(after.tokens, *nu);
+      auto same = std::find_if(news.begin(), news.end(), [&](const auto& d) { return d.member == member; });
+      if (same != news.end()) {
+        ++unchanged;
+        continue;
+      }
+      std::set<std::string> old_members;
+      for (const auto& d : olds) old_members.insert(d.member);
+      std::string to;
+      for (const auto& d : news)
+        if (!old_members.count(d.member) && d.value == it->value) to = d.member;
+      add_vote(votes, to.empty() ? "remove" : "rename:" + to, before.rel);
+    }
+  }
+}
+
+std::string member_smpl(const std::string& type_symbol, const std::string& member, const std::string& decision,
+                        const std::string& fixed_value) {
+  std::string value = fixed_value.empty() ? "E" : fixed_value;
+  std::string metas = fixed_value.empty() ? "identifier x;\nexpression E;\n" : "identifier x;\n";
+  if (decision == "remove")
+    return fmt::format("@@\n{}@@\n{} x = {{\n-\t.{} = {},\n}};\n", metas, type_symbol, member, value);
+  std::string to = decision.substr(7);
+  return fmt::format("@@\n{}@@\n{} x = {{\n-\t.{} = {},\n+\t.{} = {},\n}};\n", metas, type_symbol, member, value, to,
+                     value);
+}
+
+// --- identifiers used as values (constants, functions used as pointers) -----------------------
+
+void learn_identifier_votes(SiteIndex& idx, const std::string& sym, std::map<std::string, Vote>& votes,
+                            std::map<std::string, std::string>& member_of_removal) {
+  for (const auto& pair : idx.pairs_using(sym, 60)) {
+    const auto& before = *pair.before;
+    const auto& after = *pair.after;
+    for (const auto& u : before.units) {
+      bool uses = false;
+      for (std::size_t i = u.first; i <= u.last && i < before.tokens.size(); ++i)
+        if (before.tokens[i].kind == TokKind::ident && before.tokens[i].text == sym) uses = true;
+      if (!uses) continue;
+      const Unit* nu = after.unit(u.name);
+      if (!nu) continue;
+      if (u.kind == UnitKind::initializer) {
+        // ".member = sym" removed or given another value.
+        auto olds = designated_members(before.tokens, u);
+        auto news = designated_members(after.tokens, *nu);
+        for (const auto& d : olds) {
+          if (d.value != sym) continue;
+          auto same = std::find_if(news.begin(), news.end(), [&](const auto& x) { return x.member == d.member; });
+          if (same == news.end()) {
+            add_vote(votes, "remove-member:" + d.member, before.rel);
+            member_of_removal[d.member] = u.type;
+          } else if (same->value != sym && is_identifier(same->value)) {
+            add_vote(votes, "replace:" + same->value, before.rel);
+          }
+        }
+        continue;
+      }
+      for (const auto& h : diff_tokens(before.tokens, u.first, u.last, after.tokens, nu->first, nu->last)) {
+        if (h.a_count != 1 || before.tokens[h.a_first].text != sym) continue;
+        if (h.b_count == 1 && after.tokens[h.b_first].kind == TokKind::ident)
+          add_vote(votes, "replace:" + after.tokens[h.b_first].text, before.rel);
+      }
+    }
+  }
+}
+
+// --- the proposer ----------------------------------------------------------------------------
+
+class LearnedRewrite final : public Proposer {
+public:
+  std::string_view id() const override { return "learned-rewrite"; }
+
+  std::vector<Edit> propose(const std::vector<Diagnostic>& diags, const PortContext& ctx) override {
+    std::vector<Edit> out;
+    if (ctx.old_src.empty() || ctx.new_src.empty()) return out;
+    std::vector<fs::path> driver_files;
+    for (const auto& rel : util::list_files(ctx.original_tree)) driver_files.push_back(ctx.original_tree / rel);
+    SiteIndex idx(ctx.old_src, ctx.new_src, ctx.leave_out, driver_files);
+
+    std::set<std::string> calls, idents;
+    std::set<std::pair<std::string, std::string>> members;
+    for (const auto& d : diags) {
+      if (d.severity == core::Severity::warning && d.kind != DiagKind::implicit_function_declaration) continue;
+      if (d.symbols.empty()) continue;
+      switch (d.kind) {
+      case DiagKind::implicit_function_declaration:
+      case DiagKind::too_few_arguments:
+      case DiagKind::too_many_arguments:
+      case DiagKind::modpost_undefined_symbol:
+      case DiagKind::incompatible_type:
+        if (is_identifier(d.symbols[0])) calls.insert(d.symbols[0]);
+        break;
+      case DiagKind::int_conversion:
+      case DiagKind::incompatible_pointer_type:
+        if (d.symbols.size() == 1 && is_identifier(d.symbols[0])) calls.insert(d.symbols[0]);
+        break;
+      case DiagKind::undeclared_identifier:
+      case DiagKind::unknown_type:
+        if (is_identifier(d.symbols[0])) idents.insert(d.symbols[0]);
+        break;
+      case DiagKind::no_member:
+        if (d.symbols.size() >= 2 && d.symbols[0].starts_with("struct ")) members.insert({d.symbols[0], d.symbols[1]});
+        break;
+      default:
+        break;
+      }
+    }
+    for (const auto& sym : calls) learn_call(idx, sym, out);
+    for (const auto& [type, member] : members) learn_member(idx, type, member, out);
+    for (const auto& sym : idents) learn_identifier(idx, sym, out);
+    return out;
+  }
+
+private:
+  void learn_call(SiteIndex& idx, const std::string& sym, std::vector<Edit>& out) {
+    std::map<std::string, Vote> votes;
+    int unchanged = 0;
+    learn_call_votes(idx, sym, votes, unchanged);
+    int rank = 0;
+    for (const auto& [key, vote] : ranked(votes)) {
+      if (rank >= 3) break;
+      CallRule r = parse_call_key(key);
+      Edit e;
+      e.proposer = "learned-rewrite";
+      e.change_id = "call:" + sym;
+      e.title = describe_call(sym, r, e.label);
+      e.smpl = call_smpl(sym, r);
+      e.symbols = {sym};
+      if (r.callee != sym) e.symbols.push_back(r.callee);
+      e.support = vote.count;
+      e.rank = rank++;
+      e.evidence = vote.files;
+      e.description = fmt::format("{}. Learned from {} call site(s) the kernel's own code changed between the two "
+                                  "trees ({} site(s) kept the old form), e.g. {}.",
+                                  e.title, vote.count, unchanged, fmt::join(vote.files, ", "));
+      out.push_back(std::move(e));
+    }
+    util::log_debug("learned-rewrite: {}: {} rule(s), {} unchanged site(s)", sym, votes.size(), unchanged);
+  }
+
+  void learn_member(SiteIndex& idx, const std::string& type, const std::string& member, std::vector<Edit>& out) {
+    std::map<std::string, Vote> votes;
+    int unchanged = 0;
+    learn_member_votes(idx, type, member, votes, unchanged);
+    int rank = 0;
+    for (const auto& [decision, vote] : ranked(votes)) {
+      if (rank >= 2) break;
+      Edit e;
+      e.proposer = "learned-rewrite";
+      e.change_id = "member:" + type + "." + member;
+      e.label = "member-changed";
+      e.title = decision == "remove" ? fmt::format("{} lost the member .{}", type, member)
+                                     : fmt::format("{}.{} was renamed to .{}", type, member, decision.substr(7));
+      e.smpl = member_smpl(type, member, decision, "");
+      e.symbols = {type, member};
+      e.support = vote.count;
+      e.rank = rank++;
+      e.evidence = vote.files;
+      e.description = fmt::format("{}. Learned from {} initializer(s) of {} in the kernel's own drivers, e.g. {}.",
+                                  e.title, vote.count, type, fmt::join(vote.files, ", "));
+      out.push_back(std::move(e));
+    }
+  }
+
+  void learn_identifier(SiteIndex& idx, const std::string& sym, std::vector<Edit>& out) {
+    std::map<std::string, Vote> votes;
+    std::map<std::string, std::string> member_type;
+    learn_identifier_votes(idx, sym, votes, member_type);
+    int rank = 0;
+    for (const auto& [decision, vote] : ranked(votes)) {
+      if (rank >= 2) break;
+      Edit e;
+      e.proposer = "learned-rewrite";
+      e.change_id = "ident:" + sym;
+      e.support = vote.count;
+      e.rank = rank++;
+      e.evidence = vote.files;
+      e.symbols = {sym};
+      if (decision.starts_with("replace:")) {
+        std::string to = decision.substr(8);
+        e.label = "rename";
+        e.title = fmt::format("{} was replaced by {}", sym, to);
+        e.renames = {{sym, to}};
+        e.symbols.push_back(to);
+      } else {
+        std::string member = decision.substr(14);
+        std::string type = member_type[member];
+        e.label = "removed-with-replacement";
+        e.title = fmt::format("{} was removed: drop .{} = {}", sym, member, sym);
+        e.smpl = fmt::format("@@\nidentifier x;\n@@\n{} x = {{\n-\t.{} = {},\n}};\n",
+                             type.empty() ? "struct file_operations" : type, member, sym);
+      }
+      e.description = fmt::format("{}. Learned from {} use(s) the kernel's own code changed, e.g. {}.", e.title,
+                                  vote.count, fmt::join(vote.files, ", "));
+      out.push_back(std::move(e));
+    }
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Proposer> make_learned_rewrite() { return std::make_unique<LearnedRewrite>(); }
+
+} // namespace autodriver::propose

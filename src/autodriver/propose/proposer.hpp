@@ -1,0 +1,78 @@
+#pragma once
+// Proposers: given the target build's diagnostics, propose edits. One file per proposer,
+// registered in one explicit table (proposer_table()).
+
+#include "autodriver/core/diagnostic.hpp"
+#include "autodriver/core/kernel.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace autodriver::propose {
+
+/// What a proposer may look at. Proposers never write the tree; the loop applies edits.
+struct PortContext {
+  const core::Kernel* from = nullptr;         ///< the driver's old kernel, null when unknown
+  const core::Kernel* to = nullptr;           ///< the target kernel
+  std::filesystem::path old_src;              ///< from-kernel source tree, empty when unknown
+  std::filesystem::path new_src;              ///< target-kernel source tree
+  std::vector<std::string> leave_out;         ///< kernel-relative paths never learned from
+  std::filesystem::path tree;                 ///< the current work tree (read only)
+  std::filesystem::path original_tree;        ///< the user's tree as given (read only)
+  std::filesystem::path scratch;              ///< scratch dir proposers may use
+};
+
+/// A whole-line text replacement in one file of the tree (1-based, inclusive).
+struct TextEdit {
+  std::string file;       ///< relative to the tree
+  int line = 0;           ///< insert before this line when `remove` is 0
+  int remove = 0;         ///< number of lines replaced
+  std::string text;       ///< replacement lines, each ending in '\n'
+};
+
+/// One candidate fix for one API change.
+struct Edit {
+  std::string proposer;             ///< id of the proposer that made it
+  std::string change_id;            ///< stable key of the API change, e.g. "call:class_create"
+  std::string label;                ///< taxonomy: rename, arguments-changed, return-type-changed,
+                                    ///< member-changed, callback-type-changed, removed-with-replacement,
+                                    ///< header-moved, other
+  std::string title;                ///< "class_create() lost an argument", for patch subjects
+  std::string description;          ///< what changed in the kernel and where the rule came from
+  std::string smpl;                 ///< Coccinelle semantic patch, applied with spatch
+  std::vector<TextEdit> text_edits; ///< used when SmPL cannot express it
+  std::vector<std::pair<std::string, std::string>> renames; ///< whole-identifier renames (outside strings/comments)
+  std::vector<std::string> symbols; ///< the kernel symbols involved
+  int support = 0;                  ///< kernel sites that agree with the rule
+  int rank = 0;                     ///< 0 = best alternative for this change
+  std::vector<std::string> evidence;///< kernel files the rule was learned from (a few)
+};
+
+nlohmann::json to_json(const Edit& e);
+
+class Proposer {
+public:
+  virtual ~Proposer() = default;
+  virtual std::string_view id() const = 0;
+  /// Candidate edits for the diagnostics; alternatives for one change share change_id.
+  virtual std::vector<Edit> propose(const std::vector<core::Diagnostic>& diagnostics, const PortContext& ctx) = 0;
+};
+
+struct ProposerEntry {
+  std::string_view id;
+  std::string_view description;
+  std::unique_ptr<Proposer> (*make)();
+};
+
+const std::vector<ProposerEntry>& proposer_table();
+
+std::unique_ptr<Proposer> make_learned_rewrite();
+std::unique_ptr<Proposer> make_callback_signature();
+std::unique_ptr<Proposer> make_header_fix();
+
+} // namespace autodriver::propose

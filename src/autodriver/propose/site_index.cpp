@@ -1,0 +1,116 @@
+#include "autodriver/propose/site_index.hpp"
+
+#include "autodriver/util/files.hpp"
+#include "autodriver/util/strings.hpp"
+#include "autodriver/util/subprocess.hpp"
+
+#include <set>
+
+namespace autodriver::propose {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+const Unit* SourceFile::unit(const std::string& name) const {
+  for (const auto& u : units)
+    if (u.name == name) return &u;
+  return nullptr;
+}
+
+SiteIndex::SiteIndex(fs::path old_src, fs::path new_src, std::vector<std::string> leave_out,
+                     std::vector<fs::path> driver_files)
+    : m_old(std::move(old_src)), m_new(std::move(new_src)), m_leave_out(std::move(leave_out)) {
+  for (const auto& f : driver_files) {
+    auto text = util::read_file(f);
+    if (text) m_driver_files.push_back({f.filename().string(), *text});
+  }
+}
+
+static double line_overlap(const std::string& a, const std::string& b) {
+  std::set<std::string_view> la, lb;
+  for (auto l : util::split_lines(a)) {
+    l = util::trim(l);
+    if (l.size() > 8) la.insert(l);
+  }
+  for (auto l : util::split_lines(b)) {
+    l = util::trim(l);
+    if (l.size() > 8) lb.insert(l);
+  }
+  if (la.empty() || lb.empty()) return 0;
+  std::size_t common = 0;
+  for (auto l : la) common += lb.count(l);
+  return static_cast<double>(common) / static_cast<double>(std::min(la.size(), lb.size()));
+}
+
+bool SiteIndex::left_out(const std::string& rel, const fs::path& tree) {
+  for (const auto& p : m_leave_out) {
+    if (p.empty()) continue;
+    std::string prefix = p.back() == '/' ? p : p + "/";
+    if (rel == p || rel.starts_with(prefix)) return true;
+  }
+  // Never learn from a kernel copy of the driver being ported (leave-one-out even when the
+  // caller did not name its path): same file name and mostly the same lines.
+  std::string base = fs::path(rel).filename().string();
+  for (const auto& [dbase, dtext] : m_driver_files) {
+    if (dbase != base) continue;
+    auto f = load(tree, rel);
+    if (f && line_overlap(f->text, dtext) > 0.5) return true;
+  }
+  return false;
+}
+
+std::shared_ptr<const SourceFile> SiteIndex::load(const fs::path& tree, const std::string& rel) {
+  std::string key = (tree / rel).string();
+  if (auto it = m_cache.find(key); it != m_cache.end()) return it->second;
+  auto text = util::read_file(tree / rel);
+  std::shared_ptr<const SourceFile> out;
+  if (text && text->size() < 2 * 1024 * 1024) {
+    auto f = std::make_shared<SourceFile>();
+    f->rel = rel;
+    f->text = std::move(*text);
+    f->tokens = tokenize(f->text);
+    f->units = find_units(f->tokens);
+    out = f;
+  }
+  m_cache[key] = out;
+  return out;
+}
+
+std::vector<std::string> SiteIndex::files_using(const fs::path& tree, const std::string& word, std::size_t limit) {
+  std::vector<std::string> out;
+  if (tree.empty() || word.empty()) return out;
+  util::RunRequest req;
+  req.argv = {"grep", "-rlw", "--include=*.c", "-e", word, "--"};
+  for (const char* d : {"drivers", "sound", "net", "fs", "kernel", "mm", "block", "crypto", "lib", "virt", "security"})
+    if (fs::exists(tree / d)) req.argv.push_back(d);
+  req.cwd = tree;
+  req.timeout = 120s;
+  req.output_cap = 1 << 20;
+  auto r = util::run(req);
+  if (!r) return out;
+  auto lines = util::split_lines(r->out);
+  std::vector<std::string> all(lines.begin(), lines.end());
+  std::sort(all.begin(), all.end());
+  for (const auto& rel : all) {
+    if (out.size() >= limit) break;
+    if (left_out(rel, tree)) continue;
+    out.push_back(rel);
+  }
+  return out;
+}
+
+std::vector<FilePair> SiteIndex::pairs_using(const std::string& word, std::size_t limit) {
+  std::vector<FilePair> out;
+  if (m_old.empty() || m_new.empty()) return out;
+  for (const auto& rel : files_using(m_old, word, 400)) {
+    if (out.size() >= limit) break;
+    if (!fs::exists(m_new / rel)) continue;
+    auto b = load(m_old, rel);
+    auto a = load(m_new, rel);
+    if (!b || !a) continue;
+    out.push_back({b, a});
+  }
+  return out;
+}
+
+} // namespace autodriver::propose

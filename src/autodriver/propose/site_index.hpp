@@ -1,0 +1,56 @@
+#pragma once
+// Where a symbol is used in a kernel source tree, and the same file in another tree:
+// the "before/after" pairs the learned rewrites come from. Leave-one-out is enforced here.
+
+#include "autodriver/propose/c_tokens.hpp"
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace autodriver::propose {
+
+struct SourceFile {
+  std::string rel;              ///< path relative to the kernel tree
+  std::string text;
+  std::vector<Token> tokens;
+  std::vector<Unit> units;
+  const Unit* unit(const std::string& name) const;
+};
+
+struct FilePair {
+  std::shared_ptr<const SourceFile> before;
+  std::shared_ptr<const SourceFile> after;
+};
+
+class SiteIndex {
+public:
+  SiteIndex(std::filesystem::path old_src, std::filesystem::path new_src, std::vector<std::string> leave_out,
+            std::vector<std::filesystem::path> driver_files);
+
+  /// Kernel .c files of the old tree that use `word`, paired with the new tree's file of the same
+  /// path (pairs whose file vanished are skipped). At most `limit` pairs, in path order.
+  std::vector<FilePair> pairs_using(const std::string& word, std::size_t limit = 80);
+
+  /// Files of `tree` (old or new) using `word`, relative paths, capped.
+  std::vector<std::string> files_using(const std::filesystem::path& tree, const std::string& word,
+                                       std::size_t limit = 200);
+
+  std::shared_ptr<const SourceFile> load(const std::filesystem::path& tree, const std::string& rel);
+
+  const std::filesystem::path& old_src() const { return m_old; }
+  const std::filesystem::path& new_src() const { return m_new; }
+
+  /// True when rel is one of the left-out paths or looks like a copy of the driver's own files.
+  bool left_out(const std::string& rel, const std::filesystem::path& tree);
+
+private:
+  std::filesystem::path m_old, m_new;
+  std::vector<std::string> m_leave_out;
+  std::vector<std::pair<std::string, std::string>> m_driver_files; // basename, text
+  std::map<std::string, std::shared_ptr<const SourceFile>> m_cache;
+};
+
+} // namespace autodriver::propose
