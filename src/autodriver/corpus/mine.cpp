@@ -1,6 +1,7 @@
 #include "autodriver/corpus/mine.hpp"
 
 #include "autodriver/corpus/git_repo.hpp"
+#include "autodriver/corpus/tree_diff.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/subprocess.hpp"
@@ -62,26 +63,16 @@ std::string repository_name(git_repository* repo) {
   return url;
 }
 
-/// One changed file of a commit, as the tree-to-tree diff sees it (no rename detection: a moved
-/// file is a deletion plus an addition, which is what before/ and golden/ should show anyway).
+/// One changed file of a commit and where it belongs.
 struct Delta {
-  std::string old_path, new_path;
-  git_delta_t status = GIT_DELTA_UNMODIFIED;
-  git_oid old_id{}, new_id{};
-  std::uint32_t old_mode = 0, new_mode = 0;
+  git::FileChange change;
   PathClass cls = PathClass::other;
   bool content_changed = true;
 
-  const std::string& path() const { return status == GIT_DELTA_DELETED ? old_path : new_path; }
+  const std::string& path() const { return change.path; }
+  bool has_old() const { return change.status != git::FileChange::Status::added; }
+  bool has_new() const { return change.status != git::FileChange::Status::deleted; }
 };
-
-PathClass delta_class(const git_diff_delta& d) {
-  PathClass a = d.old_file.path ? classify_path(d.old_file.path) : PathClass::other;
-  PathClass b = d.new_file.path ? classify_path(d.new_file.path) : PathClass::other;
-  if (a == PathClass::core || b == PathClass::core) return PathClass::core;
-  if (a == PathClass::driver || b == PathClass::driver) return PathClass::driver;
-  return PathClass::other;
-}
 
 class Miner {
 public:
@@ -94,9 +85,8 @@ public:
 
 private:
   Expected<std::vector<Delta>> changed_files(git_tree* parent, git_tree* tree);
-  Expected<void> write_case(git_commit* commit, git_tree* parent_tree, git_tree* tree, const std::vector<Delta>& deltas,
-                            CommitKind kind, const std::string& id);
-  Expected<std::string> patch_text(git_tree* parent, git_tree* tree, const std::vector<const Delta*>& files);
+  Expected<void> write_case(git_commit* commit, const std::vector<Delta>& deltas, CommitKind kind, const std::string& id);
+  Expected<std::string> patch_text(const std::vector<const Delta*>& files);
 
   const MineOptions& m_opts;
   git_repository* m_repo;
@@ -104,63 +94,35 @@ private:
 };
 
 Expected<std::vector<Delta>> Miner::changed_files(git_tree* parent, git_tree* tree) {
-  git_diff_options dopts = GIT_DIFF_OPTIONS_INIT;
-  dopts.flags = GIT_DIFF_IGNORE_WHITESPACE;
-  dopts.max_size = static_cast<git_off_t>(m_opts.max_file_bytes); // larger blobs count as binary: never diffed
-  git_diff* raw = nullptr;
-  if (git_diff_tree_to_tree(&raw, m_repo, parent, tree, &dopts) != 0) return unexpected(git::last_error(k_repo_error, "diff"));
-  git::Diff diff(raw);
+  auto changes = git::changed_files(m_repo, parent, tree);
+  if (!changes) return unexpected(changes.error());
   std::vector<Delta> out;
-  std::size_t n = git_diff_num_deltas(diff.get());
-  out.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const git_diff_delta* d = git_diff_get_delta(diff.get(), i);
-    Delta x;
-    x.old_path = d->old_file.path ? d->old_file.path : "";
-    x.new_path = d->new_file.path ? d->new_file.path : "";
-    x.status = d->status;
-    x.old_id = d->old_file.id;
-    x.new_id = d->new_file.id;
-    x.old_mode = d->old_file.mode;
-    x.new_mode = d->new_file.mode;
-    x.cls = delta_class(*d);
-    out.push_back(std::move(x));
+  out.reserve(changes->size());
+  for (auto& c : *changes) {
+    PathClass cls = classify_path(c.path);
+    out.push_back({std::move(c), cls, true});
   }
   // Cheap path-only verdict first: most commits of a kernel range never need their blobs read.
   std::vector<ChangedFile> files;
   for (const auto& x : out) files.push_back({x.path(), true});
   CommitKind k = classify_commit(files, m_opts.treewide_threshold);
   if (k != CommitKind::mined && k != CommitKind::treewide) return out;
-  for (std::size_t i = 0; i < n; ++i) {
-    Delta& x = out[i];
-    if (x.cls == PathClass::other || x.status != GIT_DELTA_MODIFIED) continue;
-    git_patch* p = nullptr;
-    if (git_patch_from_diff(&p, diff.get(), i) != 0) return unexpected(git::last_error(k_repo_error, fmt::format("diff {}", x.path())));
-    git::Patch patch(p);
-    bool binary = patch && (git_patch_get_delta(patch.get())->flags & GIT_DIFF_FLAG_BINARY);
-    // No hunk left once whitespace is ignored: a whitespace-only (or mode-only) change.
-    x.content_changed = binary || (patch && git_patch_num_hunks(patch.get()) > 0);
+  for (auto& x : out) {
+    if (x.cls == PathClass::other) continue;
+    auto ws = git::is_whitespace_only(m_repo, x.change, m_opts.max_file_bytes);
+    if (!ws) return unexpected(ws.error());
+    x.content_changed = !*ws;
   }
   return out;
 }
 
-Expected<std::string> Miner::patch_text(git_tree* parent, git_tree* tree, const std::vector<const Delta*>& files) {
-  if (files.empty()) return std::string();
-  std::vector<std::string> paths;
-  for (const Delta* d : files) paths.push_back(d->path());
-  std::vector<char*> ptrs;
-  for (auto& p : paths) ptrs.push_back(p.data());
-  git_diff_options dopts = GIT_DIFF_OPTIONS_INIT;
-  dopts.flags = GIT_DIFF_DISABLE_PATHSPEC_MATCH; // exact paths, not globs
-  dopts.pathspec = {ptrs.data(), ptrs.size()};
-  dopts.max_size = static_cast<git_off_t>(m_opts.max_file_bytes);
-  git_diff* raw = nullptr;
-  if (git_diff_tree_to_tree(&raw, m_repo, parent, tree, &dopts) != 0) return unexpected(git::last_error(k_repo_error, "diff"));
-  git::Diff diff(raw);
-  git_buf buf = GIT_BUF_INIT;
-  if (git_diff_to_buf(&buf, diff.get(), GIT_DIFF_FORMAT_PATCH) != 0) return unexpected(git::last_error(k_repo_error, "patch"));
-  std::string text(buf.ptr ? buf.ptr : "", buf.size);
-  git_buf_dispose(&buf);
+Expected<std::string> Miner::patch_text(const std::vector<const Delta*>& files) {
+  std::string text;
+  for (const Delta* d : files) {
+    auto p = git::patch_text(m_repo, d->change, m_opts.max_file_bytes);
+    if (!p) return unexpected(p.error());
+    text += *p;
+  }
   return text;
 }
 
@@ -185,8 +147,8 @@ Expected<std::string> write_blob(git_repository* repo, const git_oid& id, std::u
   return std::string();
 }
 
-Expected<void> Miner::write_case(git_commit* commit, git_tree* parent_tree, git_tree* tree, const std::vector<Delta>& deltas,
-                                 CommitKind kind, const std::string& id) {
+Expected<void> Miner::write_case(git_commit* commit, const std::vector<Delta>& deltas, CommitKind kind,
+                                 const std::string& id) {
   std::vector<const Delta*> core, driver;
   for (const auto& d : deltas) {
     if (!d.content_changed) continue;
@@ -205,24 +167,25 @@ Expected<void> Miner::write_case(git_commit* commit, git_tree* parent_tree, git_
   nlohmann::json driver_files = nlohmann::json::array();
   for (const Delta* d : driver) {
     units.insert(driver_unit_of(d->path()));
-    if (d->status != GIT_DELTA_ADDED) {
-      auto r = write_blob(m_repo, d->old_id, d->old_mode, dir / "before", d->old_path, m_opts.max_file_bytes);
+    const git::FileChange& c = d->change;
+    if (d->has_old()) {
+      auto r = write_blob(m_repo, c.old_id, c.old_mode, dir / "before", c.path, m_opts.max_file_bytes);
       if (!r) return unexpected(r.error());
-      if (!r->empty()) skipped.push_back({{"path", d->old_path}, {"side", "before"}, {"reason", *r}});
+      if (!r->empty()) skipped.push_back({{"path", c.path}, {"side", "before"}, {"reason", *r}});
     }
-    if (d->status != GIT_DELTA_DELETED) {
-      auto r = write_blob(m_repo, d->new_id, d->new_mode, dir / "golden", d->new_path, m_opts.max_file_bytes);
+    if (d->has_new()) {
+      auto r = write_blob(m_repo, c.new_id, c.new_mode, dir / "golden", c.path, m_opts.max_file_bytes);
       if (!r) return unexpected(r.error());
-      if (!r->empty()) skipped.push_back({{"path", d->new_path}, {"side", "golden"}, {"reason", *r}});
+      if (!r->empty()) skipped.push_back({{"path", c.path}, {"side", "golden"}, {"reason", *r}});
     }
     driver_files.push_back(d->path());
   }
   nlohmann::json core_files = nlohmann::json::array();
   for (const Delta* d : core) core_files.push_back(d->path());
 
-  auto core_patch = patch_text(parent_tree, tree, core);
+  auto core_patch = patch_text(core);
   if (!core_patch) return unexpected(core_patch.error());
-  auto driver_patch = patch_text(parent_tree, tree, driver);
+  auto driver_patch = patch_text(driver);
   if (!driver_patch) return unexpected(driver_patch.error());
 
   std::string message = git_commit_message(commit) ? git_commit_message(commit) : "";
@@ -328,7 +291,7 @@ Expected<void> Miner::process(const git_oid& oid) {
     m_summary.treewide.push_back(std::move(note));
     if (m_opts.include_treewide == IncludeTreewide::no) return {};
   }
-  auto w = write_case(commit.get(), parent_tree.get(), tree.get(), *deltas, kind, id);
+  auto w = write_case(commit.get(), *deltas, kind, id);
   if (!w) {
     // Unreadable objects are the repository's problem, not the run's; output I/O errors are fatal.
     if (w.error().kind == k_repo_error) return fail(w.error());
