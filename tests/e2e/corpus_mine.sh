@@ -137,7 +137,11 @@ assert json.load(open(os.path.join(out, "corpus.json")))["origin"] == "mined"
 d = os.path.join(out, "cases", "git-" + api[:12])
 m = json.load(open(os.path.join(d, "metadata.json")))
 assert m["schema_version"] == 1 and m["origin"] == "mined" and m["id"] == "git-" + api[:12], m
-assert m["commit"] == api and len(m["parent"]) == 40, m
+assert m["commit"] == api and m["to"]["commit"] == api and len(m["from"]["commit"]) == 40, m
+assert m["subsystem"] in ("hwmon", "net/ethernet") and m["subsystems"] == ["hwmon", "net/ethernet"], m
+assert m["split"] in ("dev", "test") and m["description"] == m["subject"], m
+assert m["size"] == {"c_lines": 10, "files": 2}, m["size"]
+assert m["files"]["api_delta"] == "api_delta.patch", m["files"]
 assert m["subject"] == "foo: add a flags argument to foo_register()", m
 assert m["trailers"]["fixes"] == ['0123456789ab ("foo: introduce foo_register()")'], m["trailers"]
 assert m["trailers"]["link"] == ["https://lore.kernel.org/r/20240102-foo-flags-v2-1@example.org"], m["trailers"]

@@ -1,6 +1,8 @@
 #include "autodriver/corpus/mine.hpp"
 
 #include "autodriver/corpus/git_repo.hpp"
+#include "autodriver/corpus/driver_unit.hpp"
+#include "autodriver/corpus/split.hpp"
 #include "autodriver/corpus/tree_diff.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
@@ -8,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <set>
@@ -126,25 +129,31 @@ Expected<std::string> Miner::patch_text(const std::vector<const Delta*>& files) 
   return text;
 }
 
+struct BlobWrite {
+  std::string skipped; ///< why the file was not written; empty when it was
+  long lines = 0;
+};
+
 /// Writes one blob below `root`, or says why it was not written.
-Expected<std::string> write_blob(git_repository* repo, const git_oid& id, std::uint32_t mode, const fs::path& root,
+Expected<BlobWrite> write_blob(git_repository* repo, const git_oid& id, std::uint32_t mode, const fs::path& root,
                                  const std::string& path, std::uint64_t max_bytes) {
-  if (mode == GIT_FILEMODE_LINK) return std::string("symlink");
-  if (mode == GIT_FILEMODE_COMMIT) return std::string("submodule");
-  if (!is_safe_relative_path(path)) return std::string("unsafe path");
+  if (mode == GIT_FILEMODE_LINK) return BlobWrite{"symlink"};
+  if (mode == GIT_FILEMODE_COMMIT) return BlobWrite{"submodule"};
+  if (!is_safe_relative_path(path)) return BlobWrite{"unsafe path"};
   git_blob* raw = nullptr;
   if (git_blob_lookup(&raw, repo, &id) != 0) return unexpected(git::last_error(k_repo_error, fmt::format("read {}", path)));
   git::Blob blob(raw);
   auto size = static_cast<std::uint64_t>(git_blob_rawsize(blob.get()));
-  if (size > max_bytes) return fmt::format("larger than {} bytes", max_bytes);
-  if (git_blob_is_binary(blob.get())) return std::string("binary");
+  if (size > max_bytes) return BlobWrite{fmt::format("larger than {} bytes", max_bytes)};
+  if (git_blob_is_binary(blob.get())) return BlobWrite{"binary"};
   fs::path dst = root / path;
   std::error_code ec;
   fs::create_directories(dst.parent_path(), ec);
   if (ec) return unexpected(ErrorKind::io, fmt::format("cannot create {}: {}", dst.parent_path().string(), ec.message()));
-  auto w = util::write_file(dst, {static_cast<const char*>(git_blob_rawcontent(blob.get())), static_cast<std::size_t>(size)});
+  std::string_view text{static_cast<const char*>(git_blob_rawcontent(blob.get())), static_cast<std::size_t>(size)};
+  auto w = util::write_file(dst, text);
   if (!w) return unexpected(w.error());
-  return std::string();
+  return BlobWrite{"", static_cast<long>(std::count(text.begin(), text.end(), '\n'))};
 }
 
 Expected<void> Miner::write_case(git_commit* commit, const std::vector<Delta>& deltas, CommitKind kind,
@@ -164,22 +173,36 @@ Expected<void> Miner::write_case(git_commit* commit, const std::vector<Delta>& d
 
   nlohmann::json skipped = nlohmann::json::array();
   std::set<std::string> units;
+  std::map<std::string, int> subsystems; // subsystem -> driver files
+  long c_lines = 0;                      // of before/ .c and .h files, like corpus build's size.c_lines
   nlohmann::json driver_files = nlohmann::json::array();
   for (const Delta* d : driver) {
     units.insert(driver_unit_of(d->path()));
+    ++subsystems[subsystem_of(driver_unit_of(d->path()))];
     const git::FileChange& c = d->change;
     if (d->has_old()) {
       auto r = write_blob(m_repo, c.old_id, c.old_mode, dir / "before", c.path, m_opts.max_file_bytes);
       if (!r) return unexpected(r.error());
-      if (!r->empty()) skipped.push_back({{"path", c.path}, {"side", "before"}, {"reason", *r}});
+      if (!r->skipped.empty()) skipped.push_back({{"path", c.path}, {"side", "before"}, {"reason", r->skipped}});
+      if (c.path.ends_with(".c") || c.path.ends_with(".h")) c_lines += r->lines;
     }
     if (d->has_new()) {
       auto r = write_blob(m_repo, c.new_id, c.new_mode, dir / "golden", c.path, m_opts.max_file_bytes);
       if (!r) return unexpected(r.error());
-      if (!r->empty()) skipped.push_back({{"path", c.path}, {"side", "golden"}, {"reason", *r}});
+      if (!r->skipped.empty()) skipped.push_back({{"path", c.path}, {"side", "golden"}, {"reason", r->skipped}});
     }
     driver_files.push_back(d->path());
   }
+  // One subsystem and split per case, as corpus build has: the subsystem with most driver files
+  // (ties: the first by name), and the split of the first unit by name (split.hpp's rule).
+  std::string subsystem;
+  int best = 0;
+  for (const auto& [name, n] : subsystems)
+    if (n > best) subsystem = name, best = n;
+  nlohmann::json subsystem_names = nlohmann::json::array();
+  for (const auto& kv : subsystems) subsystem_names.push_back(kv.first);
+  const std::string split = units.empty() ? "dev" : split_of(*units.begin());
+
   nlohmann::json core_files = nlohmann::json::array();
   for (const Delta* d : core) core_files.push_back(d->path());
 
@@ -197,8 +220,10 @@ Expected<void> Miner::write_case(git_commit* commit, const std::vector<Delta>& d
       {"id", id},
       {"origin", "mined"},
       {"commit", git::to_hex(*git_commit_id(commit))},
-      {"parent", git::to_hex(*git_commit_parent_id(commit, 0))},
+      {"from", {{"commit", git::to_hex(*git_commit_parent_id(commit, 0))}}},
+      {"to", {{"commit", git::to_hex(*git_commit_id(commit))}}},
       {"subject", subject_of(message)},
+      {"description", subject_of(message)},
       {"message", message},
       {"author", {{"name", author->name ? author->name : ""}, {"email", author->email ? author->email : ""}}},
       {"author_date", iso_time(author->when)},
@@ -212,7 +237,19 @@ Expected<void> Miner::write_case(git_commit* commit, const std::vector<Delta>& d
       {"treewide", kind == CommitKind::treewide},
       {"skipped_files", skipped},
       {"source", {{"repository", repository_name(m_repo)}, {"range", m_opts.range}}},
+      {"subsystem", subsystem},
+      {"subsystems", subsystem_names},
+      {"split", split},
+      {"size", {{"c_lines", c_lines}, {"files", driver.size()}}},
+      {"files",
+       {{"before", "before/"},
+        {"golden", "golden/"},
+        {"diagnostics", "diagnostics.json"},
+        {"api_delta", "api_delta.patch"},
+        {"driver_patch", "driver.patch"},
+        {"message", "message.txt"}}},
       {"mine_rules_version", k_mine_rules_version},
+      {"created_by", "autodriver 0.1.0"},
   };
   // The shared case layout (docs/case-format.md): the core diff is the case's API delta; a mined
   // case has no diagnostics until someone builds it. metadata.json goes last, like corpus build's.
