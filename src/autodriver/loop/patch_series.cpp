@@ -60,7 +60,7 @@ util::Expected<std::vector<std::string>> write_patch_series(const PortRequest& r
   fs::path pdir = fs::absolute(req.out) / "patches";
   std::error_code ec;
   fs::create_directories(pdir, ec);
-  auto r = git(repo, {"format-patch", "-q", "-o", pdir.string(), "HEAD~" + std::to_string(rep.accepted.size())});
+  auto r = git(repo, {"format-patch", "-q", "--numbered", "-o", pdir.string(), "HEAD~" + std::to_string(rep.accepted.size())});
   if (!r) return util::unexpected(r.error());
   for (const auto& e : fs::directory_iterator(pdir, ec)) out.push_back(e.path().string());
   std::sort(out.begin(), out.end());

@@ -1,0 +1,35 @@
+# Three real 6.1 drivers ported to 6.12 with --from 6.1 (leave-one-out: their own 6.12
+# versions are never learned from): each builds, passes the integrity gate and loads in the
+# 6.12 guest; DIR is untouched; one patch per API change.
+. "$(dirname "$0")/lib.sh.inc"
+need spatch
+need qemu-system-x86_64
+SRC=$("$AD" kernel source 6.1) || fail "kernel source 6.1"
+"$AD" kernel source 6.12 > /dev/null || fail "kernel source 6.12"
+port_one() { # name kernel-path [extra files...]
+  name=$1; rel=$2; shift 2
+  mkdir -p "$WORK/$name"
+  cp "$SRC/$rel" "$WORK/$name/"
+  for f in "$@"; do cp "$SRC/$f" "$WORK/$name/"; done
+  echo "obj-m += $(basename "$rel" .c).o" > "$WORK/$name/Makefile"
+  cp -r "$WORK/$name" "$WORK/$name.orig"
+  "$AD" port "$WORK/$name" --from 6.1 --to 6.12 --boot --leave-out "$rel" -o "$WORK/$name.out" --json > "$WORK/$name.json" \
+    || { python3 -c "import json,sys; d=json.load(open('$WORK/$name.json')); print(d['status'], d['remaining'], d['integrity'])" >&2; fail "$name: port exited non-zero"; }
+  py "$WORK/$name.json" "d['schema'] == 'autodriver.port' and d['ok'] is True and d['status'] == 'ported'"
+  py "$WORK/$name.json" "d['integrity']['ok'] is True"
+  py "$WORK/$name.json" "d['gates']['gates']['boot']['ok'] is True"
+  py "$WORK/$name.json" "len(d['patches']) == len(d['accepted']) > 0"
+  py "$WORK/$name.json" "all(p.endswith('.patch') for p in d['patches'])"
+  diff -r "$WORK/$name" "$WORK/$name.orig" > /dev/null || fail "$name: the input tree was modified"
+  [ -f "$WORK/$name.out/verdict.json" ] || fail "$name: no verdict.json"
+  grep -q "^Subject: \[PATCH 1/" "$WORK/$name.out/patches/0001-"*.patch || fail "$name: patch lacks a subject"
+}
+port_one ppdev drivers/char/ppdev.c
+py "$WORK/ppdev.json" "any(a['symbols'][0] == 'class_create' and a['label'] == 'arguments-changed' for a in d['accepted'])"
+grep -q "class_create(CHRDEV)" "$WORK/ppdev.out/tree/ppdev.c" || fail "ppdev: class_create not rewritten"
+port_one w83793 drivers/hwmon/w83793.c
+py "$WORK/w83793.json" "any('probe_new' in a['symbols'] for a in d['accepted'])"
+grep -q "\.probe = w83793_probe" "$WORK/w83793.out/tree/w83793.c" || fail "w83793: .probe_new not renamed"
+port_one aquacomputer drivers/hwmon/aquacomputer_d5next.c
+grep -q "#include <linux/unaligned.h>" "$WORK/aquacomputer.out/tree/aquacomputer_d5next.c" || fail "header not moved"
+echo PASS
