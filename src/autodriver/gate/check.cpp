@@ -22,6 +22,8 @@ const std::vector<GateEntry>& gate_table() {
       {"build", "compile against the target kernel (kbuild M= or --build-cmd)", &make_kbuild_gate},
       {"sparse", "sparse via C=2 CHECK=sparse; with --baseline only new findings count", &make_sparse_gate},
       {"boot", "boot the target kernel in QEMU, load the module (and probe a device)", &make_qemu_boot_gate},
+      {"integrity", "with --baseline ORIGINAL: reject deleted/stubbed/disabled code, dropped objects, suppressed "
+                    "warnings, silencing casts, removed ops and edits no diagnostic points at", &make_integrity_gate},
   };
   return k_table;
 }
@@ -80,6 +82,7 @@ util::Expected<CheckReport> run_check(const CheckRequest& request, const GatePro
     for (const auto& entry : gate_table()) {
       if (entry.id == "sparse" && !request.sparse) continue;
       if (entry.id == "boot" && !request.boot) continue;
+      if (entry.id == "integrity" && request.baseline.empty()) continue;
       if (util::interrupted()) return unexpected(ErrorKind::interrupted, "interrupted");
       auto gate = entry.make();
       GateInput in{k, request, work, kdir, kc.gates};
@@ -102,7 +105,8 @@ nlohmann::json to_json(const CheckReport& report, const CheckRequest& request) {
   nlohmann::json gates = nlohmann::json::object();
   for (const auto& entry : gate_table()) {
     bool requested = entry.id == "build" || (entry.id == "sparse" && request.sparse) ||
-                     (entry.id == "boot" && request.boot);
+                     (entry.id == "boot" && request.boot) ||
+                     (entry.id == "integrity" && !request.baseline.empty());
     nlohmann::json by_kernel = nlohmann::json::object();
     bool ok = requested;
     for (const auto& kc : report.kernels) {

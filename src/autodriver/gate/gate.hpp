@@ -56,6 +56,8 @@ const std::vector<GateEntry>& gate_table();
 std::unique_ptr<Gate> make_kbuild_gate();
 std::unique_ptr<Gate> make_sparse_gate();
 std::unique_ptr<Gate> make_qemu_boot_gate();
+/// Compares the tree with --baseline (its original) by the rules of integrity.hpp; runs only with --baseline.
+std::unique_ptr<Gate> make_integrity_gate();
 
 /// Find an earlier gate's result by id, or nullptr.
 const core::GateResult* find_result(const std::vector<core::GateResult>& results, std::string_view id);

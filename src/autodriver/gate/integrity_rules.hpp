@@ -1,0 +1,55 @@
+#pragma once
+// Internals of the integrity gate shared by integrity_gate.cpp and integrity_rules.cpp:
+// one changed file with its diff, the cross-file context, and the per-file rule runners.
+
+#include "autodriver/gate/c_scan.hpp"
+#include "autodriver/gate/integrity.hpp"
+
+#include <set>
+#include <string>
+#include <vector>
+
+namespace autodriver::gate::integrity {
+
+/// One change block of `diff -U0`: lines [o_first, o_first+o_count) of the original became
+/// [c_first, c_first+c_count) of the candidate. A zero count means a pure insertion/deletion
+/// before line o_first / c_first.
+struct Block {
+  int o_first = 1, o_count = 0, c_first = 1, c_count = 0;
+};
+
+struct FilePair {
+  std::string rel;
+  bool in_original = false, in_candidate = false;
+  std::string original_text, candidate_text;
+  cscan::ScannedFile o, c;
+  std::vector<Block> blocks;
+  std::vector<int> o_to_c;   ///< [o line] -> candidate line for unchanged lines, 0 for removed ones
+  std::vector<int> o_block;  ///< [o line] -> index of the block that removed it, -1 if unchanged
+
+  void build_line_map();
+  /// Where an original line is (or was, if removed) in the candidate.
+  int candidate_line(int o_line) const;
+};
+
+class Context {
+public:
+  Context(const IntegrityInput& in, IntegrityReport& report);
+  void add(const std::string& rule, const std::string& file, int line, std::string detail);
+  void note_candidate_functions(const cscan::ScannedFile& f);
+
+  const IntegrityInput& in;
+  IntegrityReport& report;
+  std::set<std::string> removed;             ///< removed_symbols
+  std::set<std::string> diag_idents;         ///< identifiers every diagnostic names (symbols, quoted text)
+  std::set<std::string> diag_functions;      ///< "In function 'x'" of every diagnostic
+  std::set<std::string> candidate_functions; ///< functions defined anywhere in the candidate
+};
+
+bool is_c_source(const std::string& rel);
+bool is_makefile(const std::string& rel);
+
+void check_c_file(Context& ctx, const FilePair& f);
+void check_makefile(Context& ctx, const FilePair& f);
+
+} // namespace autodriver::gate::integrity
