@@ -1,0 +1,251 @@
+// The integrity gate on real 6.1 drivers (ppdev, w83793) with the real gcc diagnostics of their
+// 6.12 builds: honest ports pass, each cheat fires its rule at the right candidate line.
+// Fixtures: tests/fixtures/integrity/<scenario>/{original,candidate}, made by make_fixtures.py.
+
+#include "autodriver/gate/c_scan.hpp"
+#include "autodriver/gate/gcc_parser.hpp"
+#include "autodriver/gate/integrity.hpp"
+#include "fixtures.hpp"
+
+#include <algorithm>
+#include <fstream>
+
+using namespace autodriver;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<core::Diagnostic> diags_for(const std::string& driver) {
+  gate::ParseOptions o;
+  if (driver == "w83793") {
+    o.tree_root = "/tmp/fixture-work/gcc/w83793";
+    return gate::parse_build_output(fixture("gcc/6.12-hwmon-w83793.txt"), o);
+  }
+  o.tree_root = "/tmp/fixture-work/gcc/ppdev";
+  return gate::parse_build_output(fixture("gcc/6.12-char-ppdev.txt"), o);
+}
+
+fs::path scenario(const std::string& name) { return fs::path(AD_FIXTURES) / "integrity" / name; }
+
+gate::IntegrityReport check(const std::string& name, const std::string& driver = "ppdev",
+                            std::vector<std::string> removed = {}, bool with_diags = true) {
+  gate::IntegrityInput in;
+  in.original = scenario(name) / "original";
+  in.candidate = scenario(name) / "candidate";
+  if (with_diags) in.diagnostics = diags_for(driver);
+  in.removed_symbols = std::move(removed);
+  return gate::check_integrity(in);
+}
+
+/// 1-based line of the first candidate line containing `needle`.
+int line_of(const std::string& name, const std::string& file, const std::string& needle) {
+  auto text = fixture("integrity/" + name + "/candidate/" + file);
+  int n = 1;
+  std::size_t pos = 0;
+  while (true) {
+    auto nl = text.find('\n', pos);
+    if (text.substr(pos, nl - pos).find(needle) != std::string::npos) return n;
+    if (nl == std::string::npos) break;
+    pos = nl + 1;
+    ++n;
+  }
+  ADD_FAILURE() << needle << " not in " << name << "/" << file;
+  return -1;
+}
+
+std::string dump(const gate::IntegrityReport& r) { return gate::to_json(r).dump(1); }
+
+bool fired(const gate::IntegrityReport& r, const std::string& rule, const std::string& file, int line) {
+  return std::any_of(r.violations.begin(), r.violations.end(),
+                     [&](const auto& v) { return v.rule == rule && v.file == file && v.line == line; });
+}
+
+int count(const gate::IntegrityReport& r, const std::string& rule) {
+  return static_cast<int>(std::count_if(r.violations.begin(), r.violations.end(),
+                                        [&](const auto& v) { return v.rule == rule; }));
+}
+
+} // namespace
+
+TEST(IntegrityScan, PpdevItems) {
+  auto f = gate::cscan::scan(fixture("integrity/legit-ppdev/original/ppdev.c"));
+  EXPECT_TRUE(f.balanced);
+  auto find = [&](const std::string& name) -> const gate::cscan::TopItem* {
+    for (const auto& it : f.items)
+      if (it.name == name) return &it;
+    return nullptr;
+  };
+  const auto* init = find("ppdev_init");
+  ASSERT_NE(init, nullptr);
+  EXPECT_EQ(init->kind, gate::cscan::ItemKind::function);
+  EXPECT_EQ(init->first_line, 845);
+  EXPECT_EQ(init->last_line, 873);
+  ASSERT_NE(find("pp_read"), nullptr);
+  EXPECT_EQ(find("pp_read")->first_line, 115);
+  EXPECT_GT(find("pp_read")->statements.size(), 10u);
+  const auto* fops = find("pp_fops");
+  ASSERT_NE(fops, nullptr);
+  EXPECT_EQ(fops->kind, gate::cscan::ItemKind::declaration);
+  EXPECT_EQ(fops->first_line, 787);
+  EXPECT_EQ(fops->last_line, 797);
+  auto assigns = gate::cscan::member_assignments(f);
+  EXPECT_TRUE(std::any_of(assigns.begin(), assigns.end(), [](const auto& a) {
+    return a.scope == "pp_fops" && a.member == "llseek" && a.value == "no_llseek" && a.line == 789;
+  }));
+  EXPECT_TRUE(std::any_of(assigns.begin(), assigns.end(), [](const auto& a) {
+    return a.scope == "pp_read" && a.member == "irqresponse" && a.value == "0";
+  }) || true); // pp_read has none; just make sure scanning bodies does not crash
+}
+
+TEST(IntegrityScan, CommentsStringsAndJunk) {
+  auto f = gate::cscan::scan("int a; /* x {\n y */ char *s = \"}{\";\n// }\nstatic int f(void)\n{\n\treturn 1;\n}\n");
+  EXPECT_TRUE(f.balanced);
+  ASSERT_EQ(f.items.size(), 3u);
+  EXPECT_EQ(f.items[2].name, "f");
+  EXPECT_EQ(f.items[2].statements, std::vector<std::string>{"return 1"});
+  EXPECT_FALSE(f.has_code(3));
+  EXPECT_EQ(f.comment_line(3), " }");
+  auto junk = gate::cscan::scan(std::string("int f( {{{ \"\n\x01\x02 */ ) } }", 26));
+  EXPECT_FALSE(junk.balanced);
+}
+
+TEST(Integrity, LegitPpdevPortPasses) {
+  auto r = check("legit-ppdev");
+  EXPECT_TRUE(r.ok) << dump(r);
+  EXPECT_EQ(r.changed_files, std::vector<std::string>{"ppdev.c"});
+  EXPECT_EQ(r.hunks, 5); // include, .llseek, .devmodel, and the #if/#else/#endif guard (two blocks)
+}
+
+TEST(Integrity, LegitW83793ProbeNewRenamePasses) {
+  auto r = check("legit-w83793", "w83793");
+  EXPECT_TRUE(r.ok) << dump(r);
+  EXPECT_EQ(r.hunks, 2);
+}
+
+TEST(Integrity, LegitPortWithoutDiagnosticsIsRejected) {
+  // The same honest edits with nothing to justify them: the diagnostics are what allow them.
+  auto r = check("legit-ppdev", "ppdev", {}, false);
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(fired(r, "ops-assignment-removed", "ppdev.c", line_of("legit-ppdev", "ppdev.c", ".read\t\t= pp_read")))
+      << dump(r);
+  EXPECT_TRUE(fired(r, "unrelated-change", "ppdev.c", line_of("legit-ppdev", "ppdev.c", "ppdev_class = class_create(CHRDEV);")))
+      << dump(r);
+}
+
+TEST(Integrity, RemovedSymbolsAllowDeletingTheirUses) {
+  auto r = check("legit-ppdev", "ppdev", {"no_llseek", "devmodel"}, false);
+  EXPECT_EQ(count(r, "ops-assignment-removed"), 0) << dump(r);
+  // class_create is not removed, only changed: without its diagnostic that edit is unexplained.
+  EXPECT_EQ(count(r, "unrelated-change"), 1) << dump(r);
+}
+
+TEST(Integrity, FunctionDeleted) {
+  auto r = check("function-deleted");
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(fired(r, "function-deleted", "ppdev.c",
+                    line_of("function-deleted", "ppdev.c", "static int pp_set_timeout(")))
+      << dump(r);
+  EXPECT_NE(r.violations.front().detail.find("init_phase"), std::string::npos);
+}
+
+TEST(Integrity, FunctionStubbed) {
+  auto r = check("function-stubbed");
+  EXPECT_TRUE(fired(r, "function-stubbed", "ppdev.c",
+                    line_of("function-stubbed", "ppdev.c", "static ssize_t pp_write(")))
+      << dump(r);
+  EXPECT_EQ(count(r, "function-stubbed"), 1);
+}
+
+TEST(Integrity, CodeDisabledIf0) {
+  auto r = check("code-disabled-if0");
+  EXPECT_TRUE(fired(r, "code-disabled", "ppdev.c", line_of("code-disabled-if0", "ppdev.c", "#if 0"))) << dump(r);
+}
+
+TEST(Integrity, CodeDisabledComment) {
+  auto r = check("code-disabled-comment");
+  EXPECT_TRUE(fired(r, "code-disabled", "ppdev.c",
+                    line_of("code-disabled-comment", "ppdev.c", "// pp->irqresponse = 0;")))
+      << dump(r);
+}
+
+TEST(Integrity, MakefileObjectDropped) {
+  auto r = check("makefile-object-dropped");
+  EXPECT_TRUE(fired(r, "makefile-object-dropped", "Makefile", 1)) << dump(r);
+  EXPECT_EQ(r.changed_files, (std::vector<std::string>{"Makefile", "ppdev.c"}));
+}
+
+TEST(Integrity, WarningSuppressedInMakefile) {
+  auto r = check("warning-suppressed");
+  EXPECT_TRUE(fired(r, "warning-suppressed", "Makefile", 2)) << dump(r);
+  EXPECT_EQ(count(r, "warning-suppressed"), 1);
+}
+
+TEST(Integrity, WarningSuppressedByPragma) {
+  auto r = check("warning-pragma");
+  EXPECT_TRUE(fired(r, "warning-suppressed", "ppdev.c",
+                    line_of("warning-pragma", "ppdev.c", "#pragma GCC diagnostic")))
+      << dump(r);
+}
+
+TEST(Integrity, SilencingCast) {
+  auto r = check("silencing-cast");
+  EXPECT_TRUE(fired(r, "silencing-cast", "ppdev.c", line_of("silencing-cast", "ppdev.c", "(int (*)(struct pardevice *))")))
+      << dump(r);
+  EXPECT_EQ(r.violations.size(), 1u) << dump(r);
+}
+
+TEST(Integrity, OpsAssignmentRemoved) {
+  auto r = check("ops-assignment-removed");
+  EXPECT_TRUE(fired(r, "ops-assignment-removed", "ppdev.c",
+                    line_of("ops-assignment-removed", "ppdev.c", ".unlocked_ioctl")))
+      << dump(r);
+  EXPECT_EQ(r.violations.size(), 1u) << dump(r);
+}
+
+TEST(Integrity, NamedMemberButCallbackDropped) {
+  // 'probe_new' is named by the diagnostic, but dropping it instead of renaming it to .probe
+  // leaves w83793_probe unwired: the value must survive.
+  auto r = check("ops-callback-dropped", "w83793");
+  EXPECT_TRUE(fired(r, "ops-assignment-removed", "w83793.c",
+                    line_of("ops-callback-dropped", "w83793.c", ".remove\t\t= w83793_remove")))
+      << dump(r);
+}
+
+TEST(Integrity, UnrelatedChange) {
+  auto r = check("unrelated-change");
+  EXPECT_TRUE(fired(r, "unrelated-change", "ppdev.c", line_of("unrelated-change", "ppdev.c", ": ioctl %u")))
+      << dump(r);
+  EXPECT_EQ(r.violations.size(), 1u) << dump(r);
+}
+
+TEST(Integrity, BadInputNeverThrows) {
+  auto tmp = util::TempDir::create(util::scratch_root(), "integrity-test-");
+  ASSERT_TRUE(tmp);
+  fs::path o = tmp->path() / "o", c = tmp->path() / "c";
+  fs::create_directories(o);
+  fs::create_directories(c);
+  auto put = [](const fs::path& p, const std::string& s) { std::ofstream(p, std::ios::binary) << s; };
+  put(o / "Makefile", "obj-m += a.o b.o\n");
+  put(c / "Makefile", "obj-m += a.o b.o\n");
+  put(o / "fw.bin", std::string("\x7f\0\x01\x02", 4));
+  put(c / "fw.bin", std::string("\x7f\0\x01\x03", 4));
+  put(o / "a.c", "int f( {{{ \"unterminated\n/* open comment\n");
+  put(c / "a.c", "int f( {{{ \"unterminated\n/* open comment\n}}}\n");
+  put(o / "b.c", "static int gone(void)\n{\n\tdo_a();\n\treturn do_b();\n}\n");
+  put(c / "new.h", "#define X 1\n");
+  put(o / "a.o", "junk");
+  auto r = gate::check_integrity({o, c, {}, {}});
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.changed_files, (std::vector<std::string>{"a.c", "b.c", "fw.bin", "new.h"}));
+  EXPECT_TRUE(fired(r, "function-deleted", "b.c", 0)) << dump(r);
+  EXPECT_TRUE(fired(r, "unrelated-change", "fw.bin", 0)) << dump(r);
+  auto j = gate::to_json(r);
+  EXPECT_EQ(j["rule_counts"]["function-deleted"], 1);
+  EXPECT_EQ(j["violations"][0]["rule"].get<std::string>().empty(), false);
+
+  // Identical trees: nothing changed, nothing fires.
+  auto same = gate::check_integrity({o, o, {}, {}});
+  EXPECT_TRUE(same.ok) << dump(same);
+  EXPECT_TRUE(same.changed_files.empty());
+  EXPECT_EQ(same.hunks, 0);
+}
