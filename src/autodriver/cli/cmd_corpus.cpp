@@ -94,6 +94,7 @@ Command corpus_command() {
             build->add_flag("--no-dkms", *no_dkms, "Skip Debian's *-dkms packages");
             build->add_option("--build-timeout", *timeout, "Seconds before one build is killed")->capture_default_str();
             build->add_flag("--json", *json, "Print the summary as JSON on stdout");
+            build->add_flag("--dry-run", opt->dry_run, "Enumerate the units (units.jsonl) and print the counts; build nothing");
 
             auto export_dir = std::make_shared<fs::path>();
             auto export_out = std::make_shared<fs::path>();
@@ -128,7 +129,7 @@ Command corpus_command() {
                   std::fprintf(stderr, "autodriver: error: %s\n", s.error().message.c_str());
                   return s.error().kind == util::ErrorKind::interrupted ? k_exit_interrupted : k_exit_error;
                 }
-                if (*json) std::cout << s->dump(2) << "\n";
+                if (*json || opt->dry_run) std::cout << s->dump(2) << "\n";
                 else print_summary(*s);
                 return k_exit_ok;
               }

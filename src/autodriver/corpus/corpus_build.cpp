@@ -183,6 +183,16 @@ util::Expected<nlohmann::json> build_corpus(const CorpusBuildOptions& opt, const
                    "{} to do), --jobs {}",
                    enumerated, not_module, from->release, cands.size(), already, todo.size(), opt.jobs));
 
+  if (opt.dry_run) {
+    nlohmann::json units_per_subsystem = nlohmann::json::object();
+    for (const auto& c : cands)
+      units_per_subsystem[c.unit ? subsystem_of(c.unit->dir) : std::string("dkms")] =
+          units_per_subsystem.value(c.unit ? subsystem_of(c.unit->dir) : std::string("dkms"), 0) + 1;
+    return nlohmann::json{{"dry_run", true},          {"enumerated", enumerated}, {"not_modules", not_module},
+                          {"candidates", cands.size()}, {"already_decided", already}, {"to_do", todo.size()},
+                          {"candidates_per_subsystem", units_per_subsystem}};
+  }
+
   std::atomic<std::size_t> next{0};
   std::mutex mu;
   std::condition_variable cv;

@@ -24,6 +24,7 @@ struct CorpusBuildOptions {
   bool dkms = true;                    ///< include Debian's *-dkms packages as units "dkms/<name>"
   std::vector<std::string> roots = {"drivers", "sound", "net"};
   std::chrono::seconds build_timeout{300};
+  bool dry_run = false;                ///< enumerate and write units.jsonl, build nothing
 };
 
 struct Progress {

@@ -241,8 +241,11 @@ Runtime runtime_testability(const std::vector<std::string>& sources, const std::
   static const std::regex k_bus(
       R"(\b(module_\w+_driver|\w+_register_driver|i2c_add_driver|usb_register|pci_register_driver|platform_driver_probe|serio_register_driver|phy_drivers_register|mdio_driver_register|sdio_register_driver|pcmcia_register_driver|virtio_register_driver|hid_register_driver|acpi_bus_register_driver)\s*\()");
   static const std::regex k_own_device(R"(\b(platform_device_register|platform_device_alloc|platform_device_register_simple|platform_create_bundle)\s*\()");
-  bool table = false, bus = false, own = false;
-  std::string bus_name;
+  // Port I/O, DMI or CPU-model checks mean the module looks for specific hardware before it loads.
+  static const std::regex k_hw_probe(
+      R"(\b(inb|inb_p|inw|inl|outb|outb_p|request_region|request_muxed_region|superio_enter|dmi_check_system|dmi_first_match|x86_match_cpu|acpi_evaluate_object|wmi_has_guid)\s*\()");
+  bool table = false, bus = false, own = false, hw_probe = false;
+  std::string bus_name, probe_name;
   for (const auto& s : sources) {
     std::smatch m;
     if (std::regex_search(s, m, k_table)) table = true;
@@ -251,6 +254,14 @@ Runtime runtime_testability(const std::vector<std::string>& sources, const std::
       if (bus_name.empty()) bus_name = m[1].str();
     }
     if (std::regex_search(s, k_own_device)) own = true;
+    if (std::regex_search(s, m, k_hw_probe)) {
+      hw_probe = true;
+      if (probe_name.empty()) probe_name = m[1].str();
+    }
+  }
+  if (!table && (!bus || own) && hw_probe) {
+    r.reason = "probes for specific hardware (" + probe_name + ")";
+    return r;
   }
   if (!table && (!bus || own)) {
     r.kind = "virtual";

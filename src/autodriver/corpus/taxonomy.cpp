@@ -281,7 +281,13 @@ Classification classify(const std::vector<Diagnostic>& diagnostics, const Header
             break;
           }
         }
-        if (p.change.symbol.empty()) p.change.symbol = d.symbols.empty() ? std::string() : d.symbols[0];
+        if (p.change.symbol.empty()) {
+          // "assignment to 'T (*)(...)'": the member assigned is on the quoted source line.
+          static const std::regex k_assign(R"((->|\.)\s*([A-Za-z_]\w*)\s*=[^=])");
+          std::smatch m;
+          if (std::regex_search(d.raw, m, k_assign)) p.change.symbol = m[1].str() + m[2].str();
+          else p.change.symbol = d.symbols.empty() ? std::string() : d.symbols[0];
+        }
       } else {
         p.change.change_type = "other";
         p.change.symbol = first;
