@@ -326,3 +326,24 @@ TEST(Taxonomy, RenameWhenTheSuggestionIsNew) {
   auto c = classify({d}, HeaderIndex(tmp->path() / "old"), HeaderIndex(tmp->path() / "new"), {});
   EXPECT_EQ(c.labels, std::vector<std::string>{"rename"});
 }
+
+TEST(Taxonomy, CallbackInAnonymousUnion) {
+  // Real 6.12 error for drivers/hwmon/abituguru.c: platform_driver.remove now returns void and
+  // sits in an anonymous union.
+  core::Diagnostic d;
+  d.kind = core::DiagKind::incompatible_pointer_type;
+  d.file = "abituguru.c";
+  d.line = 1536;
+  d.symbols = {"void (*)(struct platform_device *)", "int (*)(struct platform_device *)"};
+  d.message = "initialization of 'void (*)(struct platform_device *)' from incompatible pointer type "
+              "'int (*)(struct platform_device *)'";
+  d.notes.push_back({"abituguru.c", 1536, 27, "(near initialization for 'abituguru_driver.<anonymous>.remove')"});
+  auto tmp = util::TempDir::create(util::scratch_root(), "test-taxonomy");
+  ASSERT_TRUE(tmp);
+  fs::create_directories(tmp->path() / "include");
+  HeaderIndex none(tmp->path());
+  auto c = classify({d}, none, none, {"static struct platform_driver abituguru_driver = {\n\t.remove = abituguru_remove,\n};\n"});
+  ASSERT_EQ(c.changes.size(), 1u);
+  EXPECT_EQ(c.changes[0].change_type, "callback-type-changed");
+  EXPECT_EQ(c.changes[0].symbol, "struct platform_driver.remove");
+}

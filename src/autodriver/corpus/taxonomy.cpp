@@ -271,12 +271,14 @@ Classification classify(const std::vector<Diagnostic>& diagnostics, const Header
         p.lookup = p.change.symbol;
       } else if (fnptrs || d.message.find("(*)") != std::string::npos) {
         p.change.change_type = "callback-type-changed";
-        static const std::regex k_near(R"(near initialization for '([A-Za-z_]\w*)\.([A-Za-z_][\w.]*)')");
+        static const std::regex k_near(R"(near initialization for '([A-Za-z_]\w*)\.([^']+)')");
         for (const auto& note : d.notes) {
           std::smatch m;
           if (std::regex_search(note.message, m, k_near)) {
             auto type = struct_of_variable(m[1].str(), driver_sources);
-            p.change.symbol = (type.empty() ? m[1].str() : type) + "." + m[2].str();
+            // 'drv.<anonymous>.remove': a member inside an anonymous union of the struct.
+            std::string member = std::regex_replace(m[2].str(), std::regex(R"(<anonymous>\.)"), "");
+            p.change.symbol = (type.empty() ? m[1].str() : type) + "." + member;
             p.lookup = type;
             break;
           }
