@@ -1,6 +1,7 @@
 # corpus build on real Debian 6.1 / 6.12 trees: one real case (drivers/hwmon/w83793: i2c probe_new
 # removed, no_llseek removed), its metadata/diagnostics/golden/api_delta, JSONL export, then a run
-# killed midway and resumed: nothing decided is redone. Bad input: unknown kernel, mismatched corpus.
+# killed midway and resumed: nothing decided is redone. Bad input: unknown kernel, mismatched corpus,
+# a disk that fills up.
 . "$(dirname "$0")/lib.sh.inc"
 need make
 need gcc
@@ -64,4 +65,18 @@ rc=0; "$AD" corpus build --from 6.12 --to 6.1 --no-dkms --only drivers/hwmon/w83
 [ $rc -eq 2 ] && grep -q "use another -o directory" "$WORK/e2" || { cat "$WORK/e2"; fail "mismatched corpus not refused"; }
 rc=0; "$AD" corpus export "$WORK/nosuch" --jsonl "$WORK/n.jsonl" 2> "$WORK/e3" || rc=$?
 [ $rc -eq 2 ] && grep -q "not a corpus directory" "$WORK/e3" || { cat "$WORK/e3"; fail "export of a non-corpus"; }
+
+# 5. Disk full mid-run (a 64 KiB tmpfs; only where this user may mount one): one clear line,
+#    exit 2, no half-written case directory.
+mkdir -p "$WORK/tiny"
+if mount -t tmpfs -o size=64k tmpfs "$WORK/tiny" 2>/dev/null; then
+  trap 'umount "$WORK/tiny" 2>/dev/null; rm -rf "$WORK"' EXIT
+  rc=0; "$AD" corpus build --no-dkms --only drivers/hwmon/w83793 -o "$WORK/tiny/c" > /dev/null 2> "$WORK/e4" || rc=$?
+  [ $rc -eq 2 ] && grep -q "No space left on device" "$WORK/e4" || { cat "$WORK/e4"; fail "disk full: expected exit 2 and a clear error"; }
+  ls -a "$WORK/tiny/c/cases" | grep -q '^\.tmp' && fail "disk full left a half-written case directory"
+  [ ! -s "$WORK/tiny/c/journal.jsonl" ] || fail "disk full: the unit must stay undecided"
+  umount "$WORK/tiny"
+else
+  echo "note: cannot mount a tmpfs here; disk-full scenario not run" >&2
+fi
 echo PASS

@@ -60,14 +60,14 @@ util::Expected<nlohmann::json> corpus_summary(const fs::path& corpus) {
   auto cj = util::read_file(corpus / "corpus.json");
   if (!cj) return unexpected(ErrorKind::not_found, fmt::format("{} is not a corpus directory (no corpus.json)", corpus.string()));
   auto identity = nlohmann::json::parse(*cj, nullptr, false);
-  auto journal = Journal::open(corpus / "journal.jsonl");
-  if (!journal) return unexpected(journal.error());
+  auto decided = Journal::load(corpus / "journal.jsonl");
+  if (!decided) return unexpected(decided.error());
   nlohmann::json s = {{"corpus", corpus.string()},
                       {"from", identity.value("from", nlohmann::json())},
                       {"to", identity.value("to", nlohmann::json())}};
   std::map<std::string, int> outcomes, per_subsystem, per_type, per_runtime, per_split, golden;
   int cases = 0, dkms_cases = 0;
-  for (const auto& [unit, e] : journal->decided()) {
+  for (const auto& [unit, e] : *decided) {
     std::string o = e.value("outcome", "?");
     ++outcomes[o];
     if (o != "case") continue;
@@ -79,7 +79,7 @@ util::Expected<nlohmann::json> corpus_summary(const fs::path& corpus) {
     ++per_split[e.value("split", "?")];
     ++golden[e.value("golden", "none")];
   }
-  s["units_decided"] = journal->decided().size();
+  s["units_decided"] = decided->size();
   s["outcomes"] = outcomes;
   s["cases"] = cases;
   s["dkms_cases"] = dkms_cases;

@@ -15,22 +15,31 @@ namespace autodriver::corpus {
 using util::ErrorKind;
 using util::unexpected;
 
-util::Expected<Journal> Journal::open(const std::filesystem::path& file) {
+util::Expected<std::map<std::string, nlohmann::json>> Journal::load(const std::filesystem::path& file) {
   std::map<std::string, nlohmann::json> decided;
+  if (!std::filesystem::exists(file)) return decided;
+  auto text = util::read_file(file);
+  if (!text) return unexpected(text.error());
+  for (auto line : util::split_lines(*text)) {
+    if (util::trim(line).empty()) continue;
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("unit")) continue; // torn write
+    if (j.value("v", 0) > k_journal_schema_version)
+      return unexpected(ErrorKind::config, fmt::format("{} was written by a newer autodriver (journal version {})",
+                                                       file.string(), j.value("v", 0)));
+    decided[j["unit"].get<std::string>()] = j;
+  }
+  return decided;
+}
+
+util::Expected<Journal> Journal::open(const std::filesystem::path& file) {
+  auto loaded = load(file);
+  if (!loaded) return unexpected(loaded.error());
+  std::map<std::string, nlohmann::json> decided = std::move(*loaded);
   if (std::filesystem::exists(file)) {
     auto text = util::read_file(file);
-    if (!text) return unexpected(text.error());
-    for (auto line : util::split_lines(*text)) {
-      if (util::trim(line).empty()) continue;
-      auto j = nlohmann::json::parse(line, nullptr, false);
-      if (j.is_discarded() || !j.is_object() || !j.contains("unit")) continue; // torn write
-      if (j.value("v", 0) > k_journal_schema_version)
-        return unexpected(ErrorKind::config, fmt::format("{} was written by a newer autodriver (journal version {})",
-                                                         file.string(), j.value("v", 0)));
-      decided[j["unit"].get<std::string>()] = j;
-    }
     // A torn last line would glue onto the next append: end the file with a newline.
-    if (!text->empty() && text->back() != '\n') {
+    if (text && !text->empty() && text->back() != '\n') {
       int fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
       if (fd >= 0) {
         [[maybe_unused]] auto n = ::write(fd, "\n", 1);

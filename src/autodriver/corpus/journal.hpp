@@ -20,6 +20,8 @@ class Journal {
 public:
   /// Opens (creating) the journal and loads the units it has decided. Refuses a newer version.
   static util::Expected<Journal> open(const std::filesystem::path& file);
+  /// Reads the entries without opening for append (a missing file is empty; nothing is created).
+  static util::Expected<std::map<std::string, nlohmann::json>> load(const std::filesystem::path& file);
   Journal(Journal&& other) noexcept;
   Journal& operator=(Journal&&) = delete;
   Journal(const Journal&) = delete;
