@@ -50,7 +50,8 @@ Command check_command() {
             sub.add_option("--build-cmd", req->build_cmd,
                            "Build command run in the tree copy instead of kbuild M=; {kdir} is the kernel build "
                            "dir and {kver} its release, e.g. 'make KERNELDIR={kdir}'");
-            sub.add_option("--baseline", req->baseline, "Tree whose sparse findings do not count");
+            sub.add_option("--baseline", req->baseline, "Tree whose sparse findings do not count; also the original that "
+                           "the integrity gate compares DIR (the port) with");
             sub.add_flag("--no-sparse", *no_sparse, "Skip the sparse gate");
             sub.add_option("--build-timeout", *build_timeout, "Seconds before a build is killed")->capture_default_str();
             sub.add_option("--boot-timeout", *boot_timeout, "Seconds before a guest is killed as hung")

@@ -109,8 +109,18 @@ void check_makefile(Context& ctx, const FilePair& f) {
   Flags of = flags(o_lines), cf = flags(c_lines);
   for (const auto& [k, n] : cf.count) {
     if (k == "-Werror" || n <= of.count[k]) continue;
-    ctx.add("warning-suppressed", f.rel, cf.first_line[k],
-            fmt::format("added '{}' to the build flags ({} -> {})", k, of.count[k], n));
+    int at = cf.first_line[k];
+    // Prefer a line the diff added that carries the flag over an old one.
+    for (const auto& l : c_lines) {
+      bool added = std::any_of(f.blocks.begin(), f.blocks.end(), [&](const Block& b) {
+        return b.c_first <= l.last && l.line < b.c_first + b.c_count;
+      });
+      if (added && flags({l}).count.count(k)) {
+        at = l.line;
+        break;
+      }
+    }
+    ctx.add("warning-suppressed", f.rel, at, fmt::format("added '{}' to the build flags ({} -> {})", k, of.count[k], n));
   }
   if (of.count["-Werror"] > cf.count["-Werror"] && f.in_candidate)
     ctx.add("warning-suppressed", f.rel, f.candidate_line(of.first_line["-Werror"]), "removed '-Werror' from the build flags");
