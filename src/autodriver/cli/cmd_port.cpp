@@ -37,6 +37,8 @@ Command port_command() {
                            "Kernel-relative path never learned from (the driver's own in-tree copy; repeatable)");
             sub.add_option("--proposer", req->proposers, "Only these proposers (repeatable): learned-rewrite, "
                                                          "callback-signature, header-fix");
+            sub.add_option("--kb-leave-out", req->kb_leave_out, "compat-kb: never use KB entries learned from this package (repeatable)");
+            sub.add_option("--kb", req->kb_path, "compat-kb: KB file (default: $AUTODRIVER_KB, else <cache>/kb/compat-kb.json)");
             sub.add_flag("--json", *json, "Print the versioned JSON verdict (also written to OUT/verdict.json)");
             return [=]() -> int {
               req->budget = std::chrono::seconds(*budget);

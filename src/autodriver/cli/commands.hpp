@@ -23,7 +23,9 @@ struct Command {
 
 Command kernel_command();
 Command check_command();
+Command port_command();
 Command corpus_command();
+Command kb_command();
 /// Options and runner of `corpus mine` (cmd_corpus_mine.cpp), registered on the `corpus` command's "mine" subcommand.
 std::function<int()> setup_corpus_mine(CLI::App& mine_sub);
 

@@ -40,6 +40,8 @@ const std::vector<Rule>& rules() {
     add(R"(^too few arguments to function '([^']+)')", DiagKind::too_few_arguments, {1});
     add(R"(^too many arguments to function '([^']+)')", DiagKind::too_many_arguments, {1});
     add(R"(^too (few|many) arguments to function)", DiagKind::too_few_arguments, {});
+    add(R"re(^macro "([^"]+)" passed \d+ arguments, but takes just \d+)re", DiagKind::too_many_arguments, {1});
+    add(R"re(^macro "([^"]+)" requires \d+ arguments, but only \d+ given)re", DiagKind::too_few_arguments, {1});
     add(R"(^'([^']+)' has no member named '([^']+)')", DiagKind::no_member, {1, 2});
     add(R"(^request for member '([^']+)' in something not a structure or union)", DiagKind::no_member, {1});
     add(R"(^(?:'return' with a value, in function returning void|'return' with no value, in function returning non-void))",

@@ -160,6 +160,8 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
   ctx.tree = work;
   ctx.original_tree = req.tree;
   ctx.scratch = scratch->path() / "proposers";
+  ctx.kb_leave_out = req.kb_leave_out;
+  ctx.kb_path = req.kb_path;
   auto note = [&](const std::string& m) { if (progress) progress(m); };
   if (auto s = kernel::ensure_source(*to, note); s) ctx.new_src = *s;
   else util::log_info("no source tree for {}: {}", req.to, s.error().message);

@@ -31,6 +31,8 @@ struct PortRequest {
   std::chrono::seconds build_timeout{300};
   std::vector<std::string> leave_out;       ///< kernel-relative paths never learned from
   std::vector<std::string> proposers;       ///< ids to use; empty = all in the table
+  std::vector<std::string> kb_leave_out;    ///< compat-kb: KB provenance packages never learned from
+  std::filesystem::path kb_path;            ///< compat-kb: KB file; empty = default
 };
 
 struct AcceptedEdit {

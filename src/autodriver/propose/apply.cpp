@@ -86,6 +86,58 @@ static util::Expected<void> apply_renames(const std::vector<std::pair<std::strin
   return {};
 }
 
+/// Token-level call rewrite: every `from(...)` with `arity` arguments becomes `to(templated args)`.
+static util::Expected<void> apply_call_rewrite(const CallRewrite& cr, const fs::path& tree,
+                                               const std::vector<std::string>& files) {
+  for (const auto& f : files) {
+    auto text = util::read_file(tree / f);
+    if (!text) continue;
+    auto toks = tokenize(*text);
+    if (toks.empty()) continue;
+    auto calls = find_calls(toks, 0, toks.size() - 1);
+    std::string out;
+    std::size_t pos = 0;
+    bool changed = false;
+    for (const auto& c : calls) {
+      if (c.callee != cr.from || c.args.size() != cr.arity) continue;
+      if (toks[c.name_tok].begin < pos) continue; // nested in a call already rewritten
+      // Keep each old argument's original spelling (the token-joined form would lose spacing).
+      std::vector<std::string> raw;
+      std::size_t arg_first = c.name_tok + 2;
+      int depth = 0;
+      for (std::size_t k = c.name_tok + 2; k <= c.close_tok; ++k) {
+        const std::string& x = toks[k].text;
+        bool close = k == c.close_tok;
+        if (!close && (x == "(" || x == "[" || x == "{")) ++depth;
+        if (!close && (x == ")" || x == "]" || x == "}")) --depth;
+        if (close || (depth == 0 && x == ",")) {
+          if (k > arg_first) raw.push_back(text->substr(toks[arg_first].begin, toks[k - 1].end - toks[arg_first].begin));
+          arg_first = k + 1;
+        }
+      }
+      if (raw.size() != cr.arity) continue;
+      std::string args;
+      for (std::size_t i = 0; i < cr.args.size(); ++i) {
+        std::string a = cr.args[i];
+        for (std::size_t j = raw.size(); j-- > 0;) {
+          std::string pat = "$" + std::to_string(j);
+          for (auto p2 = a.find(pat); p2 != std::string::npos; p2 = a.find(pat, p2 + raw[j].size()))
+            a.replace(p2, pat.size(), raw[j]);
+        }
+        args += (i ? ", " : "") + a;
+      }
+      out.append(*text, pos, toks[c.name_tok].begin - pos);
+      out += cr.to + "(" + args + ")";
+      pos = toks[c.close_tok].end;
+      changed = true;
+    }
+    if (!changed) continue;
+    out.append(*text, pos, std::string::npos);
+    if (auto w = util::write_file(tree / f, out); !w) return w;
+  }
+  return {};
+}
+
 util::Expected<ApplyResult> apply_edit(const Edit& edit, const fs::path& tree, const fs::path& scratch) {
   ApplyResult res;
   auto files = c_files(tree);
@@ -109,6 +161,8 @@ util::Expected<ApplyResult> apply_edit(const Edit& edit, const fs::path& tree, c
     if (r->exit_code != 0)
       util::log_debug("spatch exited {}: {}", r->exit_code, util::tail_capped(r->out, 400));
   }
+  if (edit.call && hashes(tree, files) == before)
+    if (auto t = apply_call_rewrite(*edit.call, tree, files); !t) return util::unexpected(t.error());
   if (!edit.text_edits.empty())
     if (auto t = apply_text_edits(edit.text_edits, tree); !t) return util::unexpected(t.error());
   if (!edit.renames.empty())

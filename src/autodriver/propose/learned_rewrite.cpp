@@ -351,6 +351,7 @@ private:
       e.change_id = "call:" + sym;
       e.title = describe_call(sym, r, e.label);
       e.smpl = call_smpl(sym, r);
+      e.call = CallRewrite{sym, r.old_arity, r.callee, r.args};
       e.symbols = {sym};
       if (r.callee != sym) e.symbols.push_back(r.callee);
       e.support = vote.count;

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,8 @@ struct PortContext {
   std::filesystem::path tree;                 ///< the current work tree (read only)
   std::filesystem::path original_tree;        ///< the user's tree as given (read only)
   std::filesystem::path scratch;              ///< scratch dir proposers may use
+  std::vector<std::string> kb_leave_out;      ///< compat-kb: KB provenance packages never learned from
+  std::filesystem::path kb_path;              ///< compat-kb: KB file; empty = $AUTODRIVER_KB or the cache
 };
 
 /// A whole-line text replacement in one file of the tree (1-based, inclusive).
@@ -33,6 +36,15 @@ struct TextEdit {
   int line = 0;           ///< insert before this line when `remove` is 0
   int remove = 0;         ///< number of lines replaced
   std::string text;       ///< replacement lines, each ending in '\n'
+};
+
+/// A call rewrite `from(E0..En-1)` -> `to(args)`, args are templates over "$i" (old argument i).
+/// Applied on tokens when spatch cannot parse the use (e.g. declaration macros at top level).
+struct CallRewrite {
+  std::string from;
+  std::size_t arity = 0;
+  std::string to;
+  std::vector<std::string> args;
 };
 
 /// One candidate fix for one API change.
@@ -47,6 +59,7 @@ struct Edit {
   std::string smpl;                 ///< Coccinelle semantic patch, applied with spatch
   std::vector<TextEdit> text_edits; ///< used when SmPL cannot express it
   std::vector<std::pair<std::string, std::string>> renames; ///< whole-identifier renames (outside strings/comments)
+  std::optional<CallRewrite> call;  ///< the same rule as `smpl` for calls, as a token fallback
   std::vector<std::string> symbols; ///< the kernel symbols involved
   int support = 0;                  ///< kernel sites that agree with the rule
   int rank = 0;                     ///< 0 = best alternative for this change
@@ -74,5 +87,7 @@ const std::vector<ProposerEntry>& proposer_table();
 std::unique_ptr<Proposer> make_learned_rewrite();
 std::unique_ptr<Proposer> make_callback_signature();
 std::unique_ptr<Proposer> make_header_fix();
+std::unique_ptr<Proposer> make_compat_kb();
+std::unique_ptr<Proposer> make_target_api();
 
 } // namespace autodriver::propose

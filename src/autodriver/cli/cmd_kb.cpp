@@ -1,0 +1,251 @@
+// `autodriver kb build|cases|compare`: the compat knowledge base learned from maintainers'
+// `#if LINUX_VERSION_CODE` blocks, and the collapsed-block benchmark cases made from them.
+
+#include "autodriver/cli/commands.hpp"
+#include "autodriver/corpus/dkms.hpp"
+#include "autodriver/kernel/source.hpp"
+#include "autodriver/kernel/target.hpp"
+#include "autodriver/propose/kb_cases.hpp"
+#include "autodriver/propose/kb_file.hpp"
+#include "autodriver/util/files.hpp"
+#include "autodriver/util/log.hpp"
+
+#include <fmt/format.h>
+
+#include <iostream>
+#include <map>
+#include <regex>
+
+namespace autodriver::cli {
+
+namespace fs = std::filesystem;
+using propose::Kb;
+using propose::KbSource;
+
+namespace {
+
+struct SourceOptions {
+  std::vector<std::string> source_dirs;
+  std::vector<std::string> packages;
+  bool dkms = false;
+};
+
+void add_source_options(CLI::App& sub, SourceOptions& o) {
+  sub.add_option("--source", o.source_dirs, "A driver source directory to learn from (repeatable)");
+  sub.add_option("--package", o.packages, "A Debian *-dkms package, fetched into the cache (repeatable)");
+  sub.add_flag("--dkms", o.dkms, "Every *-dkms package apt knows (apt-get download + dpkg -x, never installed)");
+}
+
+/// The package a directory belongs to: <cache>/dkms/<pkg>/root/usr/src/<dir> -> <pkg>, else its name.
+std::string package_of(const fs::path& dir) {
+  auto abs = fs::weakly_canonical(dir).string();
+  static const std::regex k_cached(R"(/dkms/([^/]+)/root/usr/src/)");
+  std::smatch m;
+  if (std::regex_search(abs, m, k_cached)) return m[1].str();
+  return fs::path(abs).filename().string();
+}
+
+util::Expected<std::vector<KbSource>> gather(const SourceOptions& o) {
+  std::vector<KbSource> out;
+  for (const auto& d : o.source_dirs) {
+    if (!fs::is_directory(d)) return util::unexpected(util::ErrorKind::not_found, fmt::format("--source {}: no such directory", d));
+    out.push_back({package_of(d), "", d});
+  }
+  std::vector<std::string> pkgs = o.packages;
+  if (o.dkms) {
+    auto all = corpus::list_dkms_packages();
+    if (!all) return util::unexpected(all.error());
+    pkgs.insert(pkgs.end(), all->begin(), all->end());
+  }
+  for (const auto& p : pkgs) {
+    util::log_info("fetching {}", p);
+    auto s = corpus::fetch_dkms_source(p);
+    if (!s) {
+      // One unavailable package does not spoil the others; say which and go on.
+      std::fprintf(stderr, "autodriver: warning: %s: %s\n", p.c_str(), s.error().message.c_str());
+      continue;
+    }
+    out.push_back({s->package, s->version, s->source});
+  }
+  return out;
+}
+
+/// LINUX_VERSION_CODE of a kernel's headers (the sublevel matters for backported boundaries).
+propose::KVersion kernel_version(const core::Kernel& k) {
+  auto text = util::read_file(k.build_dir / "include/generated/uapi/linux/version.h");
+  static const std::regex k_code(R"(#define LINUX_VERSION_CODE (\d+))");
+  std::smatch m;
+  if (text && std::regex_search(*text, m, k_code)) {
+    int c = std::stoi(m[1].str());
+    return {c >> 16, (c >> 8) & 0xff, c & 0xff};
+  }
+  return propose::parse_kversion(k.release);
+}
+
+int run_build(const SourceOptions& so, const std::vector<std::string>& trees, const std::vector<std::string>& leave_out,
+              const fs::path& out, bool json) {
+  auto sources = gather(so);
+  if (!sources) {
+    std::fprintf(stderr, "autodriver: error: %s\n", sources.error().message.c_str());
+    return k_exit_error;
+  }
+  for (const auto& t : trees) {
+    auto k = kernel::resolve_kernel(t);
+    if (!k) {
+      std::fprintf(stderr, "autodriver: error: --kernel-tree %s: %s\n", t.c_str(), k.error().message.c_str());
+      return k_exit_error;
+    }
+    auto src = kernel::ensure_source(*k, [](const std::string& m) { util::log_info("{}", m); });
+    if (!src) {
+      std::fprintf(stderr, "autodriver: error: --kernel-tree %s: %s\n", t.c_str(), src.error().message.c_str());
+      return k_exit_error;
+    }
+    sources->push_back({"linux-" + k->line, k->release, *src});
+  }
+  std::vector<KbSource> kept;
+  for (auto& s : *sources)
+    if (std::find(leave_out.begin(), leave_out.end(), s.package) == leave_out.end()) kept.push_back(s);
+  if (kept.empty()) {
+    std::fprintf(stderr, "autodriver: error: nothing to learn from: give --source DIR, --package PKG, --dkms or --kernel-tree K\n");
+    return k_exit_error;
+  }
+  Kb kb = propose::build_kb(kept);
+  if (auto w = propose::save_kb(kb, out); !w) {
+    std::fprintf(stderr, "autodriver: error: %s\n", w.error().message.c_str());
+    return k_exit_error;
+  }
+  if (json) {
+    auto j = propose::to_json(kb);
+    j.erase("entries");
+    j["entry_count"] = kb.entries.size();
+    j["out"] = fs::absolute(out).string();
+    std::cout << j.dump(2) << "\n";
+    return k_exit_ok;
+  }
+  std::map<std::string, int> by_kind;
+  for (const auto& e : kb.entries) ++by_kind[e.change.kind];
+  const auto& s = kb.stats;
+  fmt::print("{}: {} entries from {} source(s)\n", out.string(), kb.entries.size(), kb.sources.size());
+  for (const auto& [k, n] : by_kind) fmt::print("  {:14} {}\n", k, n);
+  fmt::print("  conditionals {}, blocks {}, skipped: complex {}, nested {}, big {}, unclassified {}\n", s.conditionals,
+             s.blocks, s.complex, s.nested, s.big, s.unclassified);
+  return k_exit_ok;
+}
+
+int run_cases(const SourceOptions& so, const std::string& from_name, const std::string& to_name, const fs::path& out) {
+  auto from = kernel::resolve_kernel(from_name);
+  auto to = kernel::resolve_kernel(to_name);
+  if (!from || !to) {
+    std::fprintf(stderr, "autodriver: error: %s\n", (!from ? from : to).error().message.c_str());
+    return k_exit_error;
+  }
+  auto fv = kernel_version(*from), tv = kernel_version(*to);
+  auto sources = gather(so);
+  if (!sources) {
+    std::fprintf(stderr, "autodriver: error: %s\n", sources.error().message.c_str());
+    return k_exit_error;
+  }
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  int n = 0;
+  for (const auto& src : *sources)
+    for (const auto& rel : util::list_files(src.root)) {
+      if (rel.extension() != ".c" && rel.extension() != ".h") continue;
+      auto text = util::read_file(src.root / rel);
+      if (!text || text->find("LINUX_VERSION_CODE") == std::string::npos) continue;
+      propose::ExtractStats st;
+      for (const auto& b : propose::extract_version_blocks(*text, st)) {
+        if (!propose::block_spans(b, fv, tv)) continue;
+        auto c = propose::collapse_block(*text, b);
+        std::string id = fmt::format("{}--{}--L{}", src.package, std::regex_replace(rel.string(), std::regex("[^A-Za-z0-9_.-]"), "_"), b.line);
+        fs::path dir = out / id;
+        fs::remove_all(dir, ec);
+        if (auto cp = util::copy_tree(src.root, dir / "tree", util::SkipBuildProducts::yes); !cp) {
+          std::fprintf(stderr, "autodriver: error: %s\n", cp.error().message.c_str());
+          return k_exit_error;
+        }
+        (void)util::write_file(dir / "tree" / rel, c.old_text);
+        nlohmann::json j = {{"schema", "autodriver.kb-case"}, {"schema_version", 1}, {"id", id},
+                            {"package", src.package}, {"version", src.version}, {"file", rel.string()},
+                            {"line", b.line}, {"end_line", b.end_line}, {"boundary", b.boundary.str()},
+                            {"from", from_name}, {"to", to_name}, {"old_code", b.old_code}, {"new_code", b.new_code},
+                            {"before", c.before}, {"after", c.after}};
+        (void)util::write_file_atomic(dir / "case.json", j.dump(2) + "\n");
+        fmt::print("{}\n", id);
+        ++n;
+      }
+    }
+  util::log_info("{} case(s) in {}", n, out.string());
+  return k_exit_ok;
+}
+
+int run_compare(const fs::path& case_dir, const fs::path& ported_tree) {
+  auto text = util::read_file(case_dir / "case.json");
+  if (!text) {
+    std::fprintf(stderr, "autodriver: error: %s\n", text.error().message.c_str());
+    return k_exit_error;
+  }
+  auto j = nlohmann::json::parse(*text, nullptr, false);
+  if (j.is_discarded() || j.value("schema", "") != "autodriver.kb-case") {
+    std::fprintf(stderr, "autodriver: error: %s: not a kb case (case.json)\n", case_dir.string().c_str());
+    return k_exit_error;
+  }
+  std::string file = j.value("file", "");
+  auto ported = util::read_file(ported_tree / file);
+  bool identical = false;
+  if (ported) {
+    propose::CollapsedCase c;
+    c.before = j.value("before", "");
+    c.after = j.value("after", "");
+    identical = propose::matches_new_branch(*ported, c, j.value("new_code", ""));
+  }
+  std::cout << nlohmann::json({{"id", j.value("id", "")}, {"file", file}, {"identical", identical}}).dump() << "\n";
+  return identical ? k_exit_ok : k_exit_failed;
+}
+
+} // namespace
+
+Command kb_command() {
+  return {"kb", "Compat knowledge base learned from maintainers' #if LINUX_VERSION_CODE blocks",
+          [](CLI::App& sub) -> std::function<int()> {
+            sub.require_subcommand(1);
+            auto so = std::make_shared<SourceOptions>();
+            auto trees = std::make_shared<std::vector<std::string>>();
+            auto leave_out = std::make_shared<std::vector<std::string>>();
+            auto out = std::make_shared<fs::path>();
+            auto json = std::make_shared<bool>(false);
+            auto* build = sub.add_subcommand("build", "Extract KB entries (old form, new form, boundary, provenance) into a versioned JSON file");
+            add_source_options(*build, *so);
+            build->add_option("--kernel-tree", *trees, "Also learn from a kernel's source tree (6.1, 6.12)");
+            build->add_option("--leave-out", *leave_out, "Never learn from this package (repeatable)");
+            build->add_option("-o,--out", *out, "KB file to write (default: the cache's compat-kb.json)");
+            build->add_flag("--json", *json, "Print a JSON summary");
+
+            auto cso = std::make_shared<SourceOptions>();
+            auto from = std::make_shared<std::string>("6.1");
+            auto to = std::make_shared<std::string>("6.12");
+            auto cout_dir = std::make_shared<fs::path>();
+            auto* cases = sub.add_subcommand("cases", "Collapsed-block cases: each block whose boundary lies in (FROM, TO] "
+                                                      "collapsed to its old branch");
+            add_source_options(*cases, *cso);
+            cases->add_option("--from", *from, "Kernel whose branch the case keeps")->capture_default_str();
+            cases->add_option("--to", *to, "Kernel whose branch is the expected answer")->capture_default_str();
+            cases->add_option("-o,--out", *cout_dir, "Directory of cases (<id>/tree, <id>/case.json)")->required();
+
+            auto case_dir = std::make_shared<fs::path>();
+            auto ported = std::make_shared<fs::path>();
+            auto* compare = sub.add_subcommand("compare", "Is the maintainers' new branch where the block was? (exit 0 yes, 1 no)");
+            compare->add_option("case", *case_dir, "A case directory from `kb cases`")->required();
+            compare->add_option("tree", *ported, "The ported tree")->required();
+
+            return [=, &sub]() -> int {
+              if (build->parsed()) return run_build(*so, *trees, *leave_out, out->empty() ? propose::default_kb_path() : *out, *json);
+              if (cases->parsed()) return run_cases(*cso, *from, *to, *cout_dir);
+              if (compare->parsed()) return run_compare(*case_dir, *ported);
+              (void)sub;
+              return k_exit_error;
+            };
+          }};
+}
+
+} // namespace autodriver::cli

@@ -1,0 +1,32 @@
+#pragma once
+// Collapsed-block cases (issue 5): a maintainer's `#if LINUX_VERSION_CODE` block collapsed to
+// the branch an old kernel compiles, so the driver holds only the old-API form; the branch a
+// newer kernel compiles is the expected answer of a port.
+
+#include "autodriver/propose/kb_extract.hpp"
+
+#include <string>
+#include <string_view>
+
+namespace autodriver::propose {
+
+/// True when `block` is the change between kernels `from` and `to`: its old branch is the one
+/// `from` compiles and its new branch the one `to` compiles, and the two differ.
+bool block_spans(const VersionBlock& block, const KVersion& from, const KVersion& to);
+
+struct CollapsedCase {
+  std::string old_text;      ///< the whole file with the block replaced by its old branch
+  std::string expected_text; ///< the whole file with the block replaced by its new branch
+  std::string before;        ///< the file text before the block (context for comparison)
+  std::string after;         ///< the file text after the `#endif`
+};
+
+/// Replaces lines [block.line, block.end_line] of `text` with each branch.
+CollapsedCase collapse_block(std::string_view text, const VersionBlock& block);
+
+/// Whether `ported` holds the maintainers' new branch where the block was: the token sequence
+/// (last tokens before the block, new branch, first tokens after it) occurs in `ported`.
+/// Comparison is on C tokens, so whitespace and comments do not count.
+bool matches_new_branch(std::string_view ported, const CollapsedCase& c, std::string_view new_code);
+
+} // namespace autodriver::propose

@@ -1,0 +1,296 @@
+// Proposer "target-api": repairs from the target kernel alone, driven by the diagnostics (for
+// out-of-tree drivers whose old kernel is unknown). Arguments are matched to the target
+// prototype's parameters by type and name; missing ones get the value the target's own callers
+// pass most often; vanished names are replaced by similar names the target declares (ranked by
+// similarity and use); vanished members by similar members of the target's struct.
+
+#include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/propose/proposer.hpp"
+#include "autodriver/propose/target_decls.hpp"
+#include "autodriver/util/files.hpp"
+#include "autodriver/util/log.hpp"
+#include "autodriver/util/strings.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <regex>
+#include <set>
+
+namespace autodriver::propose {
+
+namespace fs = std::filesystem;
+using core::DiagKind;
+
+namespace {
+
+int compat(const std::string& arg, const Param& p) {
+  const std::string& t = p.type;
+  bool typed = !t.empty();
+  bool ptr = t.find('*') != std::string::npos;
+  bool charp = ptr && t.find("char") != std::string::npos;
+  int s = 0;
+  if (typed) {
+    if (!arg.empty() && arg[0] == '"') s += charp ? 3 : ptr ? -1 : -3;
+    else if (arg == "THIS_MODULE") s += t.find("module") != std::string::npos ? 3 : -3;
+    else if (!arg.empty() && std::isdigit(static_cast<unsigned char>(arg[0]))) s += ptr ? (arg == "0" ? 0 : -2) : 1;
+    else if (arg == "NULL") s += ptr ? 1 : -1;
+    else if (arg.starts_with("GFP_") || arg.starts_with("__GFP_")) s += t.find("gfp") != std::string::npos ? 3 : -2;
+    else if (arg.starts_with("&")) s += ptr ? 1 : -2;
+  }
+  // Name agreement: the argument's last identifier against the parameter's name.
+  auto toks = tokenize(arg);
+  for (auto it = toks.rbegin(); it != toks.rend(); ++it)
+    if (it->kind == TokKind::ident) {
+      if (!p.name.empty() && name_similarity(it->text, p.name) >= 0.6) s += 2;
+      break;
+    }
+  return s;
+}
+
+/// Best order-preserving assignment of `slots` items out of `n` (combinations), by score.
+std::vector<std::size_t> best_subset(std::size_t n, std::size_t k, const std::function<int(const std::vector<std::size_t>&)>& score) {
+  std::vector<std::size_t> best, cur;
+  int best_score = -1000000;
+  std::function<void(std::size_t)> rec = [&](std::size_t start) {
+    if (cur.size() == k) {
+      int s = score(cur);
+      if (s > best_score) best_score = s, best = cur;
+      return;
+    }
+    for (std::size_t i = start; i < n && n - i >= k - cur.size(); ++i) {
+      cur.push_back(i);
+      rec(i + 1);
+      cur.pop_back();
+    }
+  };
+  if (n <= 12) rec(0);
+  return best;
+}
+
+std::string default_value(const Param& p) {
+  const std::string& t = p.type;
+  if (t.find("gfp") != std::string::npos) return "GFP_KERNEL";
+  if (t.find('*') != std::string::npos) return "NULL";
+  if (t.find("bool") != std::string::npos) return "false";
+  return "0";
+}
+
+const Call* call_at(const std::vector<Token>& toks, const std::vector<Call>& calls, const std::string& name, int line) {
+  const Call* best = nullptr;
+  for (const auto& c : calls)
+    if (c.callee == name && (!best || std::abs(toks[c.name_tok].line - line) < std::abs(toks[best->name_tok].line - line)))
+      best = &c;
+  return best;
+}
+
+std::string smpl_call(const std::string& from, std::size_t arity, const std::string& to, const std::vector<std::string>& new_args) {
+  std::string metas, olds, news;
+  for (std::size_t i = 0; i < arity; ++i) {
+    metas += (i ? ", " : "") + fmt::format("E{}", i);
+    olds += (i ? ", " : "") + fmt::format("E{}", i);
+  }
+  for (std::size_t i = 0; i < new_args.size(); ++i) news += (i ? ", " : "") + new_args[i];
+  std::string head = arity ? fmt::format("@@\nexpression {};\n@@\n", metas) : "@@\n@@\n";
+  return head + fmt::format("- {}({})\n+ {}({})\n", from, olds, to, news);
+}
+
+class TargetApi final : public Proposer {
+public:
+  std::string_view id() const override { return "target-api"; }
+
+  std::vector<Edit> propose(const std::vector<core::Diagnostic>& diags, const PortContext& ctx) override {
+    std::vector<Edit> out;
+    if (ctx.new_src.empty() || !ctx.to) return out;
+    TargetIndex idx(ctx.new_src, ctx.to->build_dir);
+    std::set<std::string> seen;
+    for (const auto& d : diags) {
+      if (d.symbols.empty() || d.severity == core::Severity::note) continue;
+      const std::string& sym = d.symbols[0];
+      switch (d.kind) {
+      case DiagKind::too_many_arguments:
+      case DiagKind::too_few_arguments:
+        if (seen.insert("args:" + sym).second) arguments(idx, ctx, d, out);
+        break;
+      case DiagKind::implicit_function_declaration:
+      case DiagKind::undeclared_identifier:
+      case DiagKind::modpost_undefined_symbol:
+        if (seen.insert("name:" + sym).second) renamed(idx, ctx, d, out);
+        break;
+      case DiagKind::no_member:
+        if (d.symbols.size() >= 2 && d.symbols[0].starts_with("struct ") && seen.insert("member:" + sym + d.symbols[1]).second)
+          member(idx, d, out);
+        break;
+      default:
+        break;
+      }
+    }
+    return out;
+  }
+
+private:
+  void arguments(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d, std::vector<Edit>& out) {
+    const std::string& name = d.symbols[0];
+    auto proto = idx.prototype(name, &d);
+    if (!proto || proto->variadic) return;
+    auto text = util::read_file(ctx.tree / d.file);
+    if (!text) return;
+    auto toks = tokenize(*text);
+    auto calls = find_calls(toks, 0, toks.empty() ? 0 : toks.size() - 1);
+    const Call* c = call_at(toks, calls, name, d.line);
+    if (!c) return;
+    std::size_t n = c->args.size(), m = proto->params.size();
+    std::vector<std::string> new_args;
+    std::string what;
+    if (n > m) {
+      auto keep = best_subset(n, m, [&](const std::vector<std::size_t>& ks) {
+        int s = 0;
+        for (std::size_t j = 0; j < ks.size(); ++j) s += compat(c->args[ks[j]], proto->params[j]);
+        return s;
+      });
+      if (keep.size() != m) return;
+      for (auto i : keep) new_args.push_back(fmt::format("E{}", i));
+      what = fmt::format("{}() takes {} argument(s) instead of {}", name, m, n);
+    } else if (n < m) {
+      int ncalls = 0;
+      auto callers = idx.caller_args(name, m, &ncalls);
+      auto slots = best_subset(m, n, [&](const std::vector<std::size_t>& ps) {
+        int s = 0;
+        for (std::size_t j = 0; j < ps.size(); ++j) s += compat(c->args[j], proto->params[ps[j]]);
+        // Prefer keeping the existing arguments first (new parameters are usually appended).
+        for (std::size_t j = 0; j < ps.size(); ++j) s -= static_cast<int>(ps[j] - j);
+        return s;
+      });
+      if (slots.size() != n) return;
+      std::size_t next = 0;
+      for (std::size_t p = 0; p < m; ++p) {
+        if (next < slots.size() && slots[next] == p) {
+          new_args.push_back(fmt::format("E{}", next++));
+          continue;
+        }
+        std::string value = default_value(proto->params[p]);
+        int best = 0;
+        for (const auto& [v, cnt] : callers[p])
+          if (cnt > best && ncalls > 0 && cnt * 10 >= ncalls * 3) best = cnt, value = v;
+        new_args.push_back(value);
+      }
+      what = fmt::format("{}() takes {} argument(s) instead of {}", name, m, n);
+    } else {
+      return;
+    }
+    Edit e;
+    e.proposer = "target-api";
+    e.change_id = "call:" + name;
+    e.label = "arguments-changed";
+    e.title = what;
+    e.description = fmt::format("{}; the target declares it as `{}` ({}). Arguments were matched to the parameters by "
+                                "type and name; new ones take the value the target's own callers pass most often.",
+                                what, util::trim(proto->text), proto->header);
+    e.smpl = smpl_call(name, n, name, new_args);
+    CallRewrite cr{name, n, name, {}};
+    for (const auto& a : new_args) cr.args.push_back(std::regex_replace(a, std::regex(R"(\bE(\d+)\b)"), "$$$1"));
+    e.call = cr;
+    e.symbols = {name};
+    e.support = 1;
+    e.rank = 1; // learned rules, when available, go first
+    out.push_back(std::move(e));
+  }
+
+  void renamed(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d, std::vector<Edit>& out) {
+    const std::string& name = d.symbols[0];
+    const auto& names = idx.names();
+    if (names.count(name)) return; // declared: a missing #include (header-fix), not a rename
+    std::vector<std::pair<double, std::string>> cands;
+    for (const auto& n : names) {
+      if (n.size() < 3 || n == name) continue;
+      double s = name_similarity(name, n);
+      if (s >= 0.6) cands.push_back({s, n});
+    }
+    std::sort(cands.begin(), cands.end(), [](auto& a, auto& b) { return a.first > b.first; });
+    if (cands.size() > 8) cands.resize(8);
+    // Re-rank the most similar by how much the target's own drivers use them.
+    std::vector<std::tuple<double, int, std::string>> ranked;
+    for (const auto& [s, n] : cands) ranked.push_back({s, idx.usage_count(n), n});
+    std::sort(ranked.begin(), ranked.end(), [](auto& a, auto& b) {
+      double sa = std::get<0>(a) + 0.02 * std::min(10, std::get<1>(a));
+      double sb = std::get<0>(b) + 0.02 * std::min(10, std::get<1>(b));
+      return sa > sb;
+    });
+    int rank = 1;
+    for (const auto& [s, uses, n] : ranked) {
+      if (rank > 3) break;
+      if (uses == 0) continue;
+      Edit e;
+      e.proposer = "target-api";
+      e.change_id = "ident:" + name;
+      e.label = "rename";
+      e.title = fmt::format("{} was replaced by {}", name, n);
+      e.description = fmt::format("{} does not exist in the target kernel; {} is the most similar name it declares "
+                                  "(similarity {:.2f}, used by {} of its driver files).",
+                                  name, n, s, uses);
+      e.renames = {{name, n}};
+      e.symbols = {name, n};
+      e.support = uses;
+      e.rank = rank++;
+      out.push_back(std::move(e));
+    }
+    (void)ctx;
+  }
+
+  void member(TargetIndex& idx, const core::Diagnostic& d, std::vector<Edit>& out) {
+    std::string type = d.symbols[0], m = d.symbols[1];
+    std::string tag = type.substr(type.rfind(' ') + 1);
+    auto members = idx.struct_members(tag);
+    if (members.empty() || std::find(members.begin(), members.end(), m) != members.end()) return;
+    std::vector<std::pair<double, std::string>> cands;
+    for (const auto& x : members) {
+      double s = name_similarity(m, x);
+      if (s >= 0.5) cands.push_back({s, x});
+    }
+    std::sort(cands.begin(), cands.end(), [](auto& a, auto& b) { return a.first > b.first; });
+    int rank = 1;
+    if (cands.empty()) {
+      // No successor member: when the driver only sets it to a constant in an initializer, the
+      // setting has no meaning on the target any more and goes (the diagnostic names it).
+      Edit e;
+      e.proposer = "target-api";
+      e.change_id = "member:" + type + "." + m;
+      e.label = "member-changed";
+      e.title = fmt::format("{} lost the member .{}", type, m);
+      e.description = fmt::format("{} has no member {} in the target kernel and no similar one; the driver's "
+                                  "constant setting of it is dropped.", type, m);
+      e.smpl = fmt::format("@@\nidentifier x;\nconstant C;\n@@\n{0} x = {{\n-\t.{1} = C,\n}};\n\n"
+                           "@@\nidentifier x;\n@@\n{0} x = {{\n-\t.{1} = \\(true\\|false\\|NULL\\),\n}};\n",
+                           type, m);
+      e.symbols = {type, m};
+      e.support = 1;
+      e.rank = 2;
+      out.push_back(std::move(e));
+      return;
+    }
+    for (const auto& [s, x] : cands) {
+      if (rank > 2) break;
+      Edit e;
+      e.proposer = "target-api";
+      e.change_id = "member:" + type + "." + m;
+      e.label = "member-changed";
+      e.title = fmt::format("{}.{} was renamed to .{}", type, m, x);
+      e.description = fmt::format("{} has no member {} in the target kernel; .{} is its most similar member "
+                                  "(similarity {:.2f}).", type, m, x, s);
+      e.smpl = fmt::format("@@\nidentifier x;\nexpression E;\n@@\n{0} x = {{\n-\t.{1} = E,\n+\t.{2} = E,\n}};\n\n"
+                           "@@\n{0} *p;\n{0} s;\n@@\n(\n- p->{1}\n+ p->{2}\n|\n- s.{1}\n+ s.{2}\n)\n",
+                           type, m, x);
+      e.symbols = {type, m, x};
+      e.support = 1;
+      e.rank = rank++;
+      out.push_back(std::move(e));
+    }
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Proposer> make_target_api() { return std::make_unique<TargetApi>(); }
+
+} // namespace autodriver::propose

@@ -1,0 +1,303 @@
+#include "autodriver/propose/target_decls.hpp"
+
+#include "autodriver/kernel/target.hpp"
+#include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/util/files.hpp"
+#include "autodriver/util/strings.hpp"
+#include "autodriver/util/subprocess.hpp"
+
+#include <algorithm>
+#include <regex>
+
+namespace autodriver::propose {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+static std::vector<std::string> split_top(const std::string& s) {
+  std::vector<std::string> out;
+  int depth = 0;
+  std::string cur;
+  for (char c : s) {
+    if (c == '(' || c == '[' || c == '{') ++depth;
+    if (c == ')' || c == ']' || c == '}') --depth;
+    if (c == ',' && depth == 0) {
+      out.emplace_back(util::trim(cur));
+      cur.clear();
+      continue;
+    }
+    cur += c;
+  }
+  if (!util::trim(cur).empty()) out.emplace_back(util::trim(cur));
+  return out;
+}
+
+static Param parse_param(const std::string& p) {
+  Param out;
+  auto toks = tokenize(p);
+  // Function pointer parameter: "int (*cb)(void *)".
+  for (std::size_t i = 0; i + 2 < toks.size(); ++i)
+    if (toks[i].text == "(" && toks[i + 1].text == "*" && toks[i + 2].kind == TokKind::ident) {
+      out.name = toks[i + 2].text;
+      out.type = p;
+      return out;
+    }
+  if (!toks.empty() && toks.back().kind == TokKind::ident && toks.size() > 1) {
+    static const std::set<std::string> k_type_words = {"int", "long", "char", "short", "void", "unsigned", "signed",
+                                                       "bool", "size_t", "u8", "u16", "u32", "u64", "gfp_t", "loff_t"};
+    if (!k_type_words.count(toks.back().text) && !(toks.size() == 2 && toks[0].text == "struct")) {
+      out.name = toks.back().text;
+      out.type = std::string(util::trim(p.substr(0, toks.back().begin)));
+      return out;
+    }
+  }
+  out.type = p;
+  return out;
+}
+
+std::optional<Prototype> parse_prototype(const std::string& decl, const std::string& name) {
+  Prototype pr;
+  pr.name = name;
+  pr.text = decl;
+  std::smatch m;
+  std::regex k_macro("#\\s*define\\s+" + name + "\\(([^)]*)\\)");
+  if (std::regex_search(decl, m, k_macro)) {
+    pr.is_macro = true;
+    for (const auto& p : split_top(m[1].str())) {
+      if (p == "...") pr.variadic = true;
+      else pr.params.push_back({"", p});
+    }
+    return pr;
+  }
+  auto pos = decl.find(name + "(");
+  while (pos != std::string::npos && pos > 0 && (std::isalnum(static_cast<unsigned char>(decl[pos - 1])) || decl[pos - 1] == '_'))
+    pos = decl.find(name + "(", pos + 1);
+  if (pos == std::string::npos) {
+    std::regex k_spaced("\\b" + name + "\\s+\\(");
+    if (!std::regex_search(decl, m, k_spaced)) return std::nullopt;
+    pos = static_cast<std::size_t>(m.position(0));
+  }
+  pr.ret = std::string(util::trim(decl.substr(0, pos)));
+  for (const char* w : {"extern ", "static ", "inline ", "__always_inline ", "__must_check "})
+    for (auto p = pr.ret.find(w); p != std::string::npos; p = pr.ret.find(w)) pr.ret.erase(p, std::string(w).size());
+  auto open = decl.find('(', pos);
+  int depth = 0;
+  std::size_t close = open;
+  for (std::size_t i = open; i < decl.size(); ++i) {
+    if (decl[i] == '(') ++depth;
+    if (decl[i] == ')' && --depth == 0) {
+      close = i;
+      break;
+    }
+  }
+  std::string params = decl.substr(open + 1, close - open - 1);
+  if (util::trim(params) == "void") return pr;
+  for (const auto& p : split_top(params)) {
+    if (p == "...") pr.variadic = true;
+    else pr.params.push_back(parse_param(p));
+  }
+  return pr;
+}
+
+std::optional<Prototype> prototype_at(const fs::path& file, int line, const std::string& name) {
+  auto text = util::read_file(file);
+  if (!text) return std::nullopt;
+  auto lines = util::split_lines(*text);
+  if (line < 1 || static_cast<std::size_t>(line) > lines.size()) return std::nullopt;
+  // The declaration may start a line or two above the note (return type on its own line).
+  std::size_t first = static_cast<std::size_t>(line) - 1;
+  if (first > 0 && !util::contains(lines[first], name + "(") && !util::contains(lines[first], "define")) --first;
+  std::string decl;
+  for (std::size_t i = first; i < lines.size() && i < first + 12; ++i) {
+    std::string l(lines[i]);
+    if (!l.empty() && l.back() == '\\') l.pop_back();
+    decl += l + " ";
+    if (l.find(';') != std::string::npos || l.find('{') != std::string::npos ||
+        (util::contains(lines[first], "#define") && lines[i].back() != '\\'))
+      break;
+  }
+  auto pr = parse_prototype(decl, name);
+  if (pr) pr->header = file.string();
+  return pr;
+}
+
+TargetIndex::TargetIndex(fs::path src, fs::path build_dir) : m_src(std::move(src)), m_build(std::move(build_dir)) {}
+
+std::optional<Prototype> TargetIndex::prototype(const std::string& name, const core::Diagnostic* d) {
+  if (d)
+    for (const auto& n : d->notes) {
+      if (n.message.find("declared here") == std::string::npos && n.message.find("macro") == std::string::npos) continue;
+      fs::path f = n.file;
+      if (f.is_relative()) f = m_build / f;
+      if (auto p = prototype_at(f, n.line, name)) return p;
+    }
+  if (m_src.empty()) return std::nullopt;
+  util::RunRequest req;
+  req.argv = {"grep", "-rnE", "--include=*.h", "(^|[ *])" + name + "\\(|define " + name + "\\(", "include", "arch/x86/include"};
+  req.cwd = m_src;
+  req.timeout = 60s;
+  auto r = util::run(req);
+  if (!r) return std::nullopt;
+  for (auto l : util::split_lines(r->out)) {
+    auto c1 = l.find(':');
+    auto c2 = l.find(':', c1 + 1);
+    if (c1 == std::string_view::npos || c2 == std::string_view::npos) continue;
+    std::string rest(l.substr(c2 + 1));
+    if (util::trim(rest).starts_with("return") || rest.find(" = ") != std::string::npos) continue;
+    int line = std::atoi(std::string(l.substr(c1 + 1, c2 - c1 - 1)).c_str());
+    if (auto p = prototype_at(m_src / std::string(l.substr(0, c1)), line, name)) return p;
+  }
+  return std::nullopt;
+}
+
+const std::set<std::string>& TargetIndex::names() {
+  if (m_names_loaded) return m_names;
+  m_names_loaded = true;
+  if (m_src.empty()) return m_names;
+  fs::path cache = kernel::cache_root() / "index" / (m_src.filename().string() + "-names.txt");
+  if (auto t = util::read_file(cache); t) {
+    for (auto l : util::split_lines(*t))
+      if (!l.empty()) m_names.emplace(l);
+    if (!m_names.empty()) return m_names;
+  }
+  for (const char* dir : {"include/linux", "include/net", "include/media", "include/sound", "include/drm",
+                          "include/asm-generic", "arch/x86/include/asm", "include/scsi", "include/video"}) {
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(m_src / dir, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+      if (it->path().extension() != ".h") continue;
+      auto text = util::read_file(it->path());
+      if (!text) continue;
+      auto toks = tokenize(*text);
+      for (std::size_t i = 0; i + 1 < toks.size(); ++i) {
+        if (toks[i].kind == TokKind::pp_line) {
+          static const std::regex k_def(R"(^#\s*define\s+([A-Za-z_]\w*))");
+          std::smatch m;
+          if (std::regex_search(toks[i].text, m, k_def)) m_names.insert(m[1].str());
+          continue;
+        }
+        if (toks[i].kind == TokKind::ident && toks[i + 1].text == "(" && i > 0 &&
+            (toks[i - 1].kind == TokKind::ident || toks[i - 1].text == "*"))
+          m_names.insert(toks[i].text);
+      }
+    }
+  }
+  std::string out;
+  for (const auto& n : m_names) out += n + "\n";
+  std::error_code ec;
+  fs::create_directories(cache.parent_path(), ec);
+  (void)util::write_file_atomic(cache, out);
+  return m_names;
+}
+
+std::vector<std::string> TargetIndex::struct_members(const std::string& tag) {
+  std::vector<std::string> out;
+  if (m_src.empty()) return out;
+  util::RunRequest req;
+  req.argv = {"grep", "-rlE", "--include=*.h", "struct " + tag + " \\{", "include", "arch/x86/include"};
+  req.cwd = m_src;
+  req.timeout = 60s;
+  auto r = util::run(req);
+  if (!r) return out;
+  for (auto l : util::split_lines(r->out)) {
+    auto text = util::read_file(m_src / std::string(l));
+    if (!text) continue;
+    auto toks = tokenize(*text);
+    for (std::size_t i = 0; i + 2 < toks.size(); ++i) {
+      if (toks[i].text != "struct" || toks[i + 1].text != tag || toks[i + 2].text != "{") continue;
+      int depth = 0;
+      for (std::size_t k = i + 2; k < toks.size(); ++k) {
+        if (toks[k].text == "{") ++depth;
+        if (toks[k].text == "}" && --depth == 0) break;
+        // A member name: identifier before ';' / '[' / ':' at depth 1, or "(*name)".
+        if (toks[k].kind == TokKind::ident && k + 1 < toks.size()) {
+          const std::string& nx = toks[k + 1].text;
+          if (depth >= 1 && (nx == ";" || nx == "[" || nx == ":" || nx == ",")) out.push_back(toks[k].text);
+          if (k >= 2 && toks[k - 1].text == "*" && toks[k - 2].text == "(" && nx == ")") out.push_back(toks[k].text);
+        }
+      }
+      return out;
+    }
+  }
+  return out;
+}
+
+std::vector<std::map<std::string, int>> TargetIndex::caller_args(const std::string& name, std::size_t arity, int* calls) {
+  std::vector<std::map<std::string, int>> out(arity);
+  if (calls) *calls = 0;
+  if (m_src.empty()) return out;
+  util::RunRequest req;
+  req.argv = {"grep", "-rlw", "--include=*.c", "-e", name, "--", "drivers", "sound", "net", "fs"};
+  req.cwd = m_src;
+  req.timeout = 120s;
+  auto r = util::run(req);
+  if (!r) return out;
+  int files = 0;
+  for (auto l : util::split_lines(r->out)) {
+    if (++files > 60) break;
+    auto text = util::read_file(m_src / std::string(l));
+    if (!text) continue;
+    auto toks = tokenize(*text);
+    for (const auto& c : find_calls(toks, 0, toks.size() - 1)) {
+      if (c.callee != name || c.args.size() != arity) continue;
+      if (calls) ++*calls;
+      for (std::size_t i = 0; i < arity; ++i) ++out[i][c.args[i]];
+    }
+  }
+  return out;
+}
+
+int TargetIndex::usage_count(const std::string& name) {
+  if (m_src.empty()) return 0;
+  util::RunRequest req;
+  req.argv = {"grep", "-rlw", "--include=*.c", "-m", "1", "-e", name, "--", "drivers", "sound"};
+  req.cwd = m_src;
+  req.timeout = 60s;
+  auto r = util::run(req);
+  if (!r) return 0;
+  return static_cast<int>(util::split_lines(r->out).size());
+}
+
+static std::size_t levenshtein(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+double name_similarity(const std::string& a, const std::string& b) {
+  if (a == b) return 1.0;
+  auto words = [](const std::string& s) {
+    std::vector<std::string> w;
+    std::string cur;
+    for (char c : s) {
+      if (c == '_') {
+        if (!cur.empty()) w.push_back(cur), cur.clear();
+      } else {
+        cur += c;
+      }
+    }
+    if (!cur.empty()) w.push_back(cur);
+    return w;
+  };
+  auto wa = words(a), wb = words(b);
+  int common = 0;
+  std::vector<bool> used(wb.size(), false);
+  for (const auto& x : wa)
+    for (std::size_t j = 0; j < wb.size(); ++j)
+      if (!used[j] && (x == wb[j] || (x.size() >= 3 && wb[j].starts_with(x)) || (wb[j].size() >= 3 && x.starts_with(wb[j])))) {
+        used[j] = true;
+        ++common;
+        break;
+      }
+  double jac = (wa.empty() && wb.empty()) ? 0 : static_cast<double>(common) / static_cast<double>(std::max(wa.size(), wb.size()));
+  double lev = 1.0 - static_cast<double>(levenshtein(a, b)) / static_cast<double>(std::max(a.size(), b.size()));
+  return std::max(jac, lev);
+}
+
+} // namespace autodriver::propose

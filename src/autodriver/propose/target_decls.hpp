@@ -1,0 +1,67 @@
+#pragma once
+// What the target kernel declares: prototypes read from its headers, the names it declares,
+// struct members, and how its own code calls a function. Everything the target-only proposer
+// knows comes from here (the target's headers and source tree), never from a table.
+
+#include "autodriver/core/diagnostic.hpp"
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace autodriver::propose {
+
+struct Param {
+  std::string type;   ///< "const char *"
+  std::string name;   ///< "name" (may be empty)
+};
+
+struct Prototype {
+  std::string name;
+  std::string ret;
+  std::vector<Param> params;
+  bool is_macro = false;
+  bool variadic = false;
+  std::string header;  ///< where it was found
+  std::string text;    ///< the declaration as written
+};
+
+/// Parse "ret name(type a, type b)" (a declaration up to ';' or '{') or "#define name(a, b)".
+std::optional<Prototype> parse_prototype(const std::string& decl, const std::string& name);
+
+/// Reads the declaration of `name` starting at `line` of `file` (a gcc "declared here" note).
+std::optional<Prototype> prototype_at(const std::filesystem::path& file, int line, const std::string& name);
+
+class TargetIndex {
+public:
+  /// `src` is the target's source tree (for callers and headers); `build_dir` its kbuild dir.
+  TargetIndex(std::filesystem::path src, std::filesystem::path build_dir);
+
+  /// Prototype of `name` from a diagnostic's notes, else from a search of the target headers.
+  std::optional<Prototype> prototype(const std::string& name, const core::Diagnostic* d);
+
+  /// Every function/macro name declared in the target's main include dirs (built once, cached on disk).
+  const std::set<std::string>& names();
+
+  /// Member names of `struct tag` in the target headers (empty if not found).
+  std::vector<std::string> struct_members(const std::string& tag);
+
+  /// Argument texts the target's own callers pass, per position, for calls with `arity` arguments.
+  std::vector<std::map<std::string, int>> caller_args(const std::string& name, std::size_t arity, int* calls = nullptr);
+
+  /// How many target .c files use `name` (capped grep).
+  int usage_count(const std::string& name);
+
+private:
+  std::filesystem::path m_src, m_build;
+  std::set<std::string> m_names;
+  bool m_names_loaded = false;
+};
+
+/// Name similarity in [0, 1]: '_'-token overlap (prefix-tolerant) blended with edit distance.
+double name_similarity(const std::string& a, const std::string& b);
+
+} // namespace autodriver::propose
