@@ -214,6 +214,9 @@ TEST(Dkms, ConfAndBuildCommand) {
   EXPECT_EQ(dkms_build_command(shell, "/w"), ""); // needs a shell
   shell.make = "make -C ${kernel_source_dir} M=${dkms_tree}/${PACKAGE_NAME}/${PACKAGE_VERSION}/build KVER=${kernelver}";
   EXPECT_EQ(dkms_build_command(shell, "/w"), "make -C {kdir} M=/w KVER={kver}");
+  DkmsConf env; // openrazer-driver-dkms
+  env.make = "KERNELDIR=/lib/modules/${kernelver}/build make driver";
+  EXPECT_EQ(dkms_build_command(env, "/w"), "make KERNELDIR=/lib/modules/{kver}/build driver");
 }
 
 TEST(Journal, ResumeIgnoresATornLastLine) {

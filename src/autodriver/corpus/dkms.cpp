@@ -57,6 +57,8 @@ std::string dkms_build_command(const DkmsConf& conf, const std::string& build_di
       {R"(\$\{?arch\}?)", "x86_64"},
       {R"(\$\{?source_tree\}?/[^ ]*)", build_dir}};
   for (const auto& [re, value] : subs) cmd = std::regex_replace(cmd, std::regex(re), value);
+  // "KERNELDIR=... make driver": environment assignments before make become make variables.
+  cmd = std::regex_replace(cmd, std::regex(R"(^\s*((?:[A-Za-z_]\w*=\S*\s+)*[A-Za-z_]\w*=\S*)\s+(make)\b)"), "$2 $1");
   // Anything left that needs a shell is not ours to run.
   if (cmd.find('$') != std::string::npos || cmd.find('`') != std::string::npos || cmd.find("&&") != std::string::npos ||
       cmd.find('|') != std::string::npos || cmd.find(';') != std::string::npos)
