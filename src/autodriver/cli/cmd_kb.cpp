@@ -165,7 +165,14 @@ int run_cases(const SourceOptions& so, const std::string& from_name, const std::
           return k_exit_error;
         }
         (void)util::write_file(dir / "tree" / rel, c.old_text);
-        nlohmann::json j = {{"schema", "autodriver.kb-case"}, {"schema_version", 1}, {"id", id},
+        // The package's own build when it runs in the tree (dkms.conf MAKE[0] without the dkms
+        // build path), else kbuild M= (the port's default).
+        std::string build_cmd;
+        if (auto conf = util::read_file(src.root / "dkms.conf"); conf) {
+          auto cmd = corpus::dkms_build_command(corpus::parse_dkms_conf(*conf), "{tree}");
+          if (cmd.find("{tree}") == std::string::npos && cmd.find("{kdir}") != std::string::npos) build_cmd = cmd;
+        }
+        nlohmann::json j = {{"schema", "autodriver.kb-case"}, {"build_cmd", build_cmd}, {"schema_version", 1}, {"id", id},
                             {"package", src.package}, {"version", src.version}, {"file", rel.string()},
                             {"line", b.line}, {"end_line", b.end_line}, {"boundary", b.boundary.str()},
                             {"from", from_name}, {"to", to_name}, {"old_code", b.old_code}, {"new_code", b.new_code},
