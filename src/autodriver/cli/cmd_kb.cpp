@@ -5,8 +5,10 @@
 #include "autodriver/corpus/dkms.hpp"
 #include "autodriver/kernel/source.hpp"
 #include "autodriver/kernel/target.hpp"
+#include "autodriver/propose/c_tokens.hpp"
 #include "autodriver/propose/kb_cases.hpp"
 #include "autodriver/propose/kb_file.hpp"
+#include "autodriver/propose/kb_rewrite.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
 
@@ -15,6 +17,7 @@
 #include <iostream>
 #include <map>
 #include <regex>
+#include <set>
 
 namespace autodriver::cli {
 
@@ -210,6 +213,86 @@ int run_compare(const fs::path& case_dir, const fs::path& ported_tree) {
   return identical ? k_exit_ok : k_exit_failed;
 }
 
+/// Leave-one-source-out replay: every derived block's old branch is rewritten with the rules the
+/// KB learned from the *other* packages (best-supported rule per symbol, then the next two) and
+/// compared on tokens with the maintainers' new branch. Needs no kernel.
+int run_eval(const SourceOptions& so, const fs::path& kb_path) {
+  auto kb = propose::load_kb(kb_path);
+  if (!kb) {
+    std::fprintf(stderr, "autodriver: error: %s\n", kb.error().message.c_str());
+    return k_exit_error;
+  }
+  auto sources = gather(so);
+  if (!sources) {
+    std::fprintf(stderr, "autodriver: error: %s\n", sources.error().message.c_str());
+    return k_exit_error;
+  }
+  auto tokens = [](const std::string& t) {
+    std::string o;
+    for (const auto& x : propose::tokenize(t)) o += (x.kind == propose::TokKind::pp_line ? propose::normalize_ws(x.text) : x.text) + " ";
+    return o;
+  };
+  int blocks = 0, with_rule = 0, best_same = 0, top3_same = 0;
+  std::map<std::string, std::pair<int, int>> by_kind; // kind -> (blocks, reproduced by best)
+  for (const auto& src : *sources) {
+    auto others = propose::without_packages(*kb, {src.package});
+    for (const auto& rel : util::list_files(src.root)) {
+      if (rel.extension() != ".c" && rel.extension() != ".h") continue;
+      auto text = util::read_file(src.root / rel);
+      if (!text || text->find("LINUX_VERSION_CODE") == std::string::npos) continue;
+      propose::ExtractStats st;
+      for (const auto& b : propose::extract_version_blocks(*text, st)) {
+        auto changes = propose::derive_changes(b, st);
+        if (changes.size() != 1 || changes[0].kind == "include" || changes[0].symbols.empty()) continue;
+        const auto& want = changes[0];
+        ++blocks;
+        ++by_kind[want.kind].first;
+        std::map<std::string, std::set<std::string>> support; // kind|old|new -> packages
+        std::map<std::string, const propose::KbChange*> rule;
+        for (const auto& e : others.entries)
+          if (!e.change.symbols.empty() && e.change.symbols[0] == want.symbols[0]) {
+            auto key = e.change.kind + "|" + e.change.old_form + "|" + e.change.new_form;
+            support[key].insert(e.provenance.package);
+            rule[key] = &e.change;
+          }
+        if (rule.empty()) continue;
+        ++with_rule;
+        std::vector<std::string> keys;
+        for (const auto& [k, _] : rule) keys.push_back(k);
+        std::stable_sort(keys.begin(), keys.end(), [&](const auto& a, const auto& c) { return support[a].size() > support[c].size(); });
+        std::string expected = propose::normalize_ws(b.new_code);
+        // Like the proposer: rules that find nothing to rewrite are not alternatives.
+        std::vector<std::string> applying;
+        for (const auto& k : keys)
+          if (propose::rewrite_text(b.old_code, *rule[k]).sites > 0) applying.push_back(k);
+        keys = applying;
+        for (std::size_t i = 0; i < keys.size() && i < 3; ++i) {
+          auto r = propose::rewrite_text(b.old_code, *rule[keys[i]]);
+          bool same = r.sites > 0 && propose::normalize_ws(r.text) == expected;
+          if (!same && r.sites > 0) same = tokens(r.text) == tokens(b.new_code);
+          if (!same) {
+            util::log_debug("kb eval: {}:{}: {} gives `{}`, maintainers wrote `{}`", rel.string(), b.line, keys[i],
+                            propose::normalize_ws(r.text), expected);
+            continue;
+          }
+          if (i == 0) {
+            ++best_same;
+            ++by_kind[want.kind].second;
+          }
+          ++top3_same;
+          break;
+        }
+      }
+    }
+  }
+  auto pct = [&](int k) { return blocks ? 100.0 * k / blocks : 0.0; };
+  fmt::print("{} single-change blocks; a rule from another package for the symbol: {} ({:.0f} %); "
+             "best rule reproduces the new branch: {} ({:.0f} %); one of the top 3: {} ({:.0f} %)\n",
+             blocks, with_rule, pct(with_rule), best_same, pct(best_same), top3_same, pct(top3_same));
+  for (const auto& [k, v] : by_kind) fmt::print("  {:14} {} blocks, {} reproduced\n", k, v.first, v.second);
+  return k_exit_ok;
+}
+
 } // namespace
 
 Command kb_command() {
@@ -245,7 +328,14 @@ Command kb_command() {
             compare->add_option("case", *case_dir, "A case directory from `kb cases`")->required();
             compare->add_option("tree", *ported, "The ported tree")->required();
 
+            auto eso = std::make_shared<SourceOptions>();
+            auto eval_kb = std::make_shared<fs::path>();
+            auto* eval = sub.add_subcommand("eval", "Leave-one-source-out replay of the KB on the blocks it came from (no kernel needed)");
+            add_source_options(*eval, *eso);
+            eval->add_option("--kb", *eval_kb, "KB file (default: the cache's compat-kb.json)");
+
             return [=, &sub]() -> int {
+              if (eval->parsed()) return run_eval(*eso, eval_kb->empty() ? propose::default_kb_path() : *eval_kb);
               if (build->parsed()) return run_build(*so, *trees, *leave_out, out->empty() ? propose::default_kb_path() : *out, *json);
               if (cases->parsed()) return run_cases(*cso, *from, *to, *cout_dir);
               if (compare->parsed()) return run_compare(*case_dir, *ported);

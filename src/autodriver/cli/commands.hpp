@@ -24,6 +24,7 @@ struct Command {
 Command kernel_command();
 Command check_command();
 Command port_command();
+Command bench_command();
 Command corpus_command();
 Command kb_command();
 /// Options and runner of `corpus mine` (cmd_corpus_mine.cpp), registered on the `corpus` command's "mine" subcommand.

@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
   app.add_flag("-v,--verbose", verbose, "Print every external command and step");
 
   // Explicit command table (no static registration).
-  const std::vector<cli::Command> commands = {cli::kernel_command(), cli::check_command(), cli::port_command(), cli::corpus_command(),
+  const std::vector<cli::Command> commands = {cli::kernel_command(), cli::check_command(), cli::port_command(), cli::bench_command(), cli::corpus_command(),
                                               cli::kb_command()};
   std::vector<std::pair<CLI::App*, std::function<int()>>> runners;
   for (const auto& c : commands) {

@@ -50,10 +50,11 @@ const std::vector<Rule>& rules() {
         DiagKind::incompatible_return_type, {1, 2});
     add(R"(^incompatible types when returning type '([^']+)' but '([^']+)' was expected)",
         DiagKind::incompatible_return_type, {1, 2});
-    add(R"(^(?:initialization|assignment|passing argument \d+) of '([^']+)' from incompatible pointer type '([^']+)')",
+    // gcc may add " {aka '...'}" after each type; the symbols are the types as written.
+    add(R"(^(?:initialization of|assignment to) '([^']+)'(?: \{aka '[^']+'\})? from incompatible pointer type '([^']+)')",
         DiagKind::incompatible_pointer_type, {1, 2});
-    add(R"(^(?:initialization of|assignment to) '([^']+)' from incompatible pointer type '([^']+)')",
-        DiagKind::incompatible_pointer_type, {1, 2});
+    add(R"(^returning '([^']+)'(?: \{aka '[^']+'\})? from a function with incompatible return type '([^']+)')",
+        DiagKind::incompatible_return_type, {1, 2});
     add(R"(^passing argument (\d+) of '([^']+)' from incompatible pointer type)", DiagKind::incompatible_pointer_type,
         {2});
     add(R"(incompatible pointer type)", DiagKind::incompatible_pointer_type, {});

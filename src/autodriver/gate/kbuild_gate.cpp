@@ -50,8 +50,8 @@ util::Expected<BuildRun> build_tree(const core::Kernel& kernel, const fs::path& 
     for (const auto& a : spec.extra_make_args) req.argv.push_back(a);
     req.argv.push_back("modules");
   } else {
-    const std::vector<std::pair<std::string, std::string>> vars = {{"kdir", kernel.build_dir.string()},
-                                                                   {"kver", kernel.release}};
+    const std::vector<std::pair<std::string, std::string>> vars = {
+        {"kdir", kernel.build_dir.string()}, {"kver", kernel.release}, {"tree", tree.string()}, {"src", tree.string()}};
     for (auto& w : util::split_command(spec.build_cmd)) req.argv.push_back(util::substitute(w, vars));
     if (req.argv.empty()) return util::unexpected(util::ErrorKind::config, "empty --build-cmd");
     for (const auto& a : spec.extra_make_args) req.argv.push_back(a);

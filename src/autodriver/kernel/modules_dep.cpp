@@ -25,7 +25,11 @@ std::string module_name_from_path(std::string_view path) {
 util::Expected<ModulesDep> ModulesDep::load(const std::filesystem::path& modules_dir) {
   auto text = util::read_file(modules_dir / "modules.dep");
   if (!text) return util::unexpected(text.error());
-  return parse(*text);
+  ModulesDep md = parse(*text);
+  auto soft = util::read_file(modules_dir / "modules.softdep");
+  auto alias = util::read_file(modules_dir / "modules.alias");
+  if (soft && alias) md.add_softdeps(*soft, *alias);
+  return md;
 }
 
 ModulesDep ModulesDep::parse(std::string_view text) {
@@ -40,6 +44,35 @@ ModulesDep ModulesDep::parse(std::string_view text) {
     for (const auto& w : util::split_words(line.substr(colon + 1))) deps.push_back(module_name_from_path(w));
   }
   return md;
+}
+
+void ModulesDep::add_softdeps(std::string_view softdep_text, std::string_view alias_text) {
+  // Only plain aliases (no wildcards) matter for softdeps such as "crc32c" or "crypto-crc32c".
+  std::map<std::string, std::vector<std::string>> alias;
+  for (auto line : util::split_lines(alias_text)) {
+    auto w = util::split_words(line);
+    if (w.size() == 3 && w[0] == "alias" && w[1].find_first_of("*?[") == std::string::npos)
+      alias[normalize_module_name(w[1])].push_back(normalize_module_name(w[2]));
+  }
+  for (auto line : util::split_lines(softdep_text)) {
+    auto w = util::split_words(line);
+    if (w.size() < 4 || w[0] != "softdep") continue;
+    std::string mod = normalize_module_name(w[1]);
+    bool pre = false;
+    for (std::size_t i = 2; i < w.size(); ++i) {
+      if (w[i] == "pre:") { pre = true; continue; }
+      if (w[i] == "post:") { pre = false; continue; }
+      if (!pre) continue;
+      std::string name = normalize_module_name(w[i]);
+      if (m_path.count(name)) m_soft_pre[mod].push_back(name);
+      else if (auto it = alias.find(name); it != alias.end())
+        for (const auto& target : it->second)
+          if (m_path.count(target)) {
+            m_soft_pre[mod].push_back(target);
+            break;
+          }
+    }
+  }
 }
 
 std::string ModulesDep::path_of(std::string_view module) const {
@@ -59,6 +92,8 @@ std::vector<std::string> ModulesDep::load_order(const std::vector<std::string>& 
       missing.push_back(name);
       return;
     }
+    if (auto soft = m_soft_pre.find(name); soft != m_soft_pre.end())
+      for (const auto& d : soft->second) visit(d);
     for (const auto& d : it->second) visit(d);
     order.push_back(name);
   };

@@ -21,6 +21,9 @@ class ModulesDep {
 public:
   static util::Expected<ModulesDep> load(const std::filesystem::path& modules_dir);
   static ModulesDep parse(std::string_view text);
+  /// Adds `softdep X pre: a b` (modules.softdep) and `alias NAME module` (modules.alias) so that
+  /// load_order() loads soft pre-dependencies (e.g. the crc32c implementation libcrc32c needs).
+  void add_softdeps(std::string_view softdep_text, std::string_view alias_text);
 
   /// Path (relative to the modules dir) of a module, empty if unknown.
   std::string path_of(std::string_view module) const;
@@ -33,6 +36,7 @@ public:
 private:
   std::map<std::string, std::string> m_path;                 // name -> relative path
   std::map<std::string, std::vector<std::string>> m_deps;    // name -> dependency names
+  std::map<std::string, std::vector<std::string>> m_soft_pre; // name -> soft pre-dependency module names
 };
 
 } // namespace autodriver::kernel

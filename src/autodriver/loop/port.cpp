@@ -316,6 +316,11 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
     ii.original = req.tree;
     ii.candidate = work;
     ii.diagnostics = original_diags;
+    // The symbols whose API changed (as the accepted edits say) may be rewritten wherever they
+    // occur, not only on the lines gcc reported (gcc reports an implicit declaration once).
+    for (const auto& a : rep.accepted)
+      for (const auto& sym : a.edit.symbols)
+        if (sym.find(' ') == std::string::npos) ii.removed_symbols.push_back(sym);
     auto integ = gate::check_integrity(ii);
     rep.integrity = gate::to_json(integ);
     step("integrity", {{"ok", integ.ok}, {"violations", integ.violations.size()}});

@@ -3,6 +3,7 @@
 // changed from int to void, the callback's definition is rewritten and its return statements
 // fixed; the rule comes from the two types gcc prints, not from a table.
 
+#include "autodriver/propose/c_tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/strings.hpp"
@@ -81,6 +82,84 @@ expression E;
                      fn, old_ret);
 }
 
+std::vector<std::string> split_params(const std::string& params) {
+  std::vector<std::string> out;
+  int depth = 0;
+  std::string cur;
+  for (char c : params) {
+    if (c == '(') ++depth;
+    if (c == ')') --depth;
+    if (c == ',' && depth == 0) {
+      out.emplace_back(util::trim(cur));
+      cur.clear();
+      continue;
+    }
+    cur += c;
+  }
+  if (!util::trim(cur).empty()) out.emplace_back(util::trim(cur));
+  return out;
+}
+
+std::string squash(const std::string& s) {
+  std::string out;
+  for (char c : s)
+    if (c != ' ') out += c;
+  return out;
+}
+
+/// Line edits that retype the parameters of every declaration and the definition of `fn` in
+/// one file: parameter i becomes `to[i]` (keeping its name) where `from[i]` differs.
+std::vector<TextEdit> retype_params(const std::string& file, const std::string& text, const std::string& fn,
+                                    const std::vector<std::string>& to, const std::vector<std::string>& from) {
+  std::vector<TextEdit> edits;
+  auto toks = tokenize(text);
+  int depth = 0;
+  for (std::size_t i = 0; i + 1 < toks.size(); ++i) {
+    if (toks[i].text == "{") ++depth;
+    if (toks[i].text == "}") --depth;
+    if (depth != 0 || toks[i].text != fn || toks[i + 1].text != "(") continue;
+    if (i == 0 || (toks[i - 1].kind != TokKind::ident && toks[i - 1].text != "*")) continue;
+    // Parameter token ranges.
+    std::vector<std::pair<std::size_t, std::size_t>> ranges;
+    std::size_t start = i + 2, k = i + 2;
+    int d = 1;
+    for (; k < toks.size(); ++k) {
+      if (toks[k].text == "(") ++d;
+      if (toks[k].text == ")" && --d == 0) break;
+      if (d == 1 && toks[k].text == ",") {
+        ranges.push_back({start, k - 1});
+        start = k + 1;
+      }
+    }
+    if (k > start) ranges.push_back({start, k - 1});
+    if (ranges.size() != to.size()) continue;
+    std::string out;
+    std::size_t pos = toks[i].begin;
+    bool changed = false;
+    for (std::size_t p = 0; p < ranges.size(); ++p) {
+      if (squash(to[p]) == squash(from[p])) continue;
+      auto [a, b] = ranges[p];
+      std::string name = toks[b].kind == TokKind::ident ? toks[b].text : "";
+      std::string type = to[p];
+      std::string param = name.empty() ? type : type + (type.back() == '*' ? "" : " ") + name;
+      out.append(text, pos, toks[a].begin - pos);
+      out += param;
+      pos = toks[b].end;
+      changed = true;
+    }
+    if (!changed) continue;
+    // Whole lines from the name's line to the closing parenthesis' line.
+    std::size_t line_start = text.rfind('\n', toks[i].begin);
+    line_start = line_start == std::string::npos ? 0 : line_start + 1;
+    std::size_t line_end = text.find('\n', toks[k].end);
+    if (line_end == std::string::npos) line_end = text.size();
+    std::string replaced = text.substr(line_start, toks[i].begin - line_start) + out +
+                           text.substr(pos, line_end - pos) + "\n";
+    edits.push_back({file, toks[i].line, toks[k].line - toks[i].line + 1, replaced});
+  }
+  return edits;
+}
+
 class CallbackSignature final : public Proposer {
 public:
   std::string_view id() const override { return "callback-signature"; }
@@ -92,6 +171,10 @@ public:
       if (d.kind != core::DiagKind::incompatible_pointer_type || d.symbols.size() < 2) continue;
       FnType to, from;
       if (!parse_fn_type(d.symbols[0], to) || !parse_fn_type(d.symbols[1], from)) continue;
+      if (to.params != from.params && squash(to.ret) == squash(from.ret)) {
+        params_changed(d, to, from, ctx, done, out);
+        continue;
+      }
       if (to.params != from.params || to.ret != "void" || from.ret == "void") continue;
       auto text = util::read_file(ctx.tree / d.file);
       if (!text) continue;
@@ -114,6 +197,37 @@ public:
       out.push_back(std::move(e));
     }
     return out;
+  }
+
+private:
+  void params_changed(const core::Diagnostic& d, const FnType& to, const FnType& from, const PortContext& ctx,
+                      std::set<std::string>& done, std::vector<Edit>& out) {
+    auto tp = split_params(to.params), fp = split_params(from.params);
+    if (tp.size() != fp.size()) return;
+    auto text = util::read_file(ctx.tree / d.file);
+    if (!text) return;
+    auto lines = util::split_lines(*text);
+    if (d.line < 1 || static_cast<std::size_t>(d.line) > lines.size()) return;
+    std::string fn = assigned_identifier(std::string(lines[static_cast<std::size_t>(d.line) - 1]));
+    if (fn.empty() || !done.insert(fn).second) return;
+    Edit e;
+    e.proposer = "callback-signature";
+    e.change_id = "callback:" + fn;
+    e.label = "callback-type-changed";
+    e.title = fmt::format("callback takes ({})", to.params);
+    e.description = fmt::format("The kernel now expects '{}' where {}() is '{}': its parameters are retyped to match.",
+                                d.symbols[0], fn, d.symbols[1]);
+    for (const auto& rel : util::list_files(ctx.tree)) {
+      auto ext = rel.extension().string();
+      if (ext != ".c" && ext != ".h") continue;
+      auto t = util::read_file(ctx.tree / rel);
+      if (!t || t->find(fn) == std::string::npos) continue;
+      for (auto& te : retype_params(rel.string(), *t, fn, tp, fp)) e.text_edits.push_back(std::move(te));
+    }
+    if (e.text_edits.empty()) return;
+    e.symbols = {fn, d.symbols[0]};
+    e.support = 1;
+    out.push_back(std::move(e));
   }
 };
 

@@ -429,6 +429,10 @@ std::vector<KbChange> derive_changes(const VersionBlock& block, ExtractStats& st
       return out;
     }
     for (const auto& piece : op) {
+      if (piece.size() < 3) { // `NULL,` alone says nothing about an API
+        ++stats.unclassified;
+        continue;
+      }
       KbChange c{"delete", join(piece, 0, piece.size() - 1), "", {}};
       for (const auto& t : piece)
         if (is_ident(t) && !is_keyword(t.text)) add_unique(c.symbols, t.text);

@@ -201,11 +201,15 @@ private:
     const std::string& name = d.symbols[0];
     const auto& names = idx.names();
     if (names.count(name)) return; // declared: a missing #include (header-fix), not a rename
+    // A constant renamed to a merely similar constant compiles and means something else
+    // (I2C_CLASS_DDC is not I2C_CLASS_HWMON): constants need a much closer name than functions.
+    bool constant = std::none_of(name.begin(), name.end(), [](char ch) { return std::islower(static_cast<unsigned char>(ch)); });
+    double threshold = constant ? 0.85 : 0.6;
     std::vector<std::pair<double, std::string>> cands;
     for (const auto& n : names) {
       if (n.size() < 3 || n == name) continue;
       double s = name_similarity(name, n);
-      if (s >= 0.6) cands.push_back({s, n});
+      if (s >= threshold) cands.push_back({s, n});
     }
     std::sort(cands.begin(), cands.end(), [](auto& a, auto& b) { return a.first > b.first; });
     if (cands.size() > 8) cands.resize(8);
