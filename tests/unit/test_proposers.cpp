@@ -1,0 +1,190 @@
+// Proposers on real 6.1 -> 6.12 changes: learned from real kernel file pairs
+// (tests/fixtures/learn), applied with spatch to the real 6.1 ppdev.c with its real 6.12 errors.
+
+#include "autodriver/gate/gcc_parser.hpp"
+#include "autodriver/propose/apply.hpp"
+#include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/propose/proposer.hpp"
+#include "autodriver/propose/target_decls.hpp"
+#include "autodriver/util/files.hpp"
+#include "autodriver/util/subprocess.hpp"
+#include "fixtures.hpp"
+
+#include <algorithm>
+
+using namespace autodriver;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct LearnFixture : ::testing::Test {
+  fs::path root = fs::path(AD_FIXTURES) / "learn";
+  std::optional<util::TempDir> tmp;
+  fs::path tree;
+  propose::PortContext ctx;
+  std::vector<core::Diagnostic> diags;
+
+  void SetUp() override {
+    auto t = util::TempDir::create(util::scratch_root(), "test-proposers-");
+    ASSERT_TRUE(t);
+    tmp.emplace(std::move(*t));
+    tree = tmp->path() / "tree";
+    ASSERT_TRUE(util::copy_tree(root / "driver", tree, util::SkipBuildProducts::yes));
+    ctx.old_src = root / "old";
+    ctx.new_src = root / "new";
+    ctx.tree = tree;
+    ctx.original_tree = root / "driver";
+    ctx.scratch = tmp->path() / "scratch";
+    gate::ParseOptions po;
+    po.tree_root = "/tmp/fixture-work/gcc/ppdev";
+    diags = gate::parse_build_output(fixture("gcc/6.12-char-ppdev.txt"), po);
+  }
+
+  static bool have_spatch() { return !util::find_program("spatch").empty(); }
+};
+
+const propose::Edit* find_edit(const std::vector<propose::Edit>& es, const std::string& change_id) {
+  for (const auto& e : es)
+    if (e.change_id == change_id && e.rank == 0) return &e;
+  return nullptr;
+}
+
+} // namespace
+
+TEST_F(LearnFixture, LearnsArgumentDropFromKernelCallSites) {
+  auto p = propose::make_learned_rewrite();
+  auto edits = p->propose(diags, ctx);
+  const auto* e = find_edit(edits, "call:class_create");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->label, "arguments-changed");
+  EXPECT_EQ(e->support, 3) << "three fixture files changed class_create the same way";
+  EXPECT_NE(e->smpl.find("- class_create(E0, E1)"), std::string::npos) << e->smpl;
+  EXPECT_NE(e->smpl.find("+ class_create(E1)"), std::string::npos) << e->smpl;
+  ASSERT_TRUE(e->call.has_value());
+  EXPECT_EQ(e->call->args, (std::vector<std::string>{"$1"}));
+  if (!have_spatch()) GTEST_SKIP() << "spatch not installed";
+  auto r = propose::apply_edit(*e, tree, ctx.scratch);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->changed_files, (std::vector<std::string>{"ppdev.c"}));
+  auto text = util::read_file(tree / "ppdev.c");
+  EXPECT_NE(text->find("ppdev_class = class_create(CHRDEV);"), std::string::npos);
+}
+
+TEST_F(LearnFixture, LearnsInitializerMemberRemoval) {
+  auto p = propose::make_learned_rewrite();
+  auto edits = p->propose(diags, ctx);
+  const auto* e = find_edit(edits, "ident:no_llseek");
+  ASSERT_NE(e, nullptr);
+  EXPECT_GE(e->support, 3) << "at least the three fixture files dropped it";
+  EXPECT_NE(e->smpl.find("-\t.llseek = no_llseek,"), std::string::npos) << e->smpl;
+  if (!have_spatch()) GTEST_SKIP() << "spatch not installed";
+  ASSERT_TRUE(propose::apply_edit(*e, tree, ctx.scratch));
+  auto text = util::read_file(tree / "ppdev.c");
+  EXPECT_EQ(text->find("no_llseek"), std::string::npos);
+  EXPECT_NE(text->find(".unlocked_ioctl"), std::string::npos) << "the rest of the initializer stays";
+}
+
+TEST_F(LearnFixture, LeaveOneOutExcludesTheDriversOwnFiles) {
+  // Learning with the class_create files left out: no evidence, no rule.
+  ctx.leave_out = {"drivers/base", "drivers/dma-buf", "drivers/gnss"};
+  auto p = propose::make_learned_rewrite();
+  auto edits = p->propose(diags, ctx);
+  EXPECT_EQ(find_edit(edits, "call:class_create"), nullptr);
+}
+
+TEST_F(LearnFixture, LearnsMemberRenameForI2cProbe) {
+  core::Diagnostic d;
+  d.kind = core::DiagKind::no_member;
+  d.severity = core::Severity::error;
+  d.file = "drv.c";
+  d.symbols = {"struct i2c_driver", "probe_new"};
+  auto p = propose::make_learned_rewrite();
+  auto edits = p->propose({d}, ctx);
+  const auto* e = find_edit(edits, "member:struct i2c_driver.probe_new");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->title, "struct i2c_driver.probe_new was renamed to .probe");
+  EXPECT_EQ(e->support, 3);
+}
+
+TEST_F(LearnFixture, HeaderMovedIsLearnedFromIncludes) {
+  ASSERT_TRUE(util::write_file(tree / "drv.c", "#include <linux/module.h>\n#include <asm/unaligned.h>\n"));
+  core::Diagnostic d;
+  d.kind = core::DiagKind::missing_header;
+  d.severity = core::Severity::fatal;
+  d.file = "drv.c";
+  d.line = 2;
+  d.symbols = {"asm/unaligned.h"};
+  auto p = propose::make_header_fix();
+  auto edits = p->propose({d}, ctx);
+  const auto* e = find_edit(edits, "header:asm/unaligned.h");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->title, "<asm/unaligned.h> moved to <linux/unaligned.h>");
+  ASSERT_TRUE(propose::apply_edit(*e, tree, ctx.scratch));
+  EXPECT_EQ(*util::read_file(tree / "drv.c"), "#include <linux/module.h>\n#include <linux/unaligned.h>\n");
+}
+
+TEST(CallbackSignature, IntToVoidRemoveCallback) {
+  auto tmp = util::TempDir::create(util::scratch_root(), "test-cb-");
+  ASSERT_TRUE(tmp);
+  // The shape of every 6.1 platform driver's remove callback (acerhdf.c's, abridged).
+  std::string src = "static int acerhdf_remove(struct platform_device *device)\n{\n"
+                    "\tif (!device)\n\t\treturn -EINVAL;\n\tkfree(device);\n\treturn 0;\n}\n\n"
+                    "static struct platform_driver acerhdf_driver = {\n\t.remove = acerhdf_remove,\n};\n";
+  ASSERT_TRUE(util::write_file(tmp->path() / "a.c", src));
+  core::Diagnostic d;
+  d.kind = core::DiagKind::incompatible_pointer_type;
+  d.file = "a.c";
+  d.line = 10;
+  d.symbols = {"void (*)(struct platform_device *)", "int (*)(struct platform_device *)"};
+  propose::PortContext ctx;
+  ctx.tree = tmp->path();
+  auto edits = propose::make_callback_signature()->propose({d}, ctx);
+  ASSERT_EQ(edits.size(), 1u);
+  EXPECT_EQ(edits[0].label, "callback-type-changed");
+  if (util::find_program("spatch").empty()) GTEST_SKIP() << "spatch not installed";
+  ASSERT_TRUE(propose::apply_edit(edits[0], tmp->path(), tmp->path() / "s"));
+  auto out = *util::read_file(tmp->path() / "a.c");
+  EXPECT_NE(out.find("static void acerhdf_remove("), std::string::npos) << out;
+  EXPECT_EQ(out.find("return 0;"), std::string::npos) << out;
+  EXPECT_EQ(out.find("return -EINVAL;"), std::string::npos) << out;
+  EXPECT_NE(out.find("kfree(device);"), std::string::npos) << out;
+}
+
+TEST(CallbackSignature, ParametersRetypedToConst) {
+  auto tmp = util::TempDir::create(util::scratch_root(), "test-cb-");
+  ASSERT_TRUE(tmp);
+  // vpoll-dkms 0.1's devnode callback; 6.12's struct class takes const struct device.
+  std::string src = "static char *vpoll_devnode(struct device *dev, umode_t *mode)\n{\n\treturn NULL;\n}\n"
+                    "static int init(void)\n{\n\tvpoll_class->devnode = vpoll_devnode;\n\treturn 0;\n}\n";
+  ASSERT_TRUE(util::write_file(tmp->path() / "vpoll.c", src));
+  gate::ParseOptions po;
+  auto ds = gate::parse_build_output(
+      "vpoll.c:7:31: error: assignment to 'char * (*)(const struct device *, umode_t *)' {aka 'char * (*)(const "
+      "struct device *, short unsigned int *)'} from incompatible pointer type 'char * (*)(struct device *, umode_t "
+      "*)' {aka 'char * (*)(struct device *, short unsigned int *)'} [-Werror=incompatible-pointer-types]\n",
+      po);
+  ASSERT_EQ(ds.size(), 1u);
+  ASSERT_EQ(ds[0].symbols.size(), 2u);
+  propose::PortContext ctx;
+  ctx.tree = tmp->path();
+  auto edits = propose::make_callback_signature()->propose(ds, ctx);
+  ASSERT_EQ(edits.size(), 1u);
+  ASSERT_TRUE(propose::apply_edit(edits[0], tmp->path(), tmp->path() / "s"));
+  auto out = *util::read_file(tmp->path() / "vpoll.c");
+  EXPECT_NE(out.find("static char *vpoll_devnode(const struct device *dev, umode_t *mode)"), std::string::npos) << out;
+}
+
+TEST(TargetDecls, PrototypesAndSimilarity) {
+  auto p = propose::parse_prototype("struct class * __must_check class_create(const char *name);", "class_create");
+  ASSERT_TRUE(p);
+  ASSERT_EQ(p->params.size(), 1u);
+  EXPECT_EQ(p->params[0].name, "name");
+  EXPECT_EQ(p->params[0].type, "const char *");
+  auto m = propose::parse_prototype("#define DEFINE_SEMAPHORE(_name, _n)\t\\", "DEFINE_SEMAPHORE");
+  ASSERT_TRUE(m);
+  EXPECT_TRUE(m->is_macro);
+  EXPECT_EQ(m->params.size(), 2u);
+  EXPECT_GT(propose::name_similarity("strlcpy", "strscpy"), 0.8);
+  EXPECT_GT(propose::name_similarity("del_timer_sync", "timer_delete_sync"), 0.6);
+  EXPECT_LT(propose::name_similarity("I2C_CLASS_DDC", "I2C_CLASS_HWMON"), 0.85);
+}
