@@ -70,7 +70,7 @@ rc=0; "$AD" corpus export "$WORK/nosuch" --jsonl "$WORK/n.jsonl" 2> "$WORK/e3" |
 #    exit 2, no half-written case directory.
 mkdir -p "$WORK/tiny"
 if mount -t tmpfs -o size=64k tmpfs "$WORK/tiny" 2>/dev/null; then
-  trap 'umount "$WORK/tiny" 2>/dev/null; rm -rf "$WORK"' EXIT
+  trap 'umount "$WORK/tiny" 2>/dev/null || true; rm -rf "$WORK"' EXIT
   rc=0; "$AD" corpus build --no-dkms --only drivers/hwmon/w83793 -o "$WORK/tiny/c" > /dev/null 2> "$WORK/e4" || rc=$?
   [ $rc -eq 2 ] && grep -q "No space left on device" "$WORK/e4" || { cat "$WORK/e4"; fail "disk full: expected exit 2 and a clear error"; }
   ls -a "$WORK/tiny/c/cases" | grep -q '^\.tmp' && fail "disk full left a half-written case directory"
