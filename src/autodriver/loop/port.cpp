@@ -6,6 +6,7 @@
 #include "autodriver/gate/scratch.hpp"
 #include "autodriver/kernel/source.hpp"
 #include "autodriver/kernel/target.hpp"
+#include "autodriver/loop/compat.hpp"
 #include "autodriver/loop/patch_series.hpp"
 #include "autodriver/propose/apply.hpp"
 #include "autodriver/util/files.hpp"
@@ -16,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <future>
 #include <map>
 #include <set>
 
@@ -145,6 +147,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
   auto step = [&](const std::string& kind, nlohmann::json data) {
     data["step"] = kind;
     data["t_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+    if (req.on_step) req.on_step(data);
     rep.steps.push_back(std::move(data));
   };
   auto scratch = gate::make_scratch("port-");
@@ -176,9 +179,19 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
     return {};
   };
 
+  // The old and the new kernel's builds of the unchanged tree run at once (one copy each).
+  std::future<util::Expected<BuildState>> from_build;
+  fs::path from_tree = scratch->path() / "from-tree";
   if (from) {
-    note(fmt::format("building the unchanged tree on {}", from->release));
-    auto f = build(*from, work, req);
+    if (auto c = util::copy_tree(req.tree, from_tree, util::SkipBuildProducts::yes); !c) return unexpected(c.error());
+    note(fmt::format("building the unchanged tree on {} and {}", from->release, to->release));
+    from_build = std::async(std::launch::async, [&]() { return build(*from, from_tree, req); });
+  } else {
+    note(fmt::format("building the unchanged tree on {}", to->release));
+  }
+  auto cur = build(*to, work, req);
+  if (from) {
+    auto f = from_build.get();
     if (!f) return unexpected(f.error());
     step("build-from", {{"kernel", from->release}, {"ok", f->ok}, {"errors", diag_list(f->errors)}});
     if (!f->ok) {
@@ -190,8 +203,6 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
       return rep;
     }
   }
-  note(fmt::format("building the unchanged tree on {}", to->release));
-  auto cur = build(*to, work, req);
   if (!cur) return unexpected(cur.error());
   rep.initial_errors = cur->ok ? 0 : cur->score();
   step("build-target", {{"kernel", to->release}, {"ok", cur->ok}, {"errors", diag_list(cur->errors)}});
@@ -281,10 +292,14 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
           step("try", {{"iteration", iter}, {"change", id}, {"rank", e->rank}, {"proposer", e->proposer},
                        {"errors_before", cur->score()}, {"errors_after", t->applied ? t->state.score() : -1}});
           if (!t->applied) continue;
+          bool clean = std::all_of(t->state.signatures.begin(), t->state.signatures.end(),
+                                   [&](const auto& sg) { return cur->signatures.count(sg) > 0; });
           if (t->state.score() < cur->score() && (!best_trial || t->state.score() < best_trial->state.score())) {
             best = e;
             best_trial = std::move(*t);
           }
+          // First improvement that adds no new error wins: alternatives cost a build each.
+          if (best && clean && best == e) break;
         }
         if (!best) {
           settled.insert(id);
@@ -301,10 +316,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
       }
     }
     if (!progressed) break;
-    // Rebuild the work tree itself so the next iteration sees its exact diagnostics.
-    auto again = build(*to, work, req);
-    if (!again) return unexpected(again.error());
-    *cur = std::move(*again);
+    // `cur` is the build of a trial copy identical to the work tree: no rebuild needed.
     step("build-target", {{"iteration", iter}, {"ok", cur->ok}, {"errors", diag_list(cur->errors)}});
   }
   rep.final_errors = cur->ok ? 0 : cur->score();
@@ -326,7 +338,44 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
     step("integrity", {{"ok", integ.ok}, {"violations", integ.violations.size()}});
     rep.status = integ.ok ? "ported" : "integrity-rejected";
     rep.ok = integ.ok;
-    if (integ.ok && (req.boot || from)) {
+    if (integ.ok && req.compat) {
+      // Keep the old kernel building: wrap every change in LINUX_VERSION_CODE guards at the
+      // target's version (the change happened after the old kernel and by the target).
+      std::string version = to->line + ".0";
+      fs::path ctree = scratch->path() / "compat";
+      if (auto c = util::copy_tree(work, ctree, util::SkipBuildProducts::yes); !c) return unexpected(c.error());
+      for (const auto& rel : propose::c_files(work)) {
+        auto orig = util::read_file(req.tree / rel);
+        auto now = util::read_file(work / rel);
+        if (orig && now && *orig != *now)
+          if (auto w = util::write_file(ctree / rel, compat_merge(*orig, *now, version)); !w) return unexpected(w.error());
+      }
+      auto on_to = build(*to, ctree, req);
+      if (!on_to) return unexpected(on_to.error());
+      nlohmann::json builds = {{to->release, on_to->ok}};
+      bool both = on_to->ok;
+      if (from) {
+        auto on_from = build(*from, ctree, req);
+        if (!on_from) return unexpected(on_from.error());
+        builds[from->release] = on_from->ok;
+        both = both && on_from->ok;
+      }
+      rep.compat = {{"ok", both}, {"version", version}, {"guard", "LINUX_VERSION_CODE >= " + kernel_version_macro(version)},
+                    {"builds", builds}, {"verified_on_old_kernel", from.has_value()}};
+      step("compat", {{"ok", both}, {"builds", builds}});
+      if (both) {
+        gate::clean_build_products(ctree);
+        fs::remove_all(work, ec);
+        if (auto c = util::copy_tree(ctree, work, util::SkipBuildProducts::yes); !c) return unexpected(c.error());
+        for (auto& a : rep.accepted)
+          for (auto& [f, text] : a.snapshot)
+            if (auto orig = util::read_file(req.tree / f); orig) text = compat_merge(*orig, text, version);
+      } else {
+        rep.ok = false;
+        rep.status = "compat-failed";
+      }
+    }
+    if (rep.ok && (req.boot || from)) {
       gate::CheckRequest cr;
       cr.tree = work;
       cr.kernels = {req.to};
@@ -383,6 +432,7 @@ nlohmann::json to_json(const PortReport& r, const PortRequest& req) {
           {"final_build", r.final_build},
           {"integrity", r.integrity},
           {"gates", r.gates},
+          {"compat", r.compat},
           {"patches", r.patches},
           {"steps", r.steps},
           {"elapsed_ms", r.elapsed.count()}};

@@ -33,6 +33,8 @@ struct PortRequest {
   std::vector<std::string> proposers;       ///< ids to use; empty = all in the table
   std::vector<std::string> kb_leave_out;    ///< compat-kb: KB provenance packages never learned from
   std::filesystem::path kb_path;            ///< compat-kb: KB file; empty = default
+  /// Called with each step as it happens (the run store records it before the loop goes on).
+  std::function<void(const nlohmann::json&)> on_step;
 };
 
 struct AcceptedEdit {
@@ -52,6 +54,7 @@ struct PortReport {
   nlohmann::json final_build = nullptr;
   nlohmann::json integrity = nullptr;
   nlohmann::json gates = nullptr;   ///< boot/sparse results on the target
+  nlohmann::json compat = nullptr;  ///< --compat: guard version and the builds on both kernels
   std::vector<std::string> remaining; ///< diagnostics still failing (messages)
   std::vector<std::string> patches;   ///< paths of the patch files
   std::chrono::milliseconds elapsed{0};
