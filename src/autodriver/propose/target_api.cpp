@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <regex>
 #include <set>
@@ -214,11 +215,17 @@ private:
     std::sort(cands.begin(), cands.end(), [](auto& a, auto& b) { return a.first > b.first; });
     if (cands.size() > 8) cands.resize(8);
     // Re-rank the most similar by how much the target's own drivers use them.
+    // Re-rank by how much the target's own drivers use each candidate (log scale) and drop what
+    // the target documents as deprecated (Documentation/process/deprecated.rst).
+    const auto& deprecated = idx.deprecated();
     std::vector<std::tuple<double, int, std::string>> ranked;
-    for (const auto& [s, n] : cands) ranked.push_back({s, idx.usage_count(n), n});
+    for (const auto& [s, n] : cands) {
+      if (deprecated.count(n)) continue;
+      ranked.push_back({s, idx.usage_count(n), n});
+    }
     std::sort(ranked.begin(), ranked.end(), [](auto& a, auto& b) {
-      double sa = std::get<0>(a) + 0.02 * std::min(10, std::get<1>(a));
-      double sb = std::get<0>(b) + 0.02 * std::min(10, std::get<1>(b));
+      double sa = std::get<0>(a) + 0.03 * std::log2(1.0 + std::get<1>(a));
+      double sb = std::get<0>(b) + 0.03 * std::log2(1.0 + std::get<1>(b));
       return sa > sb;
     });
     int rank = 1;

@@ -7,6 +7,7 @@
 #include "autodriver/util/subprocess.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <regex>
 
 namespace autodriver::propose {
@@ -256,6 +257,26 @@ int TargetIndex::usage_count(const std::string& name) {
   auto r = util::run(req);
   if (!r) return 0;
   return static_cast<int>(util::split_lines(r->out).size());
+}
+
+const std::set<std::string>& TargetIndex::deprecated() {
+  if (m_deprecated_loaded) return m_deprecated;
+  m_deprecated_loaded = true;
+  auto text = util::read_file(m_src / "Documentation/process/deprecated.rst");
+  if (!text) return m_deprecated;
+  auto lines = util::split_lines(*text);
+  static const std::regex k_fn(R"(([A-Za-z_]\w*)\(\))");
+  for (std::size_t i = 0; i + 1 < lines.size(); ++i) {
+    // A reStructuredText section title is underlined with '-' (or '=') as long as the title.
+    auto under = util::trim(lines[i + 1]);
+    if (under.size() < 3 || (under.find_first_not_of('-') != std::string_view::npos &&
+                             under.find_first_not_of('=') != std::string_view::npos))
+      continue;
+    std::string title(lines[i]);
+    for (auto it = std::sregex_iterator(title.begin(), title.end(), k_fn); it != std::sregex_iterator(); ++it)
+      m_deprecated.insert((*it)[1].str());
+  }
+  return m_deprecated;
 }
 
 static std::size_t levenshtein(const std::string& a, const std::string& b) {

@@ -55,10 +55,16 @@ public:
   /// How many target .c files use `name` (capped grep).
   int usage_count(const std::string& name);
 
+  /// Functions the target kernel itself declares deprecated: the section titles of
+  /// Documentation/process/deprecated.rst that name functions ("strncpy() on NUL-terminated strings").
+  const std::set<std::string>& deprecated();
+
 private:
   std::filesystem::path m_src, m_build;
   std::set<std::string> m_names;
   bool m_names_loaded = false;
+  std::set<std::string> m_deprecated;
+  bool m_deprecated_loaded = false;
 };
 
 /// Name similarity in [0, 1]: '_'-token overlap (prefix-tolerant) blended with edit distance.

@@ -1,0 +1,28 @@
+# Out-of-tree drivers from Debian's DKMS packages (build on 6.1, fail on 6.12) ported with
+# --to 6.12 and NO --from: repairs from the target kernel alone. They build, pass integrity and
+# load in the 6.12 guest. Then --compat on vpoll: the guarded result builds on 6.1 and 6.12.
+. "$(dirname "$0")/lib.sh.inc"
+need spatch
+need qemu-system-x86_64
+need apt-get
+"$AD" kernel source 6.12 > /dev/null || fail "kernel source 6.12"
+cd "$WORK"
+apt-get download -q vpoll-dkms langford-dkms v4l2loopback-dkms > /dev/null 2>&1 || { echo "SKIP: Debian mirror unreachable" >&2; exit $SKIP; }
+for d in *.deb; do dpkg -x "$d" x; done
+for src in x/usr/src/vpoll-* x/usr/src/langford-* x/usr/src/v4l2loopback-*; do
+  name=$(basename "$src")
+  "$AD" port "$src" --to 6.12 --boot -o "$WORK/$name.out" --json > "$WORK/$name.json" \
+    || { python3 -c "import json; d=json.load(open('$WORK/$name.json')); print(d['status'], d['remaining'], d['integrity'])" >&2; fail "$name: port failed"; }
+  py "$WORK/$name.json" "d['status'] == 'ported' and d['from'] == '' and d['integrity']['ok'] is True"
+  py "$WORK/$name.json" "d['gates']['gates']['boot']['ok'] is True" "$name: loads in 6.12"
+done
+py "$WORK/$(basename x/usr/src/vpoll-*).json" "any(a['proposer'] == 'callback-signature' for a in d['accepted'])"
+py "$WORK/$(basename x/usr/src/v4l2loopback-*).json" "any('strscpy' in a['symbols'] for a in d['accepted'])"
+
+# --compat: guards at 6.12.0, verified by building on both kernels.
+"$AD" port x/usr/src/vpoll-* --from 6.1 --to 6.12 --compat -o "$WORK/compat.out" --json > "$WORK/compat.json" || fail "compat port failed"
+py "$WORK/compat.json" "d['compat']['ok'] is True and all(d['compat']['builds'].values()) and len(d['compat']['builds']) == 2"
+grep -q "#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0)" "$WORK/compat.out/tree/vpoll.c" || fail "no version guard"
+grep -q "class_create(THIS_MODULE" "$WORK/compat.out/tree/vpoll.c" || fail "the old branch is gone"
+"$AD" check "$WORK/compat.out/tree" -k 6.1 -k 6.12 --no-sparse --json > "$WORK/check.json" || fail "compat tree does not build on both"
+echo PASS
