@@ -21,3 +21,7 @@ target_link_libraries(dep_gtest INTERFACE GTest::gtest GTest::gtest_main)
 pkg_check_modules(LIBGIT2 REQUIRED IMPORTED_TARGET libgit2>=1.5)
 add_library(dep_git2 INTERFACE)
 target_link_libraries(dep_git2 INTERFACE PkgConfig::LIBGIT2)
+
+find_package(SQLite3 REQUIRED)
+add_library(dep_sqlite INTERFACE)
+target_link_libraries(dep_sqlite INTERFACE SQLite::SQLite3)

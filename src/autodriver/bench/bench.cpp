@@ -2,6 +2,7 @@
 
 #include "autodriver/gate/check.hpp"
 #include "autodriver/loop/port.hpp"
+#include "autodriver/loop/record.hpp"
 #include "autodriver/propose/c_tokens.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
@@ -110,7 +111,19 @@ nlohmann::json run_case(const fs::path& case_dir, const nlohmann::json& meta, co
   }
   std::error_code ec;
   fs::remove_all(pr.out, ec);
-  auto rep = loop::run_port(pr, nullptr);
+  loop::RecordOptions record; // each case is a run in the run store (one connection per case)
+  record.store = req.store;
+  record.command = "bench";
+  record.case_id = id;
+  auto rec = loop::run_port_recorded(pr, nullptr, record);
+  if (!rec) {
+    row["status"] = "error";
+    row["error"] = rec.error().describe();
+    row["compiled"] = false;
+    return row;
+  }
+  row["run"] = rec->run_id;
+  auto& rep = rec->report;
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   row["seconds"] = secs;
   row["runtime_testable"] = testable;

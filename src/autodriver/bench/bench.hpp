@@ -25,6 +25,7 @@ struct BenchRequest {
   std::filesystem::path out;          ///< results dir: results.jsonl (resumable), ports/<id>/, report.json
   std::vector<std::string> only;      ///< case id prefixes
   std::chrono::seconds budget{300};   ///< per case
+  std::filesystem::path store;        ///< run store; empty = the default
 };
 
 struct CaseResult {

@@ -34,6 +34,7 @@ Command bench_command() {
               req->boot = !*no_boot;
               req->use_from = !*no_from;
               req->budget = std::chrono::seconds(*budget);
+              req->store = store_path_option();
               auto rep = bench::run_bench(*req, [&](const std::string& m) {
                 if (!*json) util::log_info("{}", m);
               });

@@ -334,7 +334,9 @@ Command kb_command() {
             add_source_options(*eval, *eso);
             eval->add_option("--kb", *eval_kb, "KB file (default: the cache's compat-kb.json)");
 
+            auto store_kb = setup_kb_store(sub); // export|import: the run store's KB (cmd_store_kb.cpp)
             return [=, &sub]() -> int {
+              if (int rc = store_kb(); rc >= 0) return rc;
               if (eval->parsed()) return run_eval(*eso, eval_kb->empty() ? propose::default_kb_path() : *eval_kb);
               if (build->parsed()) return run_build(*so, *trees, *leave_out, out->empty() ? propose::default_kb_path() : *out, *json);
               if (cases->parsed()) return run_cases(*cso, *from, *to, *cout_dir);

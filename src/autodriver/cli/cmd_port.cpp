@@ -2,6 +2,7 @@
 
 #include "autodriver/cli/commands.hpp"
 #include "autodriver/loop/port.hpp"
+#include "autodriver/loop/record.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/subprocess.hpp"
@@ -43,12 +44,20 @@ Command port_command() {
             return [=]() -> int {
               req->budget = std::chrono::seconds(*budget);
               if (*json && util::log_level() != util::LogLevel::debug) util::set_log_level(util::LogLevel::quiet);
-              auto rep = loop::run_port(*req, [](const std::string& m) { util::log_info("{}", m); });
+              loop::RecordOptions record; // every port is a run in the run store
+              record.store = store_path_option();
+              auto rec = loop::run_port_recorded(*req, [](const std::string& m) { util::log_info("{}", m); }, record);
+              if (!rec) {
+                std::fprintf(stderr, "autodriver: error: %s\n", rec.error().message.c_str());
+                return k_exit_error;
+              }
+              auto& rep = rec->report;
               if (!rep) {
                 std::fprintf(stderr, "autodriver: error: %s\n", rep.error().message.c_str());
                 return rep.error().kind == util::ErrorKind::interrupted ? k_exit_interrupted : k_exit_error;
               }
               auto j = loop::to_json(*rep, *req);
+              j["run"] = rec->run_id;
               std::error_code ec;
               fs::create_directories(req->out, ec);
               (void)util::write_file_atomic(req->out / "verdict.json", j.dump(2) + "\n");
@@ -65,6 +74,7 @@ Command port_command() {
                     fmt::print("  integrity: {} at {}:{}: {}\n", v.value("rule", ""), v.value("file", ""),
                                v.value("line", 0), v.value("detail", ""));
                 fmt::print("  tree: {}\n", (req->out / "tree").string());
+                fmt::print("  run: {} (autodriver show {})\n", rec->run_id, rec->run_id);
                 for (const auto& p : rep->patches) fmt::print("  patch: {}\n", p);
               }
               return rep->ok ? k_exit_ok : k_exit_failed;

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
 #include <functional>
 #include <string_view>
 
@@ -27,6 +28,15 @@ Command port_command();
 Command bench_command();
 Command corpus_command();
 Command kb_command();
+Command runs_command();    ///< cmd_runs.cpp: the run store
+Command show_command();
+Command explain_command();
+Command rerun_command();
+/// `--store PATH` (global option): the run store file; empty = store::default_store_path().
+std::filesystem::path& store_path_option();
+/// `kb export|import` of the run store's KB (cmd_store_kb.cpp), registered on the `kb` command.
+/// The returned runner returns -1 when neither subcommand was given.
+std::function<int()> setup_kb_store(CLI::App& kb_sub);
 /// Options and runner of `corpus mine` (cmd_corpus_mine.cpp), registered on the `corpus` command's "mine" subcommand.
 std::function<int()> setup_corpus_mine(CLI::App& mine_sub);
 

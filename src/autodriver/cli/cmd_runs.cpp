@@ -1,0 +1,305 @@
+// `autodriver runs`, `show RUN`, `explain RUN`, `rerun RUN --from-step N`: the run store.
+
+#include "autodriver/cli/commands.hpp"
+#include "autodriver/loop/record.hpp"
+#include "autodriver/store/explain.hpp"
+#include "autodriver/store/run_store.hpp"
+#include "autodriver/util/files.hpp"
+#include "autodriver/util/log.hpp"
+#include "autodriver/util/subprocess.hpp"
+
+#include <fmt/format.h>
+
+#include <iostream>
+
+namespace autodriver::cli {
+
+namespace fs = std::filesystem;
+
+std::filesystem::path& store_path_option() {
+  static std::filesystem::path p;
+  return p;
+}
+
+namespace {
+
+fs::path store_path() { return store_path_option().empty() ? store::default_store_path() : store_path_option(); }
+
+store::RunStore open_store() {
+  auto st = store::RunStore::open(store_path());
+  if (!st) throw util::FatalError{st.error()};
+  return std::move(*st);
+}
+
+/// RUN: a number or "last".
+std::int64_t resolve_run(store::RunStore& st, const std::string& arg) {
+  if (arg == "last") {
+    auto id = st.last_run_id();
+    if (!id) throw util::FatalError{id.error()};
+    if (!*id) throw util::FatalError{util::make_error(util::ErrorKind::not_found, fmt::format("{}: no runs recorded yet", st.path().string()))};
+    return **id;
+  }
+  char* end = nullptr;
+  long long v = std::strtoll(arg.c_str(), &end, 10);
+  if (arg.empty() || *end || v <= 0)
+    throw util::FatalError{util::make_error(util::ErrorKind::config, fmt::format("RUN must be a run id or `last`, not `{}`", arg))};
+  return v;
+}
+
+store::RunRow load_run(store::RunStore& st, std::int64_t id) {
+  auto r = st.run(id);
+  if (!r) throw util::FatalError{r.error()};
+  if (!*r) throw util::FatalError{util::make_error(util::ErrorKind::not_found, fmt::format("run {} is not in {} (see `autodriver runs`)", id, st.path().string()))};
+  return **r;
+}
+
+std::vector<store::StepRow> load_steps(store::RunStore& st, std::int64_t id) {
+  auto s = st.steps(id);
+  if (!s) throw util::FatalError{s.error()};
+  return *s;
+}
+
+nlohmann::json load_verdict(store::RunStore& st, std::int64_t id) {
+  auto arts = st.artifacts(id);
+  if (!arts) return nullptr;
+  for (const auto& a : *arts)
+    if (a.kind == "verdict")
+      if (auto b = st.blob(a.hash); b && *b) return nlohmann::json::parse(**b, nullptr, false);
+  return nullptr;
+}
+
+std::string step_line(const store::StepRow& s) {
+  std::string what;
+  const auto& in = s.input;
+  const auto& out = s.output;
+  if (s.kind.starts_with("build")) {
+    what = fmt::format("{} {}: {} error(s)", in.value("kernel", ""), out.value("ok", false) ? "ok" : "fails",
+                       s.diagnostics.is_array() ? s.diagnostics.size() : 0);
+  } else if (s.kind == "propose") {
+    what = fmt::format("{} edit(s)", out.value("edits", 0));
+  } else if (s.kind == "try") {
+    what = fmt::format("{}{}: {} -> {} error(s)", in.contains("change") ? in.value("change", "") : fmt::format("{} changes combined", in.value("changes", 0)),
+                       in.contains("rank") ? fmt::format(" (alt {})", in.value("rank", 0)) : "", in.value("errors_before", 0), out.value("errors_after", 0));
+  } else if (s.kind == "accept") {
+    what = fmt::format("{}: {}", in.value("change", ""), out.value("title", ""));
+  } else if (s.kind == "reject") {
+    what = in.value("change", "");
+  } else if (s.kind == "integrity") {
+    what = fmt::format("{} ({} violation(s))", out.value("ok", false) ? "ok" : "rejected", out.value("violations", 0));
+  } else {
+    what = out.value("ok", true) ? "ok" : "failed";
+  }
+  std::string tokens = s.tokens_in || s.tokens_out ? fmt::format(" tokens {}/{}", s.tokens_in, s.tokens_out) : "";
+  return fmt::format("{:>4} {:<12} {:<20} {:>8.1f}s{}  {}", s.seq, s.kind, s.component, s.elapsed_ms / 1000.0, tokens, what);
+}
+
+int run_list(const store::RunFilter& f, bool json) {
+  auto st = open_store();
+  auto rows = st.list_runs(f);
+  if (!rows) throw util::FatalError{rows.error()};
+  if (json) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& r : *rows) a.push_back(store::to_json(r));
+    std::cout << nlohmann::json{{"schema", "autodriver.runs"}, {"schema_version", 1}, {"store", st.path().string()}, {"runs", a}}.dump(2) << "\n";
+    return k_exit_ok;
+  }
+  for (const auto& r : *rows) {
+    std::string outcome = r.summary.is_object() ? r.summary.value("outcome", "") : "";
+    fmt::print("{:>5}  {:<11} {:<19} {:<6} {:<20} {:>4} steps  {}{}\n", r.id, r.status, r.started_at.substr(0, 19), r.command,
+               outcome, r.steps, r.case_id.empty() ? r.tree : r.case_id,
+               r.parent_run ? fmt::format("  (rerun of {})", *r.parent_run) : "");
+  }
+  return k_exit_ok;
+}
+
+int run_show(const std::string& arg, bool json) {
+  auto st = open_store();
+  auto id = resolve_run(st, arg);
+  auto run = load_run(st, id);
+  auto steps = load_steps(st, id);
+  auto arts = st.artifacts(id);
+  if (!arts) throw util::FatalError{arts.error()};
+  if (json) {
+    nlohmann::json s = nlohmann::json::array(), a = nlohmann::json::array();
+    for (const auto& x : steps) s.push_back(store::to_json(x));
+    for (const auto& x : *arts) a.push_back({{"name", x.name}, {"kind", x.kind}, {"sha256", x.hash}, {"size", x.size}});
+    std::cout << nlohmann::json{{"schema", "autodriver.run"}, {"schema_version", 1}, {"run", store::to_json(run)}, {"steps", s}, {"artifacts", a}}.dump(2) << "\n";
+    return k_exit_ok;
+  }
+  fmt::print("run {}: {} {} ({})\n", run.id, run.command, run.status, run.summary.is_object() ? run.summary.value("outcome", "") : "");
+  fmt::print("  tree: {}{}\n  started {} ended {} on {} (pid {})\n", run.tree, run.case_id.empty() ? "" : "  case " + run.case_id,
+             run.started_at, run.ended_at.empty() ? "-" : run.ended_at, run.host, run.pid);
+  if (run.parent_run) fmt::print("  rerun of run {} from step {}\n", *run.parent_run, run.args.value("from_step", 0));
+  std::int64_t tin = 0, tout = 0;
+  for (const auto& s : steps) {
+    fmt::print("{}\n", step_line(s));
+    for (const auto& d : s.diagnostics)
+      if (d.is_object()) fmt::print("       ! {}:{}: {}\n", d.value("file", ""), d.value("line", 0), d.value("message", ""));
+    tin += s.tokens_in;
+    tout += s.tokens_out;
+  }
+  fmt::print("  {} step(s), tokens in/out {}/{}\n", steps.size(), tin, tout);
+  for (const auto& a : *arts) fmt::print("  artifact {} ({} bytes, sha256 {})\n", a.name, a.size, a.hash.substr(0, 12));
+  return k_exit_ok;
+}
+
+int run_explain(const std::string& arg, bool json) {
+  auto st = open_store();
+  auto id = resolve_run(st, arg);
+  auto run = load_run(st, id);
+  auto steps = load_steps(st, id);
+  auto ex = store::explain_run(run, steps, load_verdict(st, id), &st);
+  if (json) std::cout << ex.doc.dump(2) << "\n";
+  else std::cout << store::render_explanation(ex.doc);
+  return k_exit_ok;
+}
+
+struct RerunOptions {
+  std::string run;
+  std::int64_t from_step = 0;
+  fs::path out;
+  std::vector<std::string> proposers;
+  int max_iters = 0;
+  int budget_s = 0;
+  bool json = false;
+};
+
+int run_rerun(const RerunOptions& o) {
+  std::int64_t id = 0, checkpoint = 0;
+  loop::PortRequest req;
+  fs::path store = store_path();
+  fs::path original;
+  std::optional<util::TempDir> base;
+  {
+    auto st = open_store();
+    id = resolve_run(st, o.run);
+    auto run = load_run(st, id);
+    if (run.command != "port" && run.command != "rerun" && run.command != "bench")
+      throw util::FatalError{util::make_error(util::ErrorKind::config, fmt::format("run {} is a `{}` run: only port runs can be rerun", id, run.command))};
+    auto steps = load_steps(st, id);
+    if (o.from_step < 0 || o.from_step > static_cast<std::int64_t>(steps.size()))
+      throw util::FatalError{util::make_error(util::ErrorKind::config, fmt::format("--from-step {}: run {} has steps 1..{} (0 = the start)", o.from_step, id, steps.size()))};
+    req = loop::request_from_json(run.args);
+    original = run.args.value("original_tree", run.args.value("tree", ""));
+    if (!fs::is_directory(original))
+      throw util::FatalError{util::make_error(util::ErrorKind::not_found, fmt::format("{}: the run's driver tree is gone; rerun needs it", original.string()))};
+    // Checkpoint: the original tree with the files of every edit accepted up to the step.
+    auto arts = st.artifacts(id);
+    if (!arts) throw util::FatalError{arts.error()};
+    std::vector<store::Artifact> accepted;
+    for (const auto& a : *arts)
+      if (a.kind == "accepted") accepted.push_back(a);
+    std::size_t k = 0;
+    auto dir = util::TempDir::create(util::scratch_root(), "rerun-");
+    if (!dir) throw util::FatalError{dir.error()};
+    base.emplace(std::move(*dir));
+    fs::path tree = base->path() / original.filename();
+    if (auto c = util::copy_tree(original, tree, util::SkipBuildProducts::yes); !c) throw util::FatalError{c.error()};
+    for (const auto& s : steps) {
+      if (s.kind != "accept") continue;
+      if (s.seq > o.from_step) break;
+      if (k >= accepted.size())
+        throw util::FatalError{util::make_error(util::ErrorKind::not_found, fmt::format("run {}: step {} has no recorded edit (the run did not finish): use an earlier --from-step", id, s.seq))};
+      auto text = st.blob(accepted[k].hash);
+      auto j = text && *text ? nlohmann::json::parse(**text, nullptr, false) : nlohmann::json();
+      for (const auto& [f, h] : j.value("files", nlohmann::json::object()).items()) {
+        auto content = st.blob(h.get<std::string>());
+        if (!content || !*content) throw util::FatalError{util::make_error(util::ErrorKind::not_found, fmt::format("blob {} missing", h.get<std::string>()))};
+        if (auto w = util::write_file(tree / f, **content); !w) throw util::FatalError{w.error()};
+      }
+      checkpoint = s.seq;
+      ++k;
+    }
+    req.tree = tree;
+    req.out = o.out;
+    if (!o.proposers.empty()) req.proposers = o.proposers;
+    if (o.max_iters > 0) req.max_iters = o.max_iters;
+    if (o.budget_s > 0) req.budget = std::chrono::seconds(o.budget_s);
+  }
+  loop::RecordOptions ro;
+  ro.store = store;
+  ro.command = "rerun";
+  ro.parent_run = id;
+  ro.extra_args = {{"from_step", o.from_step}, {"checkpoint_step", checkpoint}, {"original_tree", original.string()}};
+  if (o.json && util::log_level() != util::LogLevel::debug) util::set_log_level(util::LogLevel::quiet);
+  auto rec = loop::run_port_recorded(req, [](const std::string& m) { util::log_info("{}", m); }, ro);
+  if (!rec) throw util::FatalError{rec.error()};
+  if (!rec->report) {
+    std::fprintf(stderr, "autodriver: error: run %lld: %s\n", static_cast<long long>(rec->run_id), rec->report.error().message.c_str());
+    return rec->report.error().kind == util::ErrorKind::interrupted ? k_exit_interrupted : k_exit_error;
+  }
+  auto j = loop::to_json(*rec->report, req);
+  j["run"] = rec->run_id;
+  j["parent_run"] = id;
+  (void)util::write_file_atomic(req.out / "verdict.json", j.dump(2) + "\n");
+  if (o.json) std::cout << j.dump(2) << "\n";
+  else fmt::print("run {} (rerun of {} from step {}): {} ({} -> {} error(s))\n", rec->run_id, id, checkpoint,
+                  rec->report->status, rec->report->initial_errors, rec->report->final_errors);
+  return rec->report->ok ? k_exit_ok : k_exit_failed;
+}
+
+} // namespace
+
+Command runs_command() {
+  return {"runs", "List recorded runs (newest first) from the run store",
+          [](CLI::App& sub) -> std::function<int()> {
+            auto f = std::make_shared<store::RunFilter>();
+            auto status = std::make_shared<std::string>();
+            auto case_id = std::make_shared<std::string>();
+            auto since = std::make_shared<std::string>();
+            auto until = std::make_shared<std::string>();
+            auto json = std::make_shared<bool>(false);
+            sub.add_option("--status", *status, "Only runs with this status")->check(CLI::IsMember({"running", "ok", "failed", "interrupted", "error"}));
+            sub.add_option("--case", *case_id, "Only runs of this bench case");
+            sub.add_option("--since", *since, "Started at or after (UTC, e.g. 2025-06-01 or 2025-06-01T12:00)");
+            sub.add_option("--until", *until, "Started before (UTC)");
+            sub.add_option("-n,--limit", f->limit, "At most N runs");
+            sub.add_flag("--json", *json, "Print JSON");
+            return [=]() -> int {
+              if (!status->empty()) f->status = *status;
+              if (!case_id->empty()) f->case_id = *case_id;
+              if (!since->empty()) f->since = *since;
+              if (!until->empty()) f->until = *until;
+              return run_list(*f, *json);
+            };
+          }};
+}
+
+Command show_command() {
+  return {"show", "Show a recorded run: each step, what it changed, what each gate said, time and tokens",
+          [](CLI::App& sub) -> std::function<int()> {
+            auto run = std::make_shared<std::string>();
+            auto json = std::make_shared<bool>(false);
+            sub.add_option("run", *run, "Run id or `last`")->required();
+            sub.add_flag("--json", *json, "Print JSON");
+            return [=]() -> int { return run_show(*run, *json); };
+          }};
+}
+
+Command explain_command() {
+  return {"explain", "Find the step where a recorded run went wrong, what caused it, and how to recover",
+          [](CLI::App& sub) -> std::function<int()> {
+            auto run = std::make_shared<std::string>();
+            auto json = std::make_shared<bool>(false);
+            sub.add_option("run", *run, "Run id or `last`")->required();
+            sub.add_flag("--json", *json, "Print JSON");
+            return [=]() -> int { return run_explain(*run, *json); };
+          }};
+}
+
+Command rerun_command() {
+  return {"rerun", "Replay a recorded port from a checkpoint with other proposers, iterations or budget (a new run linked to the old)",
+          [](CLI::App& sub) -> std::function<int()> {
+            auto o = std::make_shared<RerunOptions>();
+            sub.add_option("run", o->run, "Run id or `last`")->required();
+            sub.add_option("--from-step", o->from_step, "Start from the tree after this step (its accepted edits kept; 0 = the start)")->required();
+            sub.add_option("-o,--out", o->out, "Output directory (as for port)")->required();
+            sub.add_option("--proposer", o->proposers, "Use only these proposers (repeatable)");
+            sub.add_option("--max-iters", o->max_iters, "Iterations of the loop");
+            sub.add_option("--budget-s", o->budget_s, "Wall-time budget in seconds");
+            sub.add_flag("--json", o->json, "Print the versioned JSON verdict");
+            return [=]() -> int { return run_rerun(*o); };
+          }};
+}
+
+} // namespace autodriver::cli

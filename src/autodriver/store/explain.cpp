@@ -1,0 +1,234 @@
+#include "autodriver/store/explain.hpp"
+
+#include "autodriver/store/kb.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+
+namespace autodriver::store {
+
+namespace {
+
+nlohmann::json step_ref(const StepRow& s) {
+  return {{"seq", s.seq}, {"kind", s.kind}, {"component", s.component}};
+}
+
+/// The symbol a change id names ("call:class_create" -> "class_create").
+std::string change_symbol(const std::string& change) {
+  auto colon = change.rfind(':');
+  return colon == std::string::npos ? change : change.substr(colon + 1);
+}
+
+bool mentions(const std::string& message, const std::string& sym) {
+  if (sym.empty()) return false;
+  for (auto pos = message.find(sym); pos != std::string::npos; pos = message.find(sym, pos + 1)) {
+    auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    bool left = pos == 0 || !ident(message[pos - 1]);
+    bool right = pos + sym.size() >= message.size() || !ident(message[pos + sym.size()]);
+    if (left && right) return true;
+  }
+  return false;
+}
+
+std::string rerun_cmd(std::int64_t run, std::int64_t from_step, const std::string& extra) {
+  return fmt::format("autodriver rerun {} --from-step {}{}{}", run, from_step, extra.empty() ? "" : " ", extra);
+}
+
+/// The seq of the last accept before `seq` (the checkpoint to restart from), 0 = the start.
+std::int64_t checkpoint_before(const std::vector<StepRow>& steps, std::int64_t seq) {
+  std::int64_t cp = 0;
+  for (const auto& s : steps)
+    if (s.seq < seq && s.kind == "accept") cp = s.seq;
+  return cp;
+}
+
+} // namespace
+
+Explanation explain_run(const RunRow& run, const std::vector<StepRow>& steps, const nlohmann::json& verdict, RunStore* kb) {
+  std::string outcome = run.summary.is_object() ? run.summary.value("outcome", run.status) : run.status;
+  nlohmann::json doc = {{"schema", "autodriver.explain"}, {"schema_version", 1}, {"run", run.id},
+                        {"status", run.status}, {"outcome", outcome}, {"detect", nullptr},
+                        {"attribute", nlohmann::json::array()}, {"recover", nlohmann::json::array()}};
+  auto& attr = doc["attribute"];
+  auto& recover = doc["recover"];
+  auto cause = [&](const std::string& c, const StepRow* s, const std::string& why, nlohmann::json evidence = nullptr) {
+    attr.push_back({{"cause", c}, {"step", s ? step_ref(*s) : nlohmann::json(nullptr)}, {"why", why}, {"evidence", evidence}});
+  };
+  auto detect = [&](const StepRow* s, const std::string& what) {
+    if (doc["detect"].is_null()) doc["detect"] = {{"step", s ? step_ref(*s) : nlohmann::json(nullptr)}, {"what", what}};
+  };
+  const StepRow* last = steps.empty() ? nullptr : &steps.back();
+
+  if (run.status == "ok") {
+    cause("none", nullptr, "the run passed every gate it ran");
+    return {doc};
+  }
+  if (run.status == "running") {
+    detect(last, "the run is still going");
+    return {doc};
+  }
+  if (run.status == "interrupted" || run.status == "error") {
+    std::string err = run.summary.is_object() ? run.summary.value("error", run.summary.value("detected", "")) : "";
+    detect(last, last ? fmt::format("the run stopped after step {} ({})", last->seq, last->kind) : "the run stopped before its first step");
+    cause(run.status == "interrupted" ? "interrupted" : "infrastructure", last,
+          err.empty() ? "the run did not finish" : err);
+    recover.push_back({{"action", "rerun"}, {"command", rerun_cmd(run.id, checkpoint_before(steps, last ? last->seq + 1 : 0), "")},
+                       {"why", "resume from the last accepted edit"}});
+    return {doc};
+  }
+
+  // Build of the unchanged tree on its own kernel.
+  for (const auto& s : steps)
+    if (s.kind == "build-from" && !s.output.value("ok", true)) {
+      detect(&s, "the unchanged driver does not build on its own kernel");
+      cause("input", &s, "errors before any edit: fix the driver (or --from) first", s.diagnostics);
+      return {doc};
+    }
+
+  // Integrity: an accepted edit was rejected by the anti-cheat gate.
+  const StepRow* integ = nullptr;
+  const StepRow* gates = nullptr;
+  for (const auto& s : steps) {
+    if (s.kind == "integrity" && !s.output.value("ok", true)) integ = &s;
+    if (s.kind == "gates" && !s.output.value("ok", true)) gates = &s;
+  }
+  std::vector<const StepRow*> accepts;
+  for (const auto& s : steps)
+    if (s.kind == "accept") accepts.push_back(&s);
+  if (integ) {
+    detect(integ, "the integrity gate rejected the ported tree");
+    nlohmann::json violations = verdict.is_object() && verdict["integrity"].is_object() ? verdict["integrity"].value("violations", nlohmann::json::array()) : nlohmann::json::array();
+    // The violation's symbols name the edit; without them, the last accepted edit is the suspect.
+    const StepRow* culprit = accepts.empty() ? nullptr : accepts.back();
+    for (const auto* a : accepts)
+      for (const auto& v : violations)
+        if (mentions(v.dump(), change_symbol(a->input.value("change", "")))) culprit = a;
+    cause("integrity", culprit, culprit ? fmt::format("edit {} ({}) changed what the API change does not explain", culprit->input.value("change", ""), culprit->component)
+                                        : "the tree changed outside the API changes", violations);
+    if (culprit)
+      recover.push_back({{"action", "rerun"}, {"command", rerun_cmd(run.id, checkpoint_before(steps, culprit->seq), "")},
+                         {"why", "restart before the rejected edit and let the loop pick another alternative"}});
+    return {doc};
+  }
+  if (gates) {
+    std::string boot_outcome;
+    if (verdict.is_object() && verdict["gates"].is_object())
+      for (const auto& [k, g] : verdict["gates"]["gates"]["boot"]["by_kernel"].items())
+        if (g.is_object() && g["details"].is_object()) boot_outcome = g["details"].value("outcome", "");
+    static const std::set<std::string> k_infra = {"qemu-failed", "no-boot", "timeout", "kernel-panic-early", "infrastructure"};
+    detect(gates, fmt::format("the boot/load gate failed{}", boot_outcome.empty() ? "" : " (" + boot_outcome + ")"));
+    if (k_infra.count(boot_outcome))
+      cause("gate-false-positive", gates, "the guest failed before the driver was loaded", boot_outcome);
+    else
+      cause("runtime", accepts.empty() ? gates : accepts.back(), "the ported driver builds but fails when loaded", boot_outcome);
+    recover.push_back({{"action", "check"}, {"command", "autodriver check OUT/tree --to TARGET --boot"},
+                       {"why", "reproduce the gate on the ported tree"}});
+    return {doc};
+  }
+
+  // Errors left at the end: where did each first appear, and what did the loop do about it?
+  const StepRow* final_build = nullptr;
+  std::vector<const StepRow*> builds;
+  for (const auto& s : steps)
+    if (s.kind == "build-target") {
+      builds.push_back(&s);
+      final_build = &s;
+    }
+  if (!final_build) {
+    detect(last, "no build of the target was recorded");
+    cause("infrastructure", last, "the loop stopped before building the target");
+    return {doc};
+  }
+  std::set<std::string> reported;
+  for (const auto& d : final_build->diagnostics) {
+    std::string sig = diagnostic_signature(d);
+    if (!reported.insert(sig).second) continue;
+    std::string msg = d.value("message", "");
+    const StepRow* first = nullptr;
+    for (const auto* b : builds) {
+      for (const auto& e : b->diagnostics)
+        if (diagnostic_signature(e) == sig) first = b;
+      if (first) break;
+    }
+    nlohmann::json ev = {{"diagnostic", d}, {"signature", sig}};
+    if (first && first != builds.front()) {
+      // New since the start: the accepted edit just before that build introduced it.
+      const StepRow* culprit = nullptr;
+      for (const auto* a : accepts)
+        if (a->seq < first->seq) culprit = a;
+      detect(first, fmt::format("a new error appeared after an accepted edit: {}", msg));
+      cause("proposer-regression", culprit ? culprit : first,
+            fmt::format("accepted edit {} introduced: {}", culprit ? culprit->input.value("change", "") : "?", msg), ev);
+      if (culprit)
+        recover.push_back({{"action", "rerun"}, {"command", rerun_cmd(run.id, checkpoint_before(steps, culprit->seq), "")},
+                           {"why", "restart before the edit that introduced the error"}});
+      continue;
+    }
+    // Present from the start: which changes were tried for it?
+    const StepRow* tried = nullptr;
+    const StepRow* rejected = nullptr;
+    for (const auto& s : steps) {
+      std::string sym = change_symbol(s.input.value("change", ""));
+      if (!mentions(msg, sym)) continue;
+      if (s.kind == "try" && !tried) tried = &s;
+      if (s.kind == "reject") rejected = &s;
+    }
+    if (tried) {
+      detect(rejected ? rejected : tried, fmt::format("no alternative for {} removed: {}", tried->input.value("change", ""), msg));
+      ev["tries"] = nlohmann::json::array();
+      for (const auto& s : steps)
+        if (s.kind == "try" && s.input.value("change", "") == tried->input.value("change", ""))
+          ev["tries"].push_back({{"seq", s.seq}, {"proposer", s.component}, {"rank", s.input.value("rank", 0)},
+                                 {"errors_before", s.input.value("errors_before", 0)}, {"errors_after", s.output.value("errors_after", 0)}});
+      cause("wrong-mapping", rejected ? rejected : tried,
+            fmt::format("the API change {} as proposed by {} does not fit this use", tried->input.value("change", ""), tried->component), ev);
+    } else {
+      detect(first ? first : final_build, fmt::format("no proposer offered an edit for: {}", msg));
+      cause("missing-mapping", first ? first : final_build, "no proposer knows the API change behind this error", ev);
+    }
+    if (kb) {
+      auto hits = kb_entries(*kb, sig);
+      if (hits)
+        for (const auto& h : *hits)
+          recover.push_back({{"action", "kb"}, {"signature", sig}, {"change_id", h.change_id}, {"title", h.title},
+                             {"origin", h.origin}, {"why", "a recorded fix for the same diagnostic"}});
+    }
+  }
+  if (outcome == "budget") {
+    cause("budget", last, "the time budget ended while the loop was still going");
+    recover.push_back({{"action", "rerun"}, {"command", rerun_cmd(run.id, checkpoint_before(steps, last ? last->seq + 1 : 0),
+                                                                  fmt::format("--budget-s {}", 2 * run.args.value("budget_s", 900)))},
+                       {"why", "continue from the last accepted edit with more time"}});
+  }
+  if (attr.empty()) {
+    detect(final_build, fmt::format("the loop ended with outcome {}", outcome));
+    cause("infrastructure", final_build, "the build failed without a diagnostic the loop could read", final_build->diagnostics);
+  }
+  return {doc};
+}
+
+std::string render_explanation(const nlohmann::json& d) {
+  std::string out = fmt::format("run {}: {} ({})\n", d.value("run", 0), d.value("status", ""), d.value("outcome", ""));
+  if (d["detect"].is_object()) {
+    const auto& s = d["detect"]["step"];
+    out += fmt::format("detect:    {}{}\n", s.is_object() ? fmt::format("step {} ({}): ", s.value("seq", 0), s.value("kind", "")) : "",
+                       d["detect"].value("what", ""));
+  }
+  for (const auto& a : d["attribute"]) {
+    const auto& s = a["step"];
+    out += fmt::format("attribute: {} at {}: {}\n", a.value("cause", ""),
+                       s.is_object() ? fmt::format("step {} ({}, {})", s.value("seq", 0), s.value("kind", ""), s.value("component", "")) : "-",
+                       a.value("why", ""));
+  }
+  for (const auto& r : d["recover"]) {
+    if (r.value("action", "") == "kb")
+      out += fmt::format("recover:   KB entry for this diagnostic: {} ({}, {})\n", r.value("title", ""), r.value("change_id", ""), r.value("origin", ""));
+    else
+      out += fmt::format("recover:   {}  # {}\n", r.value("command", ""), r.value("why", ""));
+  }
+  return out;
+}
+
+} // namespace autodriver::store
