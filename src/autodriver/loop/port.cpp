@@ -36,7 +36,10 @@ struct BuildState {
   std::vector<core::Diagnostic> errors;   ///< error/fatal diagnostics
   std::vector<core::Diagnostic> all;
   std::set<std::string> signatures;
-  int score() const { return ok ? 0 : std::max<int>(1, static_cast<int>(signatures.size())); }
+  int type_warnings = 0;                  ///< int-conversion / incompatible-pointer warnings
+  /// Errors, plus type-safety warnings: an edit that compiles only by converting a pointer to
+  /// an integer (a wrong rename) must not look like progress.
+  int score() const { return (ok ? 0 : std::max<int>(1, static_cast<int>(signatures.size()))) + type_warnings; }
 };
 
 std::string error_signature(const core::Diagnostic& d) {
@@ -55,13 +58,35 @@ util::Expected<BuildState> build(const core::Kernel& k, const fs::path& tree, co
   s.ok = r->run.ok() && !r->modules.empty();
   s.timed_out = r->run.timed_out;
   s.all = r->diagnostics;
-  for (const auto& d : r->diagnostics)
+  for (const auto& d : r->diagnostics) {
     if (d.severity == core::Severity::error || d.severity == core::Severity::fatal) {
       s.errors.push_back(d);
       s.signatures.insert(error_signature(d));
+    } else if (d.severity == core::Severity::warning &&
+               (d.kind == core::DiagKind::int_conversion || d.kind == core::DiagKind::incompatible_pointer_type ||
+                d.kind == core::DiagKind::incompatible_type)) {
+      ++s.type_warnings;
     }
+  }
   if (!s.ok && s.signatures.empty()) s.signatures.insert("build failed: " + r->run.status_text());
   return s;
+}
+
+/// Score of a trial against the current state: its errors, plus one for every new error that sits
+/// on a line where an error disappeared (the edit only turned one error into another there).
+int trial_score(const BuildState& cur, const BuildState& trial) {
+  if (trial.ok) return trial.type_warnings;
+  std::set<std::string> removed_lines;
+  for (const auto& d : cur.errors)
+    if (!trial.signatures.count(error_signature(d))) removed_lines.insert(d.file + ":" + std::to_string(d.line));
+  int penalty = 0;
+  std::set<std::string> counted;
+  for (const auto& d : trial.errors) {
+    std::string sig = error_signature(d);
+    if (cur.signatures.count(sig) || !counted.insert(sig).second) continue;
+    if (removed_lines.count(d.file + ":" + std::to_string(d.line))) ++penalty;
+  }
+  return trial.score() + penalty;
 }
 
 nlohmann::json diag_list(const std::vector<core::Diagnostic>& ds) {
@@ -260,7 +285,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
                                 [&](const auto& s) { return cur->signatures.count(s) > 0; });
       step("try", {{"iteration", iter}, {"changes", firsts.size()}, {"errors_before", cur->score()},
                    {"errors_after", t->applied ? t->state.score() : -1}, {"combined", true}});
-      if (t->applied && t->state.score() < cur->score() && no_new) {
+      if (t->applied && trial_score(*cur, t->state) < cur->score() && no_new) {
         // Re-apply one by one on the work tree to record one snapshot (patch) per change.
         int before = cur->score();
         for (const auto* e : firsts) {
@@ -294,7 +319,8 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
           if (!t->applied) continue;
           bool clean = std::all_of(t->state.signatures.begin(), t->state.signatures.end(),
                                    [&](const auto& sg) { return cur->signatures.count(sg) > 0; });
-          if (t->state.score() < cur->score() && (!best_trial || t->state.score() < best_trial->state.score())) {
+          if (trial_score(*cur, t->state) < cur->score() &&
+              (!best_trial || trial_score(*cur, t->state) < trial_score(*cur, best_trial->state))) {
             best = e;
             best_trial = std::move(*t);
           }

@@ -35,7 +35,8 @@ bool parse_fn_type(const std::string& s, FnType& out) {
 
 /// The identifier assigned on a line like "\t.remove = foo_remove," or "x->remove = foo;".
 std::string assigned_identifier(const std::string& line) {
-  static const std::regex k_assign(R"(=\s*&?\s*([A-Za-z_]\w*)\s*[,;]?\s*$)");
+  // ".remove = foo_remove," and wrapped forms such as ".remove = __exit_p(foo_remove),".
+  static const std::regex k_assign(R"(=\s*&?\s*(?:[A-Za-z_]\w*\s*\(\s*)?([A-Za-z_]\w*)\s*\)?\s*[,;]?\s*$)");
   std::smatch m;
   if (std::regex_search(line, m, k_assign)) return m[1].str();
   return {};
@@ -175,6 +176,10 @@ public:
         params_changed(d, to, from, ctx, done, out);
         continue;
       }
+      if (to.params == from.params && to.ret != "void" && squash(to.ret) != squash(from.ret)) {
+        ret_changed(d, to, from, ctx, done, out);
+        continue;
+      }
       if (to.params != from.params || to.ret != "void" || from.ret == "void") continue;
       auto text = util::read_file(ctx.tree / d.file);
       if (!text) continue;
@@ -200,6 +205,57 @@ public:
   }
 
 private:
+  /// The return type changed (e.g. gained const): retype it in every declaration of the callback.
+  void ret_changed(const core::Diagnostic& d, const FnType& to, const FnType& from, const PortContext& ctx,
+                   std::set<std::string>& done, std::vector<Edit>& out) {
+    auto text = util::read_file(ctx.tree / d.file);
+    if (!text) return;
+    auto lines = util::split_lines(*text);
+    if (d.line < 1 || static_cast<std::size_t>(d.line) > lines.size()) return;
+    std::string fn = assigned_identifier(std::string(lines[static_cast<std::size_t>(d.line) - 1]));
+    if (fn.empty() || !done.insert(fn).second) return;
+    auto old_ret = tokenize(from.ret);
+    Edit e;
+    e.proposer = "callback-signature";
+    e.change_id = "callback:" + fn;
+    e.label = "callback-type-changed";
+    e.title = fmt::format("callback returns {}", to.ret);
+    e.description = fmt::format("The kernel now expects '{}' where {}() is '{}': its return type becomes {}.",
+                                d.symbols[0], fn, d.symbols[1], to.ret);
+    for (const auto& rel : util::list_files(ctx.tree)) {
+      auto ext = rel.extension().string();
+      if (ext != ".c" && ext != ".h") continue;
+      auto t = util::read_file(ctx.tree / rel);
+      if (!t || t->find(fn) == std::string::npos) continue;
+      auto toks = tokenize(*t);
+      int depth = 0;
+      for (std::size_t i = 0; i + 1 < toks.size(); ++i) {
+        if (toks[i].text == "{") ++depth;
+        if (toks[i].text == "}") --depth;
+        if (depth != 0 || toks[i].text != fn || toks[i + 1].text != "(" || i < old_ret.size()) continue;
+        // The old return type's tokens right before the name.
+        bool match = true;
+        for (std::size_t k = 0; k < old_ret.size(); ++k)
+          if (toks[i - old_ret.size() + k].text != old_ret[k].text) match = false;
+        if (!match) continue;
+        const Token& first = toks[i - old_ret.size()];
+        std::size_t ls = t->rfind('\n', first.begin);
+        ls = ls == std::string::npos ? 0 : ls + 1;
+        std::size_t le = t->find('\n', toks[i].begin);
+        if (le == std::string::npos) le = t->size();
+        std::string type = to.ret;
+        std::string line = t->substr(ls, first.begin - ls) + type + (type.back() == '*' ? "" : " ") +
+                           t->substr(toks[i].begin, le - toks[i].begin) + "\n";
+        if (first.line != toks[i].line) continue; // type on its own line: leave it to the next iteration
+        e.text_edits.push_back({rel.string(), first.line, 1, line});
+      }
+    }
+    if (e.text_edits.empty()) return;
+    e.symbols = {fn, d.symbols[0]};
+    e.support = 1;
+    out.push_back(std::move(e));
+  }
+
   void params_changed(const core::Diagnostic& d, const FnType& to, const FnType& from, const PortContext& ctx,
                       std::set<std::string>& done, std::vector<Edit>& out) {
     auto tp = split_params(to.params), fp = split_params(from.params);

@@ -281,8 +281,18 @@ void learn_identifier_votes(SiteIndex& idx, const std::string& sym, std::map<std
         }
         continue;
       }
-      for (const auto& h : diff_tokens(before.tokens, u.first, u.last, after.tokens, nu->first, nu->last)) {
+      auto hunks = diff_tokens(before.tokens, u.first, u.last, after.tokens, nu->first, nu->last);
+      for (std::size_t hi = 0; hi < hunks.size(); ++hi) {
+        const auto& h = hunks[hi];
         if (h.a_count != 1 || before.tokens[h.a_first].text != sym) continue;
+        // Only an isolated one-token change is a rename: "features |= X" -> "lltx = true" is a
+        // rewrite of the statement whose pieces happen to diff token by token.
+        auto near = [&](const TokenHunk& o) {
+          auto gap_a = o.a_first > h.a_first ? o.a_first - (h.a_first + h.a_count) : h.a_first - (o.a_first + o.a_count);
+          auto gap_b = o.b_first > h.b_first ? o.b_first - (h.b_first + h.b_count) : h.b_first - (o.b_first + o.b_count);
+          return gap_a < 3 || gap_b < 3;
+        };
+        if ((hi > 0 && near(hunks[hi - 1])) || (hi + 1 < hunks.size() && near(hunks[hi + 1]))) continue;
         if (h.b_count == 1 && after.tokens[h.b_first].kind == TokKind::ident)
           add_vote(votes, "replace:" + after.tokens[h.b_first].text, before.rel);
       }

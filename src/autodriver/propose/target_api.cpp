@@ -121,7 +121,7 @@ public:
         break;
       case DiagKind::no_member:
         if (d.symbols.size() >= 2 && d.symbols[0].starts_with("struct ") && seen.insert("member:" + sym + d.symbols[1]).second)
-          member(idx, d, out);
+          member(idx, ctx, d, out);
         break;
       default:
         break;
@@ -249,15 +249,37 @@ private:
     (void)ctx;
   }
 
-  void member(TargetIndex& idx, const core::Diagnostic& d, std::vector<Edit>& out) {
+  void member(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d, std::vector<Edit>& out) {
     std::string type = d.symbols[0], m = d.symbols[1];
     std::string tag = type.substr(type.rfind(' ') + 1);
     auto members = idx.struct_members(tag);
     if (members.empty() || std::find(members.begin(), members.end(), m) != members.end()) return;
+    // What the driver assigns to the member: a function of its own, or something else
+    // (THIS_MODULE, a constant). A successor member must be of the same kind.
+    std::string value;
+    if (auto text = util::read_file(ctx.tree / d.file); text) {
+      auto lines = util::split_lines(*text);
+      if (d.line >= 1 && static_cast<std::size_t>(d.line) <= lines.size()) {
+        std::smatch mm;
+        std::string l(lines[static_cast<std::size_t>(d.line) - 1]);
+        if (std::regex_search(l, mm, std::regex("\\." + m + "\\s*=\\s*&?\\s*([A-Za-z_]\\w*)"))) value = mm[1].str();
+      }
+    }
+    bool value_is_function = false;
+    if (!value.empty())
+      for (const auto& rel : util::list_files(ctx.tree)) {
+        auto t = util::read_file(ctx.tree / rel);
+        if (!t) continue;
+        for (const auto& u : find_units(tokenize(*t)))
+          if (u.kind == UnitKind::function && u.name == value) value_is_function = true;
+      }
+    auto fn_members = idx.function_pointer_members(tag);
     std::vector<std::pair<double, std::string>> cands;
     for (const auto& x : members) {
       double s = name_similarity(m, x);
-      if (s >= 0.5) cands.push_back({s, x});
+      if (s < 0.5) continue;
+      if (!value.empty() && value_is_function != (fn_members.count(x) > 0)) continue;
+      cands.push_back({s, x});
     }
     std::sort(cands.begin(), cands.end(), [](auto& a, auto& b) { return a.first > b.first; });
     int rank = 1;

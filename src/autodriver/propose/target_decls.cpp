@@ -214,13 +214,21 @@ std::vector<std::string> TargetIndex::struct_members(const std::string& tag) {
         if (toks[k].kind == TokKind::ident && k + 1 < toks.size()) {
           const std::string& nx = toks[k + 1].text;
           if (depth >= 1 && (nx == ";" || nx == "[" || nx == ":" || nx == ",")) out.push_back(toks[k].text);
-          if (k >= 2 && toks[k - 1].text == "*" && toks[k - 2].text == "(" && nx == ")") out.push_back(toks[k].text);
+          if (k >= 2 && toks[k - 1].text == "*" && toks[k - 2].text == "(" && nx == ")") {
+            out.push_back(toks[k].text);
+            m_fn_members[tag].insert(toks[k].text);
+          }
         }
       }
       return out;
     }
   }
   return out;
+}
+
+std::set<std::string> TargetIndex::function_pointer_members(const std::string& tag) {
+  if (!m_fn_members.count(tag)) (void)struct_members(tag);
+  return m_fn_members[tag];
 }
 
 std::vector<std::map<std::string, int>> TargetIndex::caller_args(const std::string& name, std::size_t arity, int* calls) {

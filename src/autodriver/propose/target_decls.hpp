@@ -48,6 +48,8 @@ public:
 
   /// Member names of `struct tag` in the target headers (empty if not found).
   std::vector<std::string> struct_members(const std::string& tag);
+  /// The members of `struct tag` that are function pointers ("(*name)(...)").
+  std::set<std::string> function_pointer_members(const std::string& tag);
 
   /// Argument texts the target's own callers pass, per position, for calls with `arity` arguments.
   std::vector<std::map<std::string, int>> caller_args(const std::string& name, std::size_t arity, int* calls = nullptr);
@@ -64,6 +66,7 @@ private:
   std::set<std::string> m_names;
   bool m_names_loaded = false;
   std::set<std::string> m_deprecated;
+  std::map<std::string, std::set<std::string>> m_fn_members;
   bool m_deprecated_loaded = false;
 };
 
