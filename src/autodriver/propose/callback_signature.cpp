@@ -5,6 +5,7 @@
 
 #include "autodriver/propose/c_tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
+#include "autodriver/propose/target_decls.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/strings.hpp"
 
@@ -83,24 +84,6 @@ expression E;
                      fn, old_ret);
 }
 
-std::vector<std::string> split_params(const std::string& params) {
-  std::vector<std::string> out;
-  int depth = 0;
-  std::string cur;
-  for (char c : params) {
-    if (c == '(') ++depth;
-    if (c == ')') --depth;
-    if (c == ',' && depth == 0) {
-      out.emplace_back(util::trim(cur));
-      cur.clear();
-      continue;
-    }
-    cur += c;
-  }
-  if (!util::trim(cur).empty()) out.emplace_back(util::trim(cur));
-  return out;
-}
-
 std::string squash(const std::string& s) {
   std::string out;
   for (char c : s)
@@ -161,6 +144,25 @@ std::vector<TextEdit> retype_params(const std::string& file, const std::string& 
   return edits;
 }
 
+/// The callback a diagnostic's line assigns, once per callback (`done`), or empty.
+std::string callback_at(const core::Diagnostic& d, const PortContext& ctx, std::set<std::string>& done) {
+  auto text = util::read_file(ctx.tree / d.file);
+  if (!text) return {};
+  auto lines = util::split_lines(*text);
+  if (d.line < 1 || static_cast<std::size_t>(d.line) > lines.size()) return {};
+  std::string fn = assigned_identifier(std::string(lines[static_cast<std::size_t>(d.line) - 1]));
+  if (fn.empty() || !done.insert(fn).second) return {};
+  return fn;
+}
+
+Edit callback_edit(const std::string& fn) {
+  Edit e;
+  e.proposer = "callback-signature";
+  e.change_id = "callback:" + fn;
+  e.label = "callback-type-changed";
+  return e;
+}
+
 class CallbackSignature final : public Proposer {
 public:
   std::string_view id() const override { return "callback-signature"; }
@@ -181,16 +183,9 @@ public:
         continue;
       }
       if (to.params != from.params || to.ret != "void" || from.ret == "void") continue;
-      auto text = util::read_file(ctx.tree / d.file);
-      if (!text) continue;
-      auto lines = util::split_lines(*text);
-      if (d.line < 1 || static_cast<std::size_t>(d.line) > lines.size()) continue;
-      std::string fn = assigned_identifier(std::string(lines[static_cast<std::size_t>(d.line) - 1]));
-      if (fn.empty() || !done.insert(fn).second) continue;
-      Edit e;
-      e.proposer = "callback-signature";
-      e.change_id = "callback:" + fn;
-      e.label = "callback-type-changed";
+      std::string fn = callback_at(d, ctx, done);
+      if (fn.empty()) continue;
+      Edit e = callback_edit(fn);
       e.title = fmt::format("callback returns void instead of {}", from.ret);
       e.description = fmt::format(
           "The kernel now expects '{}' where {}() is '{}': {}() returns void and its return statements "
@@ -208,17 +203,10 @@ private:
   /// The return type changed (e.g. gained const): retype it in every declaration of the callback.
   void ret_changed(const core::Diagnostic& d, const FnType& to, const FnType& from, const PortContext& ctx,
                    std::set<std::string>& done, std::vector<Edit>& out) {
-    auto text = util::read_file(ctx.tree / d.file);
-    if (!text) return;
-    auto lines = util::split_lines(*text);
-    if (d.line < 1 || static_cast<std::size_t>(d.line) > lines.size()) return;
-    std::string fn = assigned_identifier(std::string(lines[static_cast<std::size_t>(d.line) - 1]));
-    if (fn.empty() || !done.insert(fn).second) return;
+    std::string fn = callback_at(d, ctx, done);
+    if (fn.empty()) return;
     auto old_ret = tokenize(from.ret);
-    Edit e;
-    e.proposer = "callback-signature";
-    e.change_id = "callback:" + fn;
-    e.label = "callback-type-changed";
+    Edit e = callback_edit(fn);
     e.title = fmt::format("callback returns {}", to.ret);
     e.description = fmt::format("The kernel now expects '{}' where {}() is '{}': its return type becomes {}.",
                                 d.symbols[0], fn, d.symbols[1], to.ret);
@@ -258,18 +246,11 @@ private:
 
   void params_changed(const core::Diagnostic& d, const FnType& to, const FnType& from, const PortContext& ctx,
                       std::set<std::string>& done, std::vector<Edit>& out) {
-    auto tp = split_params(to.params), fp = split_params(from.params);
+    auto tp = split_top_level(to.params), fp = split_top_level(from.params);
     if (tp.size() != fp.size()) return;
-    auto text = util::read_file(ctx.tree / d.file);
-    if (!text) return;
-    auto lines = util::split_lines(*text);
-    if (d.line < 1 || static_cast<std::size_t>(d.line) > lines.size()) return;
-    std::string fn = assigned_identifier(std::string(lines[static_cast<std::size_t>(d.line) - 1]));
-    if (fn.empty() || !done.insert(fn).second) return;
-    Edit e;
-    e.proposer = "callback-signature";
-    e.change_id = "callback:" + fn;
-    e.label = "callback-type-changed";
+    std::string fn = callback_at(d, ctx, done);
+    if (fn.empty()) return;
+    Edit e = callback_edit(fn);
     e.title = fmt::format("callback takes ({})", to.params);
     e.description = fmt::format("The kernel now expects '{}' where {}() is '{}': its parameters are retyped to match.",
                                 d.symbols[0], fn, d.symbols[1]);

@@ -15,7 +15,7 @@ namespace autodriver::propose {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-static std::vector<std::string> split_top(const std::string& s) {
+std::vector<std::string> split_top_level(const std::string& s) {
   std::vector<std::string> out;
   int depth = 0;
   std::string cur;
@@ -64,7 +64,7 @@ std::optional<Prototype> parse_prototype(const std::string& decl, const std::str
   std::regex k_macro("#\\s*define\\s+" + name + "\\(([^)]*)\\)");
   if (std::regex_search(decl, m, k_macro)) {
     pr.is_macro = true;
-    for (const auto& p : split_top(m[1].str())) {
+    for (const auto& p : split_top_level(m[1].str())) {
       if (p == "...") pr.variadic = true;
       else pr.params.push_back({"", p});
     }
@@ -93,7 +93,7 @@ std::optional<Prototype> parse_prototype(const std::string& decl, const std::str
   }
   std::string params = decl.substr(open + 1, close - open - 1);
   if (util::trim(params) == "void") return pr;
-  for (const auto& p : split_top(params)) {
+  for (const auto& p : split_top_level(params)) {
     if (p == "...") pr.variadic = true;
     else pr.params.push_back(parse_param(p));
   }

@@ -29,6 +29,9 @@ struct Prototype {
   std::string text;    ///< the declaration as written
 };
 
+/// Split at commas outside parentheses/brackets/braces, trimmed ("a, f(b, c)" -> "a", "f(b, c)").
+std::vector<std::string> split_top_level(const std::string& s);
+
 /// Parse "ret name(type a, type b)" (a declaration up to ';' or '{') or "#define name(a, b)".
 std::optional<Prototype> parse_prototype(const std::string& decl, const std::string& name);
 
