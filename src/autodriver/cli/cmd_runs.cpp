@@ -166,6 +166,7 @@ struct RerunOptions {
 
 int run_rerun(const RerunOptions& o) {
   std::int64_t id = 0, checkpoint = 0;
+  if (o.json && util::log_level() != util::LogLevel::debug) util::set_log_level(util::LogLevel::quiet);
   loop::PortRequest req;
   fs::path store = store_path();
   fs::path original;
@@ -202,7 +203,8 @@ int run_rerun(const RerunOptions& o) {
         throw util::FatalError{util::make_error(util::ErrorKind::not_found, fmt::format("run {}: step {} has no recorded edit (the run did not finish): use an earlier --from-step", id, s.seq))};
       auto text = st.blob(accepted[k].hash);
       auto j = text && *text ? nlohmann::json::parse(**text, nullptr, false) : nlohmann::json();
-      for (const auto& [f, h] : j.value("files", nlohmann::json::object()).items()) {
+      const nlohmann::json files = j.value("files", nlohmann::json::object());
+      for (const auto& [f, h] : files.items()) {
         auto content = st.blob(h.get<std::string>());
         if (!content || !*content) throw util::FatalError{util::make_error(util::ErrorKind::not_found, fmt::format("blob {} missing", h.get<std::string>()))};
         if (auto w = util::write_file(tree / f, **content); !w) throw util::FatalError{w.error()};
@@ -212,6 +214,12 @@ int run_rerun(const RerunOptions& o) {
     }
     req.tree = tree;
     req.out = o.out;
+    // A checkpoint tree carries target-kernel edits, so it no longer builds on the old kernel
+    // and the loop would stop at build-from: replay it as a target-only repair.
+    if (checkpoint > 0 && !req.from.empty()) {
+      util::log_info("rerun from step {}: the edited tree is repaired against {} only (no --from)", checkpoint, req.to);
+      req.from.clear();
+    }
     if (!o.proposers.empty()) req.proposers = o.proposers;
     if (o.max_iters > 0) req.max_iters = o.max_iters;
     if (o.budget_s > 0) req.budget = std::chrono::seconds(o.budget_s);
@@ -221,7 +229,6 @@ int run_rerun(const RerunOptions& o) {
   ro.command = "rerun";
   ro.parent_run = id;
   ro.extra_args = {{"from_step", o.from_step}, {"checkpoint_step", checkpoint}, {"original_tree", original.string()}};
-  if (o.json && util::log_level() != util::LogLevel::debug) util::set_log_level(util::LogLevel::quiet);
   auto rec = loop::run_port_recorded(req, [](const std::string& m) { util::log_info("{}", m); }, ro);
   if (!rec) throw util::FatalError{rec.error()};
   if (!rec->report) {

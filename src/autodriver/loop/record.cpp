@@ -150,6 +150,10 @@ util::Expected<RecordedPort> run_port_recorded(const PortRequest& request, const
     bool intr = out.report.error().kind == util::ErrorKind::interrupted || util::interrupted();
     status = intr ? store::RunStatus::interrupted : store::RunStatus::error;
     summary = {{"outcome", intr ? "interrupted" : "error"}, {"error", out.report.error().describe()}};
+  } else if (util::interrupted()) {
+    // Builds killed by Ctrl-C look like failed builds to the loop: the outcome is not a result.
+    status = store::RunStatus::interrupted;
+    summary = {{"outcome", "interrupted"}, {"loop_outcome", out.report->status}, {"error", "interrupted by a signal"}};
   } else {
     const auto& rep = *out.report;
     status = rep.ok ? store::RunStatus::ok : store::RunStatus::failed;
