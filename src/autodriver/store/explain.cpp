@@ -186,7 +186,7 @@ Explanation explain_run(const RunRow& run, const std::vector<StepRow>& steps, co
             fmt::format("the API change {} as proposed by {} does not fit this use", tried->input.value("change", ""), tried->component), ev);
     } else {
       detect(first ? first : final_build, fmt::format("no proposer offered an edit for: {}", msg));
-      cause("missing-mapping", first ? first : final_build, "no proposer knows the API change behind this error", ev);
+      cause("missing-mapping", first ? first : final_build, fmt::format("no proposer knows the API change behind: {}", msg), ev);
     }
     if (kb) {
       auto hits = kb_entries(*kb, sig);
