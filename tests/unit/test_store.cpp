@@ -6,6 +6,7 @@
 #include "autodriver/store/run_store.hpp"
 #include "autodriver/store/sha256.hpp"
 #include "autodriver/util/files.hpp"
+#include "autodriver/util/subprocess.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -468,4 +469,20 @@ TEST(StoreKb, ExplainSuggestsAKnownFixForAnUnsolvedDiagnostic) {
   ASSERT_EQ(doc["recover"].size(), 1u);
   EXPECT_EQ(doc["recover"][0]["action"], "kb");
   EXPECT_EQ(doc["recover"][0]["change_id"], "call:foo_bar");
+}
+
+// The run store's argv column comes from this observer: it sees this thread's commands only.
+TEST(StoreCommands, ThreadRunObserverSeesOnlyItsThread) {
+  std::vector<std::vector<std::string>> seen;
+  auto prev = util::set_thread_run_observer([&](const util::RunResult& r) { seen.push_back(r.argv); });
+  util::RunRequest rq;
+  rq.argv = {"sh", "-c", "exit 3"};
+  rq.timeout = std::chrono::seconds(10);
+  ASSERT_TRUE(util::run(rq));
+  std::thread other([&] { (void)util::run(rq); });
+  other.join();
+  util::set_thread_run_observer(std::move(prev));
+  ASSERT_TRUE(util::run(rq));
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0], rq.argv);
 }

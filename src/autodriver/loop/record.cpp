@@ -139,11 +139,20 @@ util::Expected<RecordedPort> run_port_recorded(const PortRequest& request, const
 
   PortRequest req = request;
   auto chained = request.on_step;
+  // Commands this thread ran since the previous step belong to the next one (the builds of a
+  // build/try step, spatch of a propose step). Commands of helper threads are not seen.
+  nlohmann::json commands = nlohmann::json::array();
+  auto previous = util::set_thread_run_observer([&](const util::RunResult& r) {
+    commands.push_back({{"argv", r.argv}, {"exit", r.exit_code}, {"ms", r.elapsed.count()}, {"timed_out", r.timed_out}});
+  });
   req.on_step = [&](const nlohmann::json& step) {
-    if (auto r = st->add_loop_step(run_id, step); !r) warn(r.error());
+    nlohmann::json data = step;
+    if (!commands.empty()) data["argv"] = std::exchange(commands, nlohmann::json::array());
+    if (auto r = st->add_loop_step(run_id, data); !r) warn(r.error());
     if (chained) chained(step);
   };
   RecordedPort out{run_port(req, progress), run_id};
+  util::set_thread_run_observer(std::move(previous));
   nlohmann::json summary;
   store::RunStatus status;
   if (!out.report) {

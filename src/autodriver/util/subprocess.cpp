@@ -212,7 +212,20 @@ CommandRunner& default_runner() {
   return runner;
 }
 
-Expected<RunResult> run(const RunRequest& request) { return default_runner().run(request); }
+namespace {
+thread_local RunObserver t_run_observer;
+}
+
+RunObserver set_thread_run_observer(RunObserver observer) {
+  std::swap(t_run_observer, observer);
+  return observer;
+}
+
+Expected<RunResult> run(const RunRequest& request) {
+  auto r = default_runner().run(request);
+  if (r && t_run_observer) t_run_observer(*r);
+  return r;
+}
 
 void kill_all_children() {
   std::lock_guard lock(g_children_mutex);

@@ -69,6 +69,12 @@ CommandRunner& default_runner();
 /// Shorthand: default_runner().run(request).
 Expected<RunResult> run(const RunRequest& request);
 
+/// Sees every command run() finishes on this thread (the run store records the argv with the
+/// step it belongs to). Per thread, so parallel bench cases each see their own commands.
+using RunObserver = std::function<void(const RunResult&)>;
+/// Sets this thread's observer (empty removes it); returns the previous one.
+RunObserver set_thread_run_observer(RunObserver observer);
+
 /// Kill every live child process group (called from the SIGINT/SIGTERM handler path).
 void kill_all_children();
 
