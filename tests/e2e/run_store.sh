@@ -48,6 +48,12 @@ py "$WORK/rerun.json" "d['ok'] is True and d['parent_run'] == $RUN and d['run'] 
 py "$WORK/rerun.json" "len(d['accepted']) < $(python3 -c "import json; print(len(json.load(open('$WORK/port.json'))['accepted']))")" "the checkpoint kept the first edit"
 "$AD" --store "$S" show last --json > "$WORK/show2.json" || fail "show last"
 py "$WORK/show2.json" "d['run']['parent_run'] == $RUN and d['run']['command'] == 'rerun' and d['run']['args']['from_step'] == $FIRST"
+# A rerun of a rerun starts from both checkpoints (the first run's edit, then the rerun's first).
+RUN2=$(python3 -c "import json; print(json.load(open('$WORK/rerun.json'))['run'])")
+FIRST2=$(python3 -c "import json; print(min(s['seq'] for s in json.load(open('$WORK/show2.json'))['steps'] if s['kind'] == 'accept'))")
+"$AD" --store "$S" rerun "$RUN2" --from-step "$FIRST2" -o "$WORK/out2b" --json > "$WORK/rerun2.json" || fail "rerun of a rerun"
+NACC=$(python3 -c "import json; print(len(json.load(open('$WORK/port.json'))['accepted']))")
+py "$WORK/rerun2.json" "d['ok'] is True and d['parent_run'] == $RUN2 and len(d['accepted']) == $NACC - 2" "rerun of a rerun keeps both checkpoints"
 
 # KB: solved diagnostics, exported without local paths.
 "$AD" --store "$S" kb export "$WORK/kb.json" > /dev/null || fail "kb export"

@@ -154,6 +154,42 @@ int run_explain(const std::string& arg, bool json) {
   return k_exit_ok;
 }
 
+/// Writes into `tree` the files of every edit `run_id` accepted up to step `from_step`, after
+/// those of its own checkpoint when it is itself a rerun. Returns the last applied accept step.
+std::int64_t apply_checkpoint(store::RunStore& st, std::int64_t run_id, std::int64_t from_step, const fs::path& tree,
+                              int& applied, int depth = 0) {
+  if (depth > 100) throw util::FatalError{util::make_error(util::ErrorKind::parse, "rerun chain too deep")};
+  auto run = load_run(st, run_id);
+  if (run.parent_run && run.args.value("checkpoint_step", std::int64_t{0}) > 0)
+    apply_checkpoint(st, *run.parent_run, run.args.value("checkpoint_step", std::int64_t{0}), tree, applied, depth + 1);
+  auto steps = load_steps(st, run_id);
+  auto arts = st.artifacts(run_id);
+  if (!arts) throw util::FatalError{arts.error()};
+  std::vector<store::Artifact> accepted;
+  for (const auto& a : *arts)
+    if (a.kind == "accepted") accepted.push_back(a);
+  std::size_t k = 0;
+  std::int64_t last = 0;
+  for (const auto& s : steps) {
+    if (s.kind != "accept") continue;
+    if (s.seq > from_step) break;
+    if (k >= accepted.size())
+      throw util::FatalError{util::make_error(util::ErrorKind::not_found, fmt::format("run {}: step {} has no recorded edit (the run did not finish): use an earlier --from-step", run_id, s.seq))};
+    auto text = st.blob(accepted[k].hash);
+    auto j = text && *text ? nlohmann::json::parse(**text, nullptr, false) : nlohmann::json();
+    const nlohmann::json files = j.value("files", nlohmann::json::object());
+    for (const auto& [f, h] : files.items()) {
+      auto content = st.blob(h.get<std::string>());
+      if (!content || !*content) throw util::FatalError{util::make_error(util::ErrorKind::not_found, fmt::format("blob {} missing", h.get<std::string>()))};
+      if (auto w = util::write_file(tree / f, **content); !w) throw util::FatalError{w.error()};
+    }
+    last = s.seq;
+    ++k;
+    ++applied;
+  }
+  return last;
+}
+
 struct RerunOptions {
   std::string run;
   std::int64_t from_step = 0;
@@ -185,38 +221,19 @@ int run_rerun(const RerunOptions& o) {
     if (!fs::is_directory(original))
       throw util::FatalError{util::make_error(util::ErrorKind::not_found, fmt::format("{}: the run's driver tree is gone; rerun needs it", original.string()))};
     // Checkpoint: the original tree with the files of every edit accepted up to the step.
-    auto arts = st.artifacts(id);
-    if (!arts) throw util::FatalError{arts.error()};
-    std::vector<store::Artifact> accepted;
-    for (const auto& a : *arts)
-      if (a.kind == "accepted") accepted.push_back(a);
-    std::size_t k = 0;
     auto dir = util::TempDir::create(util::scratch_root(), "rerun-");
     if (!dir) throw util::FatalError{dir.error()};
     base.emplace(std::move(*dir));
     fs::path tree = base->path() / original.filename();
     if (auto c = util::copy_tree(original, tree, util::SkipBuildProducts::yes); !c) throw util::FatalError{c.error()};
-    for (const auto& s : steps) {
-      if (s.kind != "accept") continue;
-      if (s.seq > o.from_step) break;
-      if (k >= accepted.size())
-        throw util::FatalError{util::make_error(util::ErrorKind::not_found, fmt::format("run {}: step {} has no recorded edit (the run did not finish): use an earlier --from-step", id, s.seq))};
-      auto text = st.blob(accepted[k].hash);
-      auto j = text && *text ? nlohmann::json::parse(**text, nullptr, false) : nlohmann::json();
-      const nlohmann::json files = j.value("files", nlohmann::json::object());
-      for (const auto& [f, h] : files.items()) {
-        auto content = st.blob(h.get<std::string>());
-        if (!content || !*content) throw util::FatalError{util::make_error(util::ErrorKind::not_found, fmt::format("blob {} missing", h.get<std::string>()))};
-        if (auto w = util::write_file(tree / f, **content); !w) throw util::FatalError{w.error()};
-      }
-      checkpoint = s.seq;
-      ++k;
-    }
+    int applied = 0;
+    checkpoint = apply_checkpoint(st, id, o.from_step, tree, applied);
+    (void)steps;
     req.tree = tree;
     req.out = o.out;
     // A checkpoint tree carries target-kernel edits, so it no longer builds on the old kernel
     // and the loop would stop at build-from: replay it as a target-only repair.
-    if (checkpoint > 0 && !req.from.empty()) {
+    if (applied > 0 && !req.from.empty()) {
       util::log_info("rerun from step {}: the edited tree is repaired against {} only (no --from)", checkpoint, req.to);
       req.from.clear();
     }

@@ -130,7 +130,7 @@ util::Expected<RecordedPort> run_port_recorded(const PortRequest& request, const
   info.command = opt.command;
   info.args = request_to_json(request);
   for (const auto& [k, v] : opt.extra_args.items()) info.args[k] = v;
-  info.tree = fs::absolute(request.tree).string();
+  info.tree = opt.extra_args.value("original_tree", fs::absolute(request.tree).string());
   info.case_id = opt.case_id;
   info.parent_run = opt.parent_run;
   auto id = st->begin_run(info);

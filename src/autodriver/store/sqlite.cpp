@@ -81,8 +81,8 @@ util::Expected<Db> Db::open(const std::filesystem::path& path) {
   int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   Db db(raw, path);
   if (rc != SQLITE_OK)
-    return unexpected(ErrorKind::io, fmt::format("{}: cannot open the run store: {}", path.string(),
-                                                 raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
+    return unexpected(ErrorKind::io, fmt::format("{}: cannot open the run store: {} (pass --store PATH or set AUTODRIVER_STORE)",
+                                                 path.string(), raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
   sqlite3_busy_timeout(raw, 10000);
   // journal_mode=WAL needs a moment of exclusive access on a new file: exec() retries.
   if (auto r = db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"); !r)
