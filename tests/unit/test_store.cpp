@@ -486,3 +486,39 @@ TEST(StoreCommands, ThreadRunObserverSeesOnlyItsThread) {
   ASSERT_EQ(seen.size(), 1u);
   EXPECT_EQ(seen[0], rq.argv);
 }
+
+TEST(StoreRuns, FiltersByStatusCaseAndDateNewestFirst) {
+  StoreDir d;
+  auto st = open_ok(d.db());
+  auto a = st.begin_run({"bench", {}, "", "case-a", std::nullopt});
+  auto b = st.begin_run({"bench", {}, "", "case-b", std::nullopt});
+  auto c = st.begin_run({"port", {}, "/tmp/x", "", std::nullopt});
+  ASSERT_TRUE(a && b && c);
+  ASSERT_TRUE(st.end_run(*a, store::RunStatus::ok, {{"outcome", "ported"}}));
+  ASSERT_TRUE(st.end_run(*b, store::RunStatus::failed, {{"outcome", "no-progress"}}));
+  // c stays running: this process is alive, so it is not reported interrupted.
+  auto ids = [&](const store::RunFilter& f) {
+    std::vector<std::int64_t> out;
+    auto rows = st.list_runs(f);
+    EXPECT_TRUE(rows);
+    for (const auto& r : *rows) out.push_back(r.id);
+    return out;
+  };
+  EXPECT_EQ(ids({}), (std::vector<std::int64_t>{*c, *b, *a}));
+  store::RunFilter failed;
+  failed.status = "failed";
+  EXPECT_EQ(ids(failed), (std::vector<std::int64_t>{*b}));
+  store::RunFilter running;
+  running.status = "running";
+  EXPECT_EQ(ids(running), (std::vector<std::int64_t>{*c}));
+  store::RunFilter by_case;
+  by_case.case_id = "case-a";
+  EXPECT_EQ(ids(by_case), (std::vector<std::int64_t>{*a}));
+  store::RunFilter future;
+  future.since = "2999-01-01";
+  EXPECT_TRUE(ids(future).empty());
+  store::RunFilter past;
+  past.until = "2999-01-01";
+  past.limit = 2;
+  EXPECT_EQ(ids(past), (std::vector<std::int64_t>{*c, *b}));
+}
