@@ -37,9 +37,15 @@ struct BuildState {
   std::vector<core::Diagnostic> all;
   std::set<std::string> signatures;
   int type_warnings = 0;                  ///< int-conversion / incompatible-pointer warnings
+  int fatal = 0;                          ///< fatal errors (a missing header stops the file's compilation)
   /// Errors, plus type-safety warnings: an edit that compiles only by converting a pointer to
-  /// an integer (a wrong rename) must not look like progress.
-  int score() const { return (ok ? 0 : std::max<int>(1, static_cast<int>(signatures.size()))) + type_warnings; }
+  /// an integer (a wrong rename) must not look like progress. A fatal error hides every error
+  /// after it, so removing one is progress even when the compiler then finds more.
+  /// What reports show: distinct error messages (0 when the build passes).
+  int error_count() const { return ok ? 0 : std::max<int>(1, static_cast<int>(signatures.size())); }
+  int score() const {
+    return (ok ? 0 : std::max<int>(1, static_cast<int>(signatures.size()))) + type_warnings + 1000 * fatal;
+  }
 };
 
 std::string error_signature(const core::Diagnostic& d) {
@@ -60,6 +66,7 @@ util::Expected<BuildState> build(const core::Kernel& k, const fs::path& tree, co
   s.all = r->diagnostics;
   for (const auto& d : r->diagnostics) {
     if (d.severity == core::Severity::error || d.severity == core::Severity::fatal) {
+      if (d.severity == core::Severity::fatal) ++s.fatal;
       s.errors.push_back(d);
       s.signatures.insert(error_signature(d));
     } else if (d.severity == core::Severity::warning &&
@@ -221,7 +228,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
     step("build-from", {{"kernel", from->release}, {"ok", f->ok}, {"errors", diag_list(f->errors)}});
     if (!f->ok) {
       rep.status = "from-fails";
-      rep.initial_errors = f->score();
+      rep.initial_errors = f->error_count();
       rep.remaining.clear();
       for (const auto& d : f->errors) rep.remaining.push_back(d.file + ":" + std::to_string(d.line) + ": " + d.message);
       rep.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
@@ -229,7 +236,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
     }
   }
   if (!cur) return unexpected(cur.error());
-  rep.initial_errors = cur->ok ? 0 : cur->score();
+  rep.initial_errors = cur->error_count();
   step("build-target", {{"kernel", to->release}, {"ok", cur->ok}, {"errors", diag_list(cur->errors)}});
   std::vector<core::Diagnostic> original_diags = cur->all;
   if (cur->ok) {
@@ -263,7 +270,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
       for (auto& e : es)
         if (!settled.count(e.change_id)) edits.push_back(std::move(e));
     }
-    note(fmt::format("iteration {}: {} error(s), {} candidate edit(s)", iter, cur->score(), edits.size()));
+    note(fmt::format("iteration {}: {} error(s), {} candidate edit(s)", iter, cur->error_count(), edits.size()));
     if (edits.empty()) break;
     // Group alternatives by change; best first.
     std::map<std::string, std::vector<const propose::Edit*>> groups;
@@ -283,15 +290,15 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
       if (!t) return unexpected(t.error());
       bool no_new = std::all_of(t->state.signatures.begin(), t->state.signatures.end(),
                                 [&](const auto& s) { return cur->signatures.count(s) > 0; });
-      step("try", {{"iteration", iter}, {"changes", firsts.size()}, {"errors_before", cur->score()},
-                   {"errors_after", t->applied ? t->state.score() : -1}, {"combined", true}});
+      step("try", {{"iteration", iter}, {"changes", firsts.size()}, {"errors_before", cur->error_count()},
+                   {"errors_after", t->applied ? t->state.error_count() : -1}, {"combined", true}});
       if (t->applied && trial_score(*cur, t->state) < cur->score() && no_new) {
         // Re-apply one by one on the work tree to record one snapshot (patch) per change.
-        int before = cur->score();
+        int before = cur->error_count();
         for (const auto* e : firsts) {
           auto one = propose::apply_edit(*e, work, scratch->path() / "rules");
           if (!one || one->changed_files.empty()) continue;
-          AcceptedEdit acc{*e, {}, before, t->state.score()};
+          AcceptedEdit acc{*e, {}, before, t->state.error_count()};
           for (const auto& f : one->changed_files)
             if (auto text = util::read_file(work / f); text) acc.snapshot.push_back({f, *text});
           rep.accepted.push_back(std::move(acc));
@@ -315,7 +322,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
           auto t = try_edits({e}, work, scratch->path(), *to, req);
           if (!t) return unexpected(t.error());
           step("try", {{"iteration", iter}, {"change", id}, {"rank", e->rank}, {"proposer", e->proposer},
-                       {"errors_before", cur->score()}, {"errors_after", t->applied ? t->state.score() : -1}});
+                       {"errors_before", cur->error_count()}, {"errors_after", t->applied ? t->state.error_count() : -1}});
           if (!t->applied) continue;
           bool clean = std::all_of(t->state.signatures.begin(), t->state.signatures.end(),
                                    [&](const auto& sg) { return cur->signatures.count(sg) > 0; });
@@ -333,7 +340,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
           continue;
         }
         if (auto w = write_snapshot(work, best_trial->snapshot); !w) return unexpected(w.error());
-        rep.accepted.push_back({*best, best_trial->snapshot, cur->score(), best_trial->state.score()});
+        rep.accepted.push_back({*best, best_trial->snapshot, cur->error_count(), best_trial->state.error_count()});
         settled.insert(id);
         step("accept", {{"iteration", iter}, {"change", id}, {"proposer", best->proposer}, {"title", best->title}});
         *cur = std::move(best_trial->state);
@@ -345,7 +352,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
     // `cur` is the build of a trial copy identical to the work tree: no rebuild needed.
     step("build-target", {{"iteration", iter}, {"ok", cur->ok}, {"errors", diag_list(cur->errors)}});
   }
-  rep.final_errors = cur->ok ? 0 : cur->score();
+  rep.final_errors = cur->error_count();
   for (const auto& d : cur->errors) rep.remaining.push_back(d.file + ":" + std::to_string(d.line) + ": " + d.message);
   rep.final_build = {{"ok", cur->ok}, {"kernel", to->release}, {"errors", diag_list(cur->errors)}};
 

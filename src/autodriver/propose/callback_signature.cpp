@@ -144,6 +144,52 @@ std::vector<TextEdit> retype_params(const std::string& file, const std::string& 
   return edits;
 }
 
+/// Line edits that change the return type `from_ret` -> `to_ret` of the declarations of `fn` in
+/// the tree's .c/.h files (only prototypes when `prototypes_only`: SmPL rewrites definitions).
+std::vector<TextEdit> retype_return_edits(const PortContext& ctx, const std::string& fn, const std::string& from_ret,
+                                          const std::string& to_ret, bool prototypes_only) {
+  std::vector<TextEdit> edits;
+  auto old_ret = tokenize(from_ret);
+  for (const auto& rel : util::list_files(ctx.tree)) {
+    auto ext = rel.extension().string();
+    if (ext != ".c" && ext != ".h") continue;
+    auto t = util::read_file(ctx.tree / rel);
+    if (!t || t->find(fn) == std::string::npos) continue;
+    auto toks = tokenize(*t);
+    int depth = 0;
+    for (std::size_t i = 0; i + 1 < toks.size(); ++i) {
+      if (toks[i].text == "{") ++depth;
+      if (toks[i].text == "}") --depth;
+      if (depth != 0 || toks[i].text != fn || toks[i + 1].text != "(" || i < old_ret.size()) continue;
+      bool match = true;
+      for (std::size_t k = 0; k < old_ret.size(); ++k)
+        if (toks[i - old_ret.size() + k].text != old_ret[k].text) match = false;
+      if (!match) continue;
+      if (prototypes_only) {
+        // A prototype: the parameter list is followed by ';' (attributes aside), not '{'.
+        int pd = 0;
+        std::size_t k = i + 1;
+        for (; k < toks.size(); ++k) {
+          if (toks[k].text == "(") ++pd;
+          if (toks[k].text == ")" && --pd == 0) break;
+        }
+        while (k + 1 < toks.size() && toks[k + 1].text != ";" && toks[k + 1].text != "{") ++k;
+        if (k + 1 >= toks.size() || toks[k + 1].text != ";") continue;
+      }
+      const Token& first = toks[i - old_ret.size()];
+      if (first.line != toks[i].line) continue; // type on its own line: not rewritten here
+      std::size_t ls = t->rfind('\n', first.begin);
+      ls = ls == std::string::npos ? 0 : ls + 1;
+      std::size_t le = t->find('\n', toks[i].begin);
+      if (le == std::string::npos) le = t->size();
+      std::string line = t->substr(ls, first.begin - ls) + to_ret + (to_ret.back() == '*' ? "" : " ") +
+                         t->substr(toks[i].begin, le - toks[i].begin) + "\n";
+      edits.push_back({rel.string(), first.line, 1, line});
+    }
+  }
+  return edits;
+}
+
 /// The callback a diagnostic's line assigns, once per callback (`done`), or empty.
 std::string callback_at(const core::Diagnostic& d, const PortContext& ctx, std::set<std::string>& done) {
   auto text = util::read_file(ctx.tree / d.file);
@@ -192,6 +238,8 @@ public:
           "no longer carry a value.",
           d.symbols[0], fn, d.symbols[1], fn);
       e.smpl = void_return_smpl(fn, from.ret);
+      // Prototypes (often in a header) must follow the definition, or the types conflict.
+      e.text_edits = retype_return_edits(ctx, fn, from.ret, "void", true);
       e.symbols = {fn, d.symbols[0]};
       e.support = 1;
       out.push_back(std::move(e));
@@ -205,39 +253,11 @@ private:
                    std::set<std::string>& done, std::vector<Edit>& out) {
     std::string fn = callback_at(d, ctx, done);
     if (fn.empty()) return;
-    auto old_ret = tokenize(from.ret);
     Edit e = callback_edit(fn);
     e.title = fmt::format("callback returns {}", to.ret);
     e.description = fmt::format("The kernel now expects '{}' where {}() is '{}': its return type becomes {}.",
                                 d.symbols[0], fn, d.symbols[1], to.ret);
-    for (const auto& rel : util::list_files(ctx.tree)) {
-      auto ext = rel.extension().string();
-      if (ext != ".c" && ext != ".h") continue;
-      auto t = util::read_file(ctx.tree / rel);
-      if (!t || t->find(fn) == std::string::npos) continue;
-      auto toks = tokenize(*t);
-      int depth = 0;
-      for (std::size_t i = 0; i + 1 < toks.size(); ++i) {
-        if (toks[i].text == "{") ++depth;
-        if (toks[i].text == "}") --depth;
-        if (depth != 0 || toks[i].text != fn || toks[i + 1].text != "(" || i < old_ret.size()) continue;
-        // The old return type's tokens right before the name.
-        bool match = true;
-        for (std::size_t k = 0; k < old_ret.size(); ++k)
-          if (toks[i - old_ret.size() + k].text != old_ret[k].text) match = false;
-        if (!match) continue;
-        const Token& first = toks[i - old_ret.size()];
-        std::size_t ls = t->rfind('\n', first.begin);
-        ls = ls == std::string::npos ? 0 : ls + 1;
-        std::size_t le = t->find('\n', toks[i].begin);
-        if (le == std::string::npos) le = t->size();
-        std::string type = to.ret;
-        std::string line = t->substr(ls, first.begin - ls) + type + (type.back() == '*' ? "" : " ") +
-                           t->substr(toks[i].begin, le - toks[i].begin) + "\n";
-        if (first.line != toks[i].line) continue; // type on its own line: leave it to the next iteration
-        e.text_edits.push_back({rel.string(), first.line, 1, line});
-      }
-    }
+    e.text_edits = retype_return_edits(ctx, fn, from.ret, to.ret, false);
     if (e.text_edits.empty()) return;
     e.symbols = {fn, d.symbols[0]};
     e.support = 1;

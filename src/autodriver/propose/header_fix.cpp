@@ -133,7 +133,20 @@ private:
       e.description = fmt::format("<{}> no longer exists in the target kernel; <{}> provides it ({} kernel file(s) "
                                   "switched to it or it has the same name).",
                                   h, inc, n);
-      e.text_edits.push_back({d.file, d.line, 1, fmt::format("#include <{}>\n", inc)});
+      // Every file of the tree that includes the vanished header, not only the one gcc reached first.
+      static const std::regex k_inc_line(R"(^\s*#\s*include\s*<([^>]+)>)");
+      for (const auto& rel : util::list_files(ctx.tree)) {
+        auto t = util::read_file(ctx.tree / rel);
+        if (!t || t->find(h) == std::string::npos) continue;
+        int n = 0;
+        for (auto l : util::split_lines(*t)) {
+          ++n;
+          std::match_results<std::string_view::const_iterator> m;
+          if (std::regex_search(l.begin(), l.end(), m, k_inc_line) && m[1].str() == h)
+            e.text_edits.push_back({rel.string(), n, 1, fmt::format("#include <{}>\n", inc)});
+        }
+      }
+      if (e.text_edits.empty()) e.text_edits.push_back({d.file, d.line, 1, fmt::format("#include <{}>\n", inc)});
       e.symbols = {h, inc};
       e.support = n;
       e.rank = rank++;
