@@ -123,7 +123,7 @@ std::string join_tokens(const std::vector<Token>& toks, std::size_t first, std::
   return out;
 }
 
-static std::size_t match_close(const std::vector<Token>& toks, std::size_t open) {
+std::size_t matching_close(const std::vector<Token>& toks, std::size_t open) {
   const std::string& o = toks[open].text;
   std::string c = o == "(" ? ")" : o == "[" ? "]" : "}";
   int depth = 0;
@@ -132,7 +132,13 @@ static std::size_t match_close(const std::vector<Token>& toks, std::size_t open)
     if (toks[i].text == o) ++depth;
     else if (toks[i].text == c && --depth == 0) return i;
   }
-  return toks.size() - 1;
+  return std::string::npos;
+}
+
+/// Unit and call scanning treat an unbalanced bracket as running to the end of the file.
+static std::size_t match_close(const std::vector<Token>& toks, std::size_t open) {
+  std::size_t c = matching_close(toks, open);
+  return c == std::string::npos ? toks.size() - 1 : c;
 }
 
 std::vector<Unit> find_units(const std::vector<Token>& toks) {

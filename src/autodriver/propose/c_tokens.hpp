@@ -55,6 +55,9 @@ struct Designated {
 
 std::vector<Designated> designated_members(const std::vector<Token>& toks, const Unit& init);
 
+/// Index of the bracket closing the '(' / '[' / '{' at `open`, or npos when unbalanced.
+std::size_t matching_close(const std::vector<Token>& toks, std::size_t open);
+
 /// Tokens [first, last] joined with single spaces.
 std::string join_tokens(const std::vector<Token>& toks, std::size_t first, std::size_t last);
 

@@ -266,16 +266,6 @@ std::vector<std::vector<Token>> pieces_of(const std::vector<Token>& toks) {
 
 std::string join(const std::vector<Token>& t, std::size_t a, std::size_t b) { return join_tokens(t, a, b); }
 
-std::size_t close_of(const std::vector<Token>& t, std::size_t open) {
-  int depth = 0;
-  for (std::size_t i = open; i < t.size(); ++i) {
-    if (t[i].kind != TokKind::punct) continue;
-    if (t[i].text == "(") ++depth;
-    else if (t[i].text == ")" && --depth == 0) return i;
-  }
-  return std::string::npos;
-}
-
 std::vector<std::string> split_args(const std::vector<Token>& t, std::size_t open, std::size_t close) {
   std::vector<std::string> args;
   if (close == open + 1) return args;
@@ -342,7 +332,7 @@ std::optional<KbChange> classify_pair(const std::vector<Token>& o, const std::ve
     if (c + 1 >= o.size() || c + 1 >= n.size()) continue;
     if (!is_ident(o[c]) || !is_ident(n[c]) || o[c + 1].text != "(" || n[c + 1].text != "(") continue;
     if (is_keyword(o[c].text) || is_keyword(n[c].text)) continue;
-    auto oc = close_of(o, c + 1), nc = close_of(n, c + 1);
+    auto oc = matching_close(o, c + 1), nc = matching_close(n, c + 1);
     if (oc == std::string::npos || nc == std::string::npos) continue;
     if (oc + 1 < oe || nc + 1 < ne) continue;
     auto oargs = split_args(o, c + 1, oc);

@@ -14,16 +14,6 @@ struct Repl {
   std::string text;
 };
 
-std::size_t close_paren(const std::vector<Token>& t, std::size_t open) {
-  int depth = 0;
-  for (std::size_t i = open; i < t.size(); ++i) {
-    if (t[i].kind != TokKind::punct) continue;
-    if (t[i].text == "(") ++depth;
-    else if (t[i].text == ")" && --depth == 0) return i;
-  }
-  return std::string::npos;
-}
-
 /// Token index ranges [first, last] of the arguments of the call whose '(' is at `open`.
 std::vector<std::pair<std::size_t, std::size_t>> arg_ranges(const std::vector<Token>& t, std::size_t open, std::size_t close) {
   std::vector<std::pair<std::size_t, std::size_t>> out;
@@ -99,7 +89,7 @@ void calls(const std::string_view text, const std::vector<Token>& t, const KbCha
   auto templates = split_top_commas(nt, 2, nt.size() - 2);
   for (std::size_t i = 0; i + 1 < t.size(); ++i) {
     if (t[i].kind != TokKind::ident || t[i].text != ot[0].text || t[i + 1].text != "(" || after_member_op(t, i)) continue;
-    auto close = close_paren(t, i + 1);
+    auto close = matching_close(t, i + 1);
     if (close == std::string::npos) continue;
     auto ranges = arg_ranges(t, i + 1, close);
     if (ranges.size() != arity) continue;
