@@ -102,6 +102,9 @@ nlohmann::json run_case(const fs::path& case_dir, const nlohmann::json& meta, co
     for (const auto& f : unit.value("files", std::vector<std::string>{})) pr.leave_out.push_back(gp + "/" + f);
   }
   if (unit.contains("package")) pr.kb_leave_out.push_back(unit.value("package", ""));
+  // store-kb: entries recorded from this case (its id, its files, its package) are left out too.
+  pr.store_kb = req.store_kb;
+  pr.case_id = id;
   const auto& runtime = meta.value("runtime", nlohmann::json::object());
   std::string rkind = runtime.value("kind", "none");
   bool testable = rkind == "device" || rkind == "virtual";

@@ -36,13 +36,16 @@ Command port_command() {
             sub.add_option("--budget-s", *budget, "Wall-time budget in seconds")->capture_default_str();
             sub.add_option("--leave-out", req->leave_out,
                            "Kernel-relative path never learned from (the driver's own in-tree copy; repeatable)");
-            sub.add_option("--proposer", req->proposers, "Only these proposers (repeatable): learned-rewrite, "
-                                                         "callback-signature, header-fix");
+            sub.add_option("--proposer", req->proposers, "Only these proposers (repeatable): store-kb, learned-rewrite, "
+                                                         "callback-signature, header-fix, target-api, compat-kb");
             sub.add_option("--kb-leave-out", req->kb_leave_out, "compat-kb: never use KB entries learned from this package (repeatable)");
             sub.add_option("--kb", req->kb_path, "compat-kb: KB file (default: $AUTODRIVER_KB, else <cache>/kb/compat-kb.json)");
+            auto no_store_kb = std::make_shared<bool>(false);
+            sub.add_flag("--no-store-kb", *no_store_kb, "store-kb: do not replay the run store's KB entries (edits that solved the same diagnostics before)");
             sub.add_flag("--json", *json, "Print the versioned JSON verdict (also written to OUT/verdict.json)");
             return [=]() -> int {
               req->budget = std::chrono::seconds(*budget);
+              req->store_kb = !*no_store_kb;
               if (*json && util::log_level() != util::LogLevel::debug) util::set_log_level(util::LogLevel::quiet);
               loop::RecordOptions record; // every port is a run in the run store
               record.store = store_path_option();

@@ -197,6 +197,8 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
   ctx.scratch = scratch->path() / "proposers";
   ctx.kb_leave_out = req.kb_leave_out;
   ctx.kb_path = req.kb_path;
+  if (req.store_kb) ctx.store = req.kb_store;
+  ctx.case_id = req.case_id;
   auto note = [&](const std::string& m) { if (progress) progress(m); };
   if (auto s = kernel::ensure_source(*to, note); s) ctx.new_src = *s;
   else util::log_info("no source tree for {}: {}", req.to, s.error().message);
@@ -215,7 +217,8 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
   std::future<util::Expected<BuildState>> from_build;
   fs::path from_tree = scratch->path() / "from-tree";
   if (from) {
-    if (auto c = util::copy_tree(req.tree, from_tree, util::SkipBuildProducts::yes); !c) return unexpected(c.error());
+    const fs::path& from_src = req.from_tree.empty() ? req.tree : req.from_tree;
+    if (auto c = util::copy_tree(from_src, from_tree, util::SkipBuildProducts::yes); !c) return unexpected(c.error());
     note(fmt::format("building the unchanged tree on {} and {}", from->release, to->release));
     from_build = std::async(std::launch::async, [&]() { return build(*from, from_tree, req); });
   } else {

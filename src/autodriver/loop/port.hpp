@@ -33,6 +33,11 @@ struct PortRequest {
   std::vector<std::string> proposers;       ///< ids to use; empty = all in the table
   std::vector<std::string> kb_leave_out;    ///< compat-kb: KB provenance packages never learned from
   std::filesystem::path kb_path;            ///< compat-kb: KB file; empty = default
+  bool store_kb = true;                     ///< store-kb: replay KB entries of the run store (--no-store-kb)
+  std::filesystem::path kb_store;           ///< store-kb: the run store read; set by run_port_recorded
+  std::string case_id;                      ///< bench case: its own KB entries are never replayed
+  std::filesystem::path from_tree;          ///< the tree built on --from; empty = tree (rerun: the
+                                            ///< original, since a checkpoint builds on the target only)
   /// Called with each step as it happens (the run store records it before the loop goes on).
   std::function<void(const nlohmann::json&)> on_step;
 };

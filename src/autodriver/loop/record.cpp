@@ -27,7 +27,10 @@ nlohmann::json request_to_json(const PortRequest& r) {
           {"leave_out", r.leave_out},
           {"proposers", r.proposers},
           {"kb_leave_out", r.kb_leave_out},
-          {"kb_path", r.kb_path.string()}};
+          {"kb_path", r.kb_path.string()},
+          {"store_kb", r.store_kb},
+          {"case_id", r.case_id},
+          {"from_tree", r.from_tree.empty() ? "" : fs::absolute(r.from_tree).string()}};
 }
 
 PortRequest request_from_json(const nlohmann::json& a) {
@@ -47,6 +50,9 @@ PortRequest request_from_json(const nlohmann::json& a) {
   r.proposers = a.value("proposers", std::vector<std::string>{});
   r.kb_leave_out = a.value("kb_leave_out", std::vector<std::string>{});
   r.kb_path = a.value("kb_path", "");
+  r.store_kb = a.value("store_kb", true);
+  r.case_id = a.value("case_id", "");
+  r.from_tree = a.value("from_tree", "");
   return r;
 }
 
@@ -94,7 +100,9 @@ void record_kb(store::RunStore& st, std::int64_t run_id, const PortReport& rep, 
       e.evidence = {{"errors_before", acc.errors_before}, {"errors_after", acc.errors_after},
                     {"final_build_ok", true}, {"integrity_ok", rep.integrity.is_object() && rep.integrity.value("ok", false)},
                     {"gates_ok", rep.gates.is_object() ? nlohmann::json(rep.gates.value("ok", false)) : nlohmann::json(nullptr)},
-                    {"from", req.from}, {"to", req.to}, {"driver", fs::absolute(req.tree).filename().string()}};
+                    {"from", req.from}, {"to", req.to}, {"driver", fs::absolute(req.tree).filename().string()},
+                    // Leave-out keys (store-kb never replays an entry to the case or files it came from).
+                    {"case", req.case_id}, {"unit_files", req.leave_out}, {"packages", req.kb_leave_out}};
       e.run_id = run_id;
       if (auto r = store::add_kb_entry(st, e); !r) warn(r.error());
     }
@@ -129,6 +137,7 @@ util::Expected<RecordedPort> run_port_recorded(const PortRequest& request, const
   store::RunInfo info;
   info.command = opt.command;
   info.args = request_to_json(request);
+  if (info.args.value("case_id", "").empty()) info.args["case_id"] = opt.case_id;
   for (const auto& [k, v] : opt.extra_args.items()) info.args[k] = v;
   info.tree = opt.extra_args.value("original_tree", fs::absolute(request.tree).string());
   info.case_id = opt.case_id;
@@ -138,6 +147,8 @@ util::Expected<RecordedPort> run_port_recorded(const PortRequest& request, const
   std::int64_t run_id = *id;
 
   PortRequest req = request;
+  if (req.case_id.empty()) req.case_id = opt.case_id;
+  if (req.store_kb) req.kb_store = st->path();
   auto chained = request.on_step;
   // Commands this thread ran since the previous step belong to the next one (the builds of a
   // build/try step, spatch of a propose step). Commands of helper threads are not seen.
@@ -172,7 +183,7 @@ util::Expected<RecordedPort> run_port_recorded(const PortRequest& request, const
                {"integrity", rep.integrity},       {"gates_ok", rep.gates.is_object() ? nlohmann::json(rep.gates.value("ok", false)) : nlohmann::json(nullptr)},
                {"elapsed_ms", rep.elapsed.count()}};
     record_artifacts(*st, run_id, rep, request);
-    record_kb(*st, run_id, rep, request);
+    record_kb(*st, run_id, rep, req);
   }
   if (auto r = st->end_run(run_id, status, summary); !r) warn(r.error());
   return out;

@@ -4,6 +4,7 @@ namespace autodriver::propose {
 
 const std::vector<ProposerEntry>& proposer_table() {
   static const std::vector<ProposerEntry> k_table = {
+      {"store-kb", "edits that solved the same diagnostic in earlier runs (the run store's KB), replayed first", &make_store_kb},
       {"learned-rewrite", "rewrites learned from the kernel's own drivers (old tree vs new tree), as SmPL", &make_learned_rewrite},
       {"callback-signature", "callback return type changes read off incompatible-pointer-type errors", &make_callback_signature},
       {"header-fix", "moved headers and declarations that need another #include, from the target tree", &make_header_fix},
@@ -18,9 +19,52 @@ nlohmann::json to_json(const Edit& e) {
   for (const auto& t : e.text_edits) edits.push_back({{"file", t.file}, {"line", t.line}, {"remove", t.remove}, {"text", t.text}});
   nlohmann::json renames = nlohmann::json::array();
   for (const auto& [a, b] : e.renames) renames.push_back({a, b});
-  return {{"proposer", e.proposer}, {"change_id", e.change_id}, {"label", e.label},   {"title", e.title},
-          {"description", e.description}, {"smpl", e.smpl}, {"text_edits", edits}, {"renames", renames},
-          {"symbols", e.symbols}, {"support", e.support}, {"rank", e.rank}, {"evidence", e.evidence}};
+  nlohmann::json j = {{"proposer", e.proposer}, {"change_id", e.change_id}, {"label", e.label},   {"title", e.title},
+                      {"description", e.description}, {"smpl", e.smpl}, {"text_edits", edits}, {"renames", renames},
+                      {"symbols", e.symbols}, {"support", e.support}, {"rank", e.rank}, {"evidence", e.evidence}};
+  if (e.call) j["call"] = {{"from", e.call->from}, {"arity", e.call->arity}, {"to", e.call->to}, {"args", e.call->args}};
+  return j;
+}
+
+Edit edit_from_json(const nlohmann::json& j) {
+  Edit e;
+  if (!j.is_object()) return e;
+  auto str = [&](const char* k) { return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string(); };
+  auto strs = [&](const nlohmann::json& a) {
+    std::vector<std::string> out;
+    if (a.is_array())
+      for (const auto& x : a)
+        if (x.is_string()) out.push_back(x.get<std::string>());
+    return out;
+  };
+  e.proposer = str("proposer");
+  e.change_id = str("change_id");
+  e.label = str("label");
+  e.title = str("title");
+  e.description = str("description");
+  e.smpl = str("smpl");
+  if (j.contains("text_edits") && j["text_edits"].is_array())
+    for (const auto& t : j["text_edits"])
+      if (t.is_object()) {
+        TextEdit te;
+        te.file = t.value("file", "");
+        te.line = t.value("line", 0);
+        te.remove = t.value("remove", 0);
+        te.text = t.value("text", "");
+        e.text_edits.push_back(std::move(te));
+      }
+  if (j.contains("renames") && j["renames"].is_array())
+    for (const auto& r : j["renames"])
+      if (r.is_array() && r.size() == 2 && r[0].is_string() && r[1].is_string()) e.renames.emplace_back(r[0].get<std::string>(), r[1].get<std::string>());
+  if (j.contains("call") && j["call"].is_object()) {
+    const auto& c = j["call"];
+    e.call = CallRewrite{c.value("from", ""), c.value("arity", std::size_t{0}), c.value("to", ""), strs(c.value("args", nlohmann::json::array()))};
+  }
+  e.symbols = strs(j.value("symbols", nlohmann::json::array()));
+  e.support = j.value("support", 0);
+  e.rank = j.value("rank", 0);
+  e.evidence = strs(j.value("evidence", nlohmann::json::array()));
+  return e;
 }
 
 } // namespace autodriver::propose

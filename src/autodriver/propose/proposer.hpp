@@ -28,6 +28,8 @@ struct PortContext {
   std::filesystem::path scratch;              ///< scratch dir proposers may use
   std::vector<std::string> kb_leave_out;      ///< compat-kb: KB provenance packages never learned from
   std::filesystem::path kb_path;              ///< compat-kb: KB file; empty = $AUTODRIVER_KB or the cache
+  std::filesystem::path store;                ///< store-kb: run store whose KB entries are replayed; empty = off
+  std::string case_id;                        ///< store-kb: bench case whose own entries are never replayed
 };
 
 /// A whole-line text replacement in one file of the tree (1-based, inclusive).
@@ -67,6 +69,8 @@ struct Edit {
 };
 
 nlohmann::json to_json(const Edit& e);
+/// The inverse of to_json (missing fields keep their defaults; `call` is optional).
+Edit edit_from_json(const nlohmann::json& j);
 
 class Proposer {
 public:
@@ -84,6 +88,7 @@ struct ProposerEntry {
 
 const std::vector<ProposerEntry>& proposer_table();
 
+std::unique_ptr<Proposer> make_store_kb();
 std::unique_ptr<Proposer> make_learned_rewrite();
 std::unique_ptr<Proposer> make_callback_signature();
 std::unique_ptr<Proposer> make_header_fix();

@@ -70,6 +70,8 @@ std::string diagnostic_signature(const nlohmann::json& d) {
   std::string msg = d.value("message", "");
   for (const char* q : {"\u2018", "\u2019", "`"}) msg = replace_all(msg, q, "'");
   msg = strip_paths(msg);
+  static const std::regex k_position(R"(([A-Za-z0-9_.-]+\.[ch]):[0-9]+(:[0-9]+)?)");
+  msg = std::regex_replace(msg, k_position, "$1");
   std::string out = d.value("kind", "other") + ": ";
   bool space = false;
   for (char c : msg) {
@@ -82,6 +84,22 @@ std::string diagnostic_signature(const nlohmann::json& d) {
     out += c;
   }
   return out;
+}
+
+bool kb_edit_is_data(const nlohmann::json& edit, std::string* why) {
+  std::string smpl = edit.is_object() && edit.contains("smpl") && edit["smpl"].is_string() ? edit["smpl"].get<std::string>() : "";
+  // Rule headers like "@ r depends on x @" or "@script:python p@"; "include"/"using" lines read other files.
+  static const std::regex k_script(R"(@[^@\n]*\b(script|initialize|finalize)\s*:)");
+  static const std::regex k_include(R"((^|\n)[ \t]*(include|using)[ \t]+")");
+  if (std::regex_search(smpl, k_script)) {
+    if (why) *why = "its SmPL has a script rule";
+    return false;
+  }
+  if (std::regex_search(smpl, k_include)) {
+    if (why) *why = "its SmPL includes another file";
+    return false;
+  }
+  return true;
 }
 
 util::Expected<bool> add_kb_entry(RunStore& st, const KbEntry& e) {
@@ -181,6 +199,8 @@ util::Expected<int> import_kb_bundle(RunStore& st, const nlohmann::json& b, cons
     e.title = str("title");
     e.proposer = str("proposer");
     e.edit = j.contains("edit") && j["edit"].is_object() ? j["edit"] : nlohmann::json::object();
+    if (std::string why; !kb_edit_is_data(e.edit, &why))
+      return unexpected(ErrorKind::parse, fmt::format("KB bundle: entry {} is refused: {} (a bundle carries data only)", i, why));
     e.patch = str("patch");
     e.evidence = j.contains("evidence") && j["evidence"].is_object() ? j["evidence"] : nlohmann::json::object();
     e.origin = "import:" + origin;

@@ -23,9 +23,14 @@ struct KbEntry {
   std::string created_at;
 };
 
-/// "kind: message" with quotes normalised, absolute paths reduced to their file name and
-/// whitespace collapsed: the same error in another tree or on another line has the same key.
+/// "kind: message" with quotes normalised, absolute paths reduced to their file name, `file:line`
+/// positions reduced to the file and whitespace collapsed: the same error in another tree or on
+/// another line has the same key (the message keeps the symbol, member and type names).
 std::string diagnostic_signature(const nlohmann::json& diagnostic);
+
+/// Whether a recorded edit is data only: its SmPL has no script/initialize/finalize rule and
+/// includes no other file (spatch would run or read them). `why` says what was found.
+bool kb_edit_is_data(const nlohmann::json& edit, std::string* why = nullptr);
 
 /// Adds an entry; returns false when the same (signature, change, patch) is already there.
 util::Expected<bool> add_kb_entry(RunStore& store, const KbEntry& entry);
