@@ -197,8 +197,66 @@ struct RerunOptions {
   std::vector<std::string> proposers;
   int max_iters = 0;
   int budget_s = 0;
+  std::vector<std::string> with; ///< KEY=VALUE overrides of the recorded options
   bool json = false;
 };
+
+/// `--with KEY=VALUE`: the option names of `port`, applied to the recorded args (runs.args keys).
+nlohmann::json apply_with(nlohmann::json args, const std::vector<std::string>& with, nlohmann::json& overrides) {
+  enum class Type { text, number, flag, list };
+  struct Key {
+    std::string_view name, arg;
+    Type type;
+  };
+  static const std::vector<Key> k_keys = {
+      {"proposer", "proposers", Type::list},   {"max-iters", "max_iters", Type::number},
+      {"budget-s", "budget_s", Type::number},  {"build-timeout-s", "build_timeout_s", Type::number},
+      {"build-cmd", "build_cmd", Type::text},  {"from", "from", Type::text},
+      {"to", "to", Type::text},                {"device", "device", Type::text},
+      {"boot", "boot", Type::flag},            {"compat", "compat", Type::flag},
+      {"store-kb", "store_kb", Type::flag},    {"leave-out", "leave_out", Type::list},
+      {"kb", "kb_path", Type::text},           {"kb-leave-out", "kb_leave_out", Type::list},
+  };
+  auto bad = [](const std::string& what) {
+    std::string names;
+    for (const auto& k : k_keys) names += (names.empty() ? "" : ", ") + std::string(k.name);
+    return util::FatalError{util::make_error(util::ErrorKind::config, fmt::format("--with {}: expected KEY=VALUE with KEY one of {}", what, names))};
+  };
+  for (const auto& w : with) {
+    auto eq = w.find('=');
+    if (eq == std::string::npos) throw bad(w);
+    std::string key = w.substr(0, eq), value = w.substr(eq + 1);
+    auto k = std::find_if(k_keys.begin(), k_keys.end(), [&](const Key& x) { return x.name == key; });
+    if (k == k_keys.end()) throw bad(w);
+    nlohmann::json v;
+    switch (k->type) {
+    case Type::text: v = value; break;
+    case Type::number: {
+      char* end = nullptr;
+      long n = std::strtol(value.c_str(), &end, 10);
+      if (value.empty() || *end || n <= 0) throw bad(w + " (a positive number)");
+      v = n;
+      break;
+    }
+    case Type::flag:
+      if (value == "true" || value == "yes" || value == "1") v = true;
+      else if (value == "false" || value == "no" || value == "0") v = false;
+      else throw bad(w + " (true or false)");
+      break;
+    case Type::list:
+      v = nlohmann::json::array();
+      for (std::size_t pos = 0; pos <= value.size();) {
+        auto comma = std::min(value.find(',', pos), value.size());
+        if (comma > pos) v.push_back(value.substr(pos, comma - pos));
+        pos = comma + 1;
+      }
+      break;
+    }
+    args[std::string(k->arg)] = v;
+    overrides[key] = v;
+  }
+  return args;
+}
 
 int run_rerun(const RerunOptions& o) {
   std::int64_t id = 0, checkpoint = 0;
@@ -206,6 +264,7 @@ int run_rerun(const RerunOptions& o) {
   loop::PortRequest req;
   fs::path store = store_path();
   fs::path original;
+  nlohmann::json overrides = nlohmann::json::object();
   std::optional<util::TempDir> base;
   {
     auto st = open_store();
@@ -216,7 +275,10 @@ int run_rerun(const RerunOptions& o) {
     auto steps = load_steps(st, id);
     if (o.from_step < 0 || o.from_step > static_cast<std::int64_t>(steps.size()))
       throw util::FatalError{util::make_error(util::ErrorKind::config, fmt::format("--from-step {}: run {} has steps 1..{} (0 = the start)", o.from_step, id, steps.size()))};
-    req = loop::request_from_json(run.args);
+    // The original run's effective options (kernels, build command, proposers, budgets,
+    // leave-outs), then --with and the shortcut flags on top.
+    req = loop::request_from_json(apply_with(run.args, o.with, overrides));
+    req.from_tree.clear(); // the recorded one was a temporary copy; set again below
     original = run.args.value("original_tree", run.args.value("tree", ""));
     if (!fs::is_directory(original))
       throw util::FatalError{util::make_error(util::ErrorKind::not_found, fmt::format("{}: the run's driver tree is gone; rerun needs it", original.string()))};
@@ -231,21 +293,34 @@ int run_rerun(const RerunOptions& o) {
     (void)steps;
     req.tree = tree;
     req.out = o.out;
-    // A checkpoint tree carries target-kernel edits, so it no longer builds on the old kernel
-    // and the loop would stop at build-from: replay it as a target-only repair.
+    // A checkpoint tree carries target-kernel edits, so it no longer builds on the old kernel:
+    // the old kernel builds the original tree instead, and --from (rules learned from the old
+    // tree) is kept.
     if (applied > 0 && !req.from.empty()) {
-      util::log_info("rerun from step {}: the edited tree is repaired against {} only (no --from)", checkpoint, req.to);
-      req.from.clear();
+      fs::path pristine = base->path() / "from" / original.filename();
+      if (auto c = util::copy_tree(original, pristine, util::SkipBuildProducts::yes); !c) throw util::FatalError{c.error()};
+      req.from_tree = pristine;
     }
-    if (!o.proposers.empty()) req.proposers = o.proposers;
-    if (o.max_iters > 0) req.max_iters = o.max_iters;
-    if (o.budget_s > 0) req.budget = std::chrono::seconds(o.budget_s);
+    if (!o.proposers.empty()) {
+      req.proposers = o.proposers;
+      overrides["proposer"] = o.proposers;
+    }
+    if (o.max_iters > 0) {
+      req.max_iters = o.max_iters;
+      overrides["max-iters"] = o.max_iters;
+    }
+    if (o.budget_s > 0) {
+      req.budget = std::chrono::seconds(o.budget_s);
+      overrides["budget-s"] = o.budget_s;
+    }
   }
   loop::RecordOptions ro;
   ro.store = store;
   ro.command = "rerun";
   ro.parent_run = id;
-  ro.extra_args = {{"from_step", o.from_step}, {"checkpoint_step", checkpoint}, {"original_tree", original.string()}};
+  ro.extra_args = {{"from_step", o.from_step}, {"checkpoint_step", checkpoint}, {"original_tree", original.string()},
+                   {"with", overrides}};
+  ro.case_id = req.case_id;
   auto rec = loop::run_port_recorded(req, [](const std::string& m) { util::log_info("{}", m); }, ro);
   if (!rec) throw util::FatalError{rec.error()};
   if (!rec->report) {
@@ -321,6 +396,8 @@ Command rerun_command() {
             sub.add_option("--proposer", o->proposers, "Use only these proposers (repeatable)");
             sub.add_option("--max-iters", o->max_iters, "Iterations of the loop");
             sub.add_option("--budget-s", o->budget_s, "Wall-time budget in seconds");
+            sub.add_option("--with", o->with, "Override a recorded option, KEY=VALUE with port's option names: proposer=a,b "
+                                              "max-iters=N budget-s=S build-cmd=CMD from=K to=K boot=true store-kb=false ... (repeatable)");
             sub.add_flag("--json", o->json, "Print the versioned JSON verdict");
             return [=]() -> int { return run_rerun(*o); };
           }};
