@@ -4,6 +4,7 @@
 #include "autodriver/gate/gcc_parser.hpp"
 #include "autodriver/propose/apply.hpp"
 #include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/propose/callback_signature.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/target_decls.hpp"
 #include "autodriver/util/files.hpp"
@@ -187,4 +188,89 @@ TEST(TargetDecls, PrototypesAndSimilarity) {
   EXPECT_GT(propose::name_similarity("strlcpy", "strscpy"), 0.8);
   EXPECT_GT(propose::name_similarity("del_timer_sync", "timer_delete_sync"), 0.6);
   EXPECT_LT(propose::name_similarity("I2C_CLASS_DDC", "I2C_CLASS_HWMON"), 0.85);
+}
+
+TEST(CallbackSignature, UnusedParameterDropped) {
+  auto tmp = util::TempDir::create(util::scratch_root(), "test-cb-");
+  ASSERT_TRUE(tmp);
+  // drivetemp's class_interface callbacks (6.1); 6.12's add_dev/remove_dev lost the interface.
+  std::string src = "static int drv_add(struct device *dev, struct class_interface *intf)\n{\n\tput_device(dev);\n"
+                    "\treturn 0;\n}\n\nstatic struct class_interface drv_interface = {\n\t.add_dev = drv_add,\n};\n";
+  ASSERT_TRUE(util::write_file(tmp->path() / "d.c", src));
+  gate::ParseOptions po;
+  auto ds = gate::parse_build_output(
+      "d.c:8:20: error: initialization of 'int (*)(struct device *)' from incompatible pointer type 'int (*)(struct "
+      "device *, struct class_interface *)' [-Werror=incompatible-pointer-types]\n",
+      po);
+  ASSERT_EQ(ds.size(), 1u);
+  propose::PortContext ctx;
+  ctx.tree = tmp->path();
+  auto edits = propose::make_callback_signature()->propose(ds, ctx);
+  ASSERT_EQ(edits.size(), 1u);
+  ASSERT_TRUE(propose::apply_edit(edits[0], tmp->path(), tmp->path() / "s"));
+  auto out = *util::read_file(tmp->path() / "d.c");
+  EXPECT_NE(out.find("static int drv_add(struct device *dev)\n{\n\tput_device(dev);"), std::string::npos) << out;
+
+  // A parameter the body uses is not dropped.
+  ASSERT_TRUE(util::write_file(tmp->path() / "d.c", std::string(src).replace(src.find("put_device(dev)"), 15,
+                                                                           "put_device(intf->dev)")));
+  EXPECT_TRUE(propose::make_callback_signature()->propose(ds, ctx).empty());
+}
+
+TEST(CallbackSignature, ParametersFoldedIntoStruct) {
+  // 6.8 folded ethtool's get_rxfh(dev, indir, key, hfunc) into struct ethtool_rxfh_param.
+  std::vector<propose::Param> old = {{"struct net_device *", "netdev"}, {"u32 *", "p"}, {"u8 *", "key"},
+                                     {"u8 *", "hfunc"}};
+  auto members = [](const std::string& tag) {
+    EXPECT_EQ(tag, "ethtool_rxfh_param");
+    return std::vector<propose::Param>{{"u8", "hfunc"}, {"u32", "indir_size"}, {"u32 *", "indir"},
+                                       {"u32", "key_size"}, {"u8 *", "key"}};
+  };
+  // vmxnet3 calls the table "p": the one u32 * member takes it.
+  auto by_type = propose::plan_param_reshape(old, {"struct net_device *", "struct ethtool_rxfh_param *"}, {}, members);
+  ASSERT_TRUE(by_type);
+  EXPECT_EQ(by_type->prologue.front(), "u32 *p = ethtool_rxfh_param->indir;");
+  // A u16 * has no member to bind to: nothing folds, the parameters could only be dropped (if unused).
+  old[1].type = "u16 *";
+  auto drop = propose::plan_param_reshape(old, {"struct net_device *", "struct ethtool_rxfh_param *"}, {}, members);
+  ASSERT_TRUE(drop);
+  EXPECT_TRUE(drop->prologue.empty());
+  EXPECT_EQ(drop->unused, (std::vector<std::string>{"p", "key", "hfunc"}));
+  old[1] = {"u32 *", "indir"};
+  auto plan = propose::plan_param_reshape(old, {"struct net_device *", "struct ethtool_rxfh_param *"},
+                                          {"dev", "rxfh"}, members);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->params, (std::vector<std::string>{"struct net_device *netdev", "struct ethtool_rxfh_param *rxfh"}));
+  EXPECT_EQ(plan->prologue, (std::vector<std::string>{"u32 *indir = rxfh->indir;", "u8 *key = rxfh->key;",
+                                                      "u8 *hfunc = &rxfh->hfunc;"}));
+  // set_rxfh also gained an extack the driver does not use.
+  std::vector<propose::Param> set = {{"struct net_device *", "netdev"}, {"const u32 *", "indir"},
+                                     {"const u8 *", "key"}, {"const u8", "hfunc"}};
+  plan = propose::plan_param_reshape(
+      set, {"struct net_device *", "struct ethtool_rxfh_param *", "struct netlink_ext_ack *"}, {}, members);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->params.back(), "struct netlink_ext_ack *netlink_ext_ack");
+  EXPECT_EQ(plan->prologue.back(), "const u8 hfunc = ethtool_rxfh_param->hfunc;");
+  EXPECT_EQ(plan->added, std::vector<std::string>{"netlink_ext_ack"});
+}
+
+TEST(ApplyTextEdits, RelocatedAfterOtherEditsMovedLines) {
+  auto tmp = util::TempDir::create(util::scratch_root(), "test-te-");
+  ASSERT_TRUE(tmp);
+  ASSERT_TRUE(util::write_file(tmp->path() / "a.c", "int a;\nstatic int f(int x, int y)\n{\n\treturn x;\n}\n"));
+  propose::Edit e;
+  e.text_edits.push_back({"a.c", 2, 1, "static int f(int x)\n"});
+  e.text_edits.push_back({"a.c", 4, 0, "\tint y = 0;\n"}); // after the '{' line
+  propose::fill_expectations(e, tmp->path());
+  ASSERT_TRUE(e.text_edits[0].expect);
+  EXPECT_EQ(*e.text_edits[0].expect, "static int f(int x, int y)\n");
+  EXPECT_EQ(*e.text_edits[1].expect, "{\n");
+  // Another accepted edit added two lines above: the edit follows its lines.
+  ASSERT_TRUE(util::write_file(tmp->path() / "a.c",
+                               "int a;\nint b;\nint c;\nstatic int f(int x, int y)\n{\n\treturn x;\n}\n"));
+  ASSERT_TRUE(propose::apply_edit(e, tmp->path(), tmp->path() / "s"));
+  EXPECT_EQ(*util::read_file(tmp->path() / "a.c"),
+            "int a;\nint b;\nint c;\nstatic int f(int x)\n{\n\tint y = 0;\n\treturn x;\n}\n");
+  // The lines it replaces are gone: the edit fails instead of damaging other lines.
+  EXPECT_FALSE(propose::apply_edit(e, tmp->path(), tmp->path() / "s"));
 }

@@ -270,8 +270,11 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
       auto es = p->propose(cur->all, ctx);
       step("propose", {{"iteration", iter}, {"proposer", p->id()}, {"edits", es.size()},
                        {"ms", std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count()}});
-      for (auto& e : es)
-        if (!settled.count(e.change_id)) edits.push_back(std::move(e));
+      for (auto& e : es) {
+        if (settled.count(e.change_id)) continue;
+        propose::fill_expectations(e, work);
+        edits.push_back(std::move(e));
+      }
     }
     note(fmt::format("iteration {}: {} error(s), {} candidate edit(s)", iter, cur->error_count(), edits.size()));
     if (edits.empty()) break;

@@ -35,6 +35,13 @@ static std::map<std::string, std::size_t> hashes(const fs::path& tree, const std
   return out;
 }
 
+/// The lines an edit expects, as a block (for an insertion, the one line before it).
+static std::vector<std::string> expected_block(const TextEdit& e) {
+  std::vector<std::string> out;
+  for (auto l : util::split_lines(*e.expect)) out.emplace_back(l);
+  return out;
+}
+
 static util::Expected<void> apply_text_edits(const std::vector<TextEdit>& edits, const fs::path& tree) {
   std::map<std::string, std::vector<TextEdit>> by_file;
   for (const auto& e : edits) by_file[e.file].push_back(e);
@@ -43,7 +50,30 @@ static util::Expected<void> apply_text_edits(const std::vector<TextEdit>& edits,
     if (!text) return util::unexpected(text.error());
     std::vector<std::string> lines;
     for (auto l : util::split_lines(*text)) lines.emplace_back(l);
-    std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) { return a.line > b.line; });
+    // Relocate each edit to the nearest place its expected lines still are (other accepted
+    // edits may have moved them); all positions are taken before any of this list applies.
+    for (auto& e : list) {
+      if (!e.expect) continue;
+      auto block = expected_block(e);
+      if (block.empty()) continue;
+      const long first = e.remove > 0 ? e.line - 1 : e.line - 2; // 0-based index of the block
+      auto matches_at = [&](long at) {
+        if (at < 0 || at + static_cast<long>(block.size()) > static_cast<long>(lines.size())) return false;
+        for (std::size_t k = 0; k < block.size(); ++k)
+          if (lines[static_cast<std::size_t>(at) + k] != block[k]) return false;
+        return true;
+      };
+      long found = -1;
+      for (long d = 0; d <= static_cast<long>(lines.size()) && found < 0; ++d) {
+        if (matches_at(first - d)) found = first - d;
+        else if (d > 0 && matches_at(first + d)) found = first + d;
+      }
+      if (found < 0)
+        return util::unexpected(util::ErrorKind::parse,
+                                fmt::format("{}:{}: the lines this edit replaces are no longer there", file, e.line));
+      e.line = static_cast<int>(e.remove > 0 ? found + 1 : found + 2);
+    }
+    std::stable_sort(list.begin(), list.end(), [](const auto& a, const auto& b) { return a.line > b.line; });
     for (const auto& e : list) {
       auto at = static_cast<std::size_t>(std::max(1, e.line) - 1);
       if (at > lines.size()) at = lines.size();
@@ -58,6 +88,27 @@ static util::Expected<void> apply_text_edits(const std::vector<TextEdit>& edits,
     if (auto w = util::write_file(tree / file, out); !w) return w;
   }
   return {};
+}
+
+void fill_expectations(Edit& edit, const fs::path& tree) {
+  std::map<std::string, std::vector<std::string>> cache;
+  for (auto& e : edit.text_edits) {
+    if (e.expect) continue;
+    auto it = cache.find(e.file);
+    if (it == cache.end()) {
+      std::vector<std::string> lines;
+      if (auto t = util::read_file(tree / e.file))
+        for (auto l : util::split_lines(*t)) lines.emplace_back(l);
+      it = cache.emplace(e.file, std::move(lines)).first;
+    }
+    const auto& lines = it->second;
+    const long first = e.remove > 0 ? e.line - 1 : e.line - 2;
+    const long count = e.remove > 0 ? e.remove : 1;
+    if (first < 0 || first + count > static_cast<long>(lines.size())) continue;
+    std::string block;
+    for (long k = 0; k < count; ++k) block += lines[static_cast<std::size_t>(first + k)] + "\n";
+    e.expect = block;
+  }
 }
 
 static util::Expected<void> apply_renames(const std::vector<std::pair<std::string, std::string>>& renames,

@@ -3,6 +3,7 @@
 // changed from int to void, the callback's definition is rewritten and its return statements
 // fixed; the rule comes from the two types gcc prints, not from a table.
 
+#include "autodriver/propose/callback_signature.hpp"
 #include "autodriver/propose/c_tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/target_decls.hpp"
@@ -10,6 +11,7 @@
 #include "autodriver/util/strings.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <regex>
 #include <set>
@@ -144,6 +146,156 @@ std::vector<TextEdit> retype_params(const std::string& file, const std::string& 
   return edits;
 }
 
+/// One declaration or definition of a function in a token stream.
+struct FnDecl {
+  std::size_t name = 0, open = 0, close = 0; ///< tokens: the name, '(' and ')'
+  std::size_t body = 0;                      ///< '{' of a definition, 0 for a prototype
+  std::vector<std::pair<std::size_t, std::size_t>> params; ///< token ranges of the parameters
+};
+
+std::vector<FnDecl> fn_decls(const std::vector<Token>& toks, const std::string& fn) {
+  std::vector<FnDecl> out;
+  int depth = 0;
+  for (std::size_t i = 0; i + 1 < toks.size(); ++i) {
+    if (toks[i].text == "{") ++depth;
+    if (toks[i].text == "}") --depth;
+    if (depth != 0 || toks[i].text != fn || toks[i + 1].text != "(") continue;
+    if (i == 0 || (toks[i - 1].kind != TokKind::ident && toks[i - 1].text != "*")) continue;
+    FnDecl d;
+    d.name = i;
+    d.open = i + 1;
+    d.close = matching_close(toks, i + 1);
+    if (d.close == std::string::npos) continue;
+    std::size_t start = i + 2;
+    int pd = 0;
+    for (std::size_t k = i + 2; k < d.close; ++k) {
+      if (toks[k].text == "(" || toks[k].text == "[") ++pd;
+      if (toks[k].text == ")" || toks[k].text == "]") --pd;
+      if (pd == 0 && toks[k].text == ",") {
+        d.params.push_back({start, k - 1});
+        start = k + 1;
+      }
+    }
+    if (d.close > start) d.params.push_back({start, d.close - 1});
+    std::size_t k = d.close + 1;
+    while (k < toks.size() && toks[k].text != ";" && toks[k].text != "{" && toks[k].text != ",") ++k;
+    if (k >= toks.size() || toks[k].text == ",") continue;
+    if (toks[k].text == "{") d.body = k;
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+std::string drop_const(const std::string& type) {
+  std::string out;
+  for (const auto& t : tokenize(type))
+    if (t.text != "const") out += t.text;
+  return out;
+}
+
+std::string with_name(const std::string& type, const std::string& name) {
+  if (name.empty()) return type;
+  return type + (type.back() == '*' ? "" : " ") + name;
+}
+
+/// "struct ethtool_rxfh_param *" -> "ethtool_rxfh_param", else empty.
+std::string pointed_struct(const std::string& type) {
+  auto toks = tokenize(type);
+  if (toks.size() == 3 && toks[0].text == "struct" && toks[2].text == "*") return toks[1].text;
+  return {};
+}
+
+} // namespace
+
+std::optional<ParamReshape> plan_param_reshape(const std::vector<Param>& old_params,
+                                               const std::vector<std::string>& to_types,
+                                               const std::vector<std::string>& to_names,
+                                               const std::function<std::vector<Param>(const std::string&)>& members) {
+  ParamReshape r;
+  const std::size_t no = old_params.size(), nt = to_types.size();
+  auto compatible = [](const std::string& a, const std::string& b) { return drop_const(a) == drop_const(b); };
+  std::size_t pre = 0;
+  while (pre < no && pre < nt && compatible(old_params[pre].type, to_types[pre])) ++pre;
+  std::size_t suf = 0;
+  while (suf < no - pre && suf < nt - pre &&
+         compatible(old_params[no - 1 - suf].type, to_types[nt - 1 - suf]))
+    ++suf;
+  std::set<std::string> taken;
+  for (const auto& p : old_params) taken.insert(p.name);
+  std::vector<std::string> mid_names(nt, "");
+  for (std::size_t i = 0; i < pre; ++i) mid_names[i] = old_params[i].name;
+  for (std::size_t i = 0; i < suf; ++i) mid_names[nt - 1 - i] = old_params[no - 1 - i].name;
+  // The old parameters between the kept prefix and suffix are folded into a struct the target
+  // passes instead (its members carry their names), or dropped when nothing replaces them.
+  std::vector<Param> gone(old_params.begin() + static_cast<long>(pre), old_params.end() - static_cast<long>(suf));
+  std::size_t holder = nt; // index of the target parameter the gone ones moved into
+  if (!gone.empty() && nt > pre + suf) {
+    for (std::size_t i = pre; i < nt - suf && holder == nt; ++i) {
+      std::string tag = pointed_struct(to_types[i]);
+      if (tag.empty()) continue;
+      auto ms = members(tag);
+      // Each folded parameter binds to the member of its name, else to the one member of its
+      // type (directly, else through its address); members are claimed once.
+      std::set<std::string> claimed;
+      std::vector<std::string> binds;
+      auto pick = [&](const Param& g) -> std::string {
+        const std::string gt = drop_const(g.type);
+        for (const auto& m : ms)
+          if (m.name == g.name && !m.type.empty() && !claimed.count(m.name)) {
+            if (gt == drop_const(m.type)) return fmt::format("{} = {{}}->{};", with_name(g.type, g.name), m.name);
+            if (gt == drop_const(m.type) + "*")
+              return fmt::format("{} = &{{}}->{};", with_name(g.type, g.name), m.name);
+            return {};
+          }
+        for (bool address : {false, true}) {
+          const Param* only = nullptr;
+          int n = 0;
+          for (const auto& m : ms) {
+            if (m.type.empty() || claimed.count(m.name)) continue;
+            if (gt == drop_const(m.type) + (address ? "*" : "")) {
+              only = &m;
+              ++n;
+            }
+          }
+          if (n == 1)
+            return fmt::format("{} = {}{{}}->{};", with_name(g.type, g.name), address ? "&" : "", only->name);
+          if (n > 1) return {};
+        }
+        return {};
+      };
+      for (const auto& g : gone) {
+        std::string b = pick(g);
+        if (b.empty()) break;
+        claimed.insert(b.substr(b.rfind("->") + 2, b.size() - b.rfind("->") - 3));
+        binds.push_back(b);
+      }
+      if (binds.size() != gone.size()) continue;
+      holder = i;
+      std::string name = i < to_names.size() && !to_names[i].empty() ? to_names[i] : tag;
+      if (taken.count(name)) return std::nullopt;
+      taken.insert(name);
+      mid_names[i] = name;
+      for (auto& b : binds) r.prologue.push_back(fmt::format(fmt::runtime(b), name));
+    }
+  }
+  if (holder == nt)
+    for (const auto& g : gone) r.unused.push_back(g.name); // nothing replaces them: must be unused
+  // Parameters the target adds: named like the target's own implementations, else after their type.
+  for (std::size_t i = pre; i < nt - suf; ++i) {
+    if (i == holder) continue;
+    std::string name = i < to_names.size() ? to_names[i] : "";
+    if (name.empty()) name = pointed_struct(to_types[i]);
+    if (name.empty() || taken.count(name)) return std::nullopt;
+    taken.insert(name);
+    mid_names[i] = name;
+    r.added.push_back(name);
+  }
+  for (std::size_t i = 0; i < nt; ++i) r.params.push_back(with_name(to_types[i], mid_names[i]));
+  return r;
+}
+
+namespace {
+
 /// Line edits that change the return type `from_ret` -> `to_ret` of the declarations of `fn` in
 /// the tree's .c/.h files (only prototypes when `prototypes_only`: SmPL rewrites definitions).
 std::vector<TextEdit> retype_return_edits(const PortContext& ctx, const std::string& fn, const std::string& from_ret,
@@ -199,6 +351,52 @@ std::string callback_at(const core::Diagnostic& d, const PortContext& ctx, std::
   std::string fn = assigned_identifier(std::string(lines[static_cast<std::size_t>(d.line) - 1]));
   if (fn.empty() || !done.insert(fn).second) return {};
   return fn;
+}
+
+/// The struct member a diagnostic's line assigns (".remove = x," or "p->remove = x;"), or empty.
+std::string member_at(const core::Diagnostic& d, const PortContext& ctx) {
+  auto text = util::read_file(ctx.tree / d.file);
+  if (!text) return {};
+  auto lines = util::split_lines(*text);
+  if (d.line < 1 || static_cast<std::size_t>(d.line) > lines.size()) return {};
+  static const std::regex k_member(R"((?:\.|->)\s*([A-Za-z_]\w*)\s*=[^=])");
+  std::string line(lines[static_cast<std::size_t>(d.line) - 1]);
+  std::smatch m;
+  return std::regex_search(line, m, k_member) ? m[1].str() : std::string{};
+}
+
+/// Replaces the parameter list of one declaration with `params`, wrapping after commas (aligned
+/// with the opening parenthesis) where the line would pass 100 columns.
+TextEdit param_list_edit(const std::string& file, const std::string& text, const std::vector<Token>& toks,
+                         const FnDecl& fd, const std::vector<std::string>& params) {
+  std::size_t ls = text.rfind('\n', toks[fd.name].begin);
+  ls = ls == std::string::npos ? 0 : ls + 1;
+  std::size_t le = text.find('\n', toks[fd.close].end);
+  if (le == std::string::npos) le = text.size();
+  std::string head = text.substr(ls, toks[fd.open].end - ls);
+  auto columns = [](const std::string& s) {
+    std::size_t c = 0;
+    for (char ch : s) c = ch == '\t' ? (c / 8 + 1) * 8 : c + 1;
+    return c;
+  };
+  std::string indent;
+  for (std::size_t c = columns(head), tabs = c / 8; indent.size() < tabs; ) indent += '\t';
+  indent += std::string(columns(head) % 8, ' ');
+  std::string out = head, line = head;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    std::string piece = params[i] + (i + 1 < params.size() ? "," : "");
+    if (i > 0 && columns(line) + 1 + piece.size() > 100) {
+      out += "\n" + indent;
+      line = indent;
+    } else if (i > 0) {
+      out += " ";
+      line += " ";
+    }
+    out += piece;
+    line += piece;
+  }
+  out += text.substr(toks[fd.close].begin, le - toks[fd.close].begin) + "\n";
+  return {file, toks[fd.name].line, toks[fd.close].line - toks[fd.name].line + 1, out};
 }
 
 Edit callback_edit(const std::string& fn) {
@@ -267,11 +465,12 @@ private:
   void params_changed(const core::Diagnostic& d, const FnType& to, const FnType& from, const PortContext& ctx,
                       std::set<std::string>& done, std::vector<Edit>& out) {
     auto tp = split_top_level(to.params), fp = split_top_level(from.params);
-    if (tp.size() != fp.size()) return;
+    if (tp.size() != fp.size()) return params_reshaped(d, tp, ctx, done, out);
+    std::string member = member_at(d, ctx);
     std::string fn = callback_at(d, ctx, done);
     if (fn.empty()) return;
     Edit e = callback_edit(fn);
-    e.title = fmt::format("callback takes ({})", to.params);
+    e.title = fmt::format("{} takes ({})", member.empty() ? "callback" : "callback ." + member, to.params);
     e.description = fmt::format("The kernel now expects '{}' where {}() is '{}': its parameters are retyped to match.",
                                 d.symbols[0], fn, d.symbols[1]);
     for (const auto& rel : util::list_files(ctx.tree)) {
@@ -286,7 +485,84 @@ private:
     e.support = 1;
     out.push_back(std::move(e));
   }
+
+  /// The callback type gained, lost or folded parameters: plan the new list from the driver's
+  /// definition, the target's member struct types and its own implementations' parameter names.
+  void params_reshaped(const core::Diagnostic& d, const std::vector<std::string>& tp, const PortContext& ctx,
+                       std::set<std::string>& done, std::vector<Edit>& out) {
+    std::string member = member_at(d, ctx);
+    std::string fn = callback_at(d, ctx, done);
+    if (fn.empty()) return;
+    // The definition's parameters (names are needed: they are what the body uses).
+    std::vector<Param> old_params;
+    std::string body_text;
+    for (const auto& rel : util::list_files(ctx.tree)) {
+      auto ext = rel.extension().string();
+      if (ext != ".c" && ext != ".h") continue;
+      auto t = util::read_file(ctx.tree / rel);
+      if (!t || t->find(fn) == std::string::npos) continue;
+      auto toks = tokenize(*t);
+      for (const auto& fd : fn_decls(toks, fn)) {
+        if (!fd.body) continue;
+        for (auto [a, b] : fd.params) {
+          if (toks[b].kind != TokKind::ident || a == b) return; // unnamed or "void"
+          old_params.push_back({std::string(util::trim(t->substr(toks[a].begin, toks[b].begin - toks[a].begin))),
+                                toks[b].text});
+        }
+        auto close = matching_close(toks, fd.body);
+        for (std::size_t k = fd.body; k < toks.size() && k <= close; ++k) body_text += toks[k].text + " ";
+        break;
+      }
+      if (!body_text.empty()) break;
+    }
+    if (body_text.empty()) return;
+    std::optional<TargetIndex> idx;
+    std::vector<std::string> names;
+    if (!ctx.new_src.empty() && ctx.to) {
+      idx.emplace(ctx.new_src, ctx.to->build_dir);
+      names = idx->callback_param_names(member, tp.size());
+    }
+    auto members = [&](const std::string& tag) { return idx ? idx->struct_member_types(tag) : std::vector<Param>{}; };
+    auto plan = plan_param_reshape(old_params, tp, names, members);
+    if (!plan) return;
+    auto body = tokenize(body_text);
+    for (const auto& u : plan->unused)
+      for (const auto& t : body)
+        if (t.text == u) return; // a dropped parameter the body still uses: not mechanical
+    Edit e = callback_edit(fn);
+    e.title = fmt::format("{} takes ({})", member.empty() ? "callback" : "callback ." + member, fmt::join(tp, ", "));
+    e.description = fmt::format("The kernel now expects '{}' where {}() is '{}'.", d.symbols[0], fn, d.symbols[1]);
+    if (!plan->prologue.empty())
+      e.description += fmt::format(" The parameters it no longer passes are members of the structure it passes "
+                                   "instead; the body reads them from there ({}).",
+                                   fmt::join(plan->prologue, " "));
+    if (!plan->unused.empty())
+      e.description += fmt::format(" Dropped, unused: {}.", fmt::join(plan->unused, ", "));
+    if (!plan->added.empty()) e.description += fmt::format(" Added: {}.", fmt::join(plan->added, ", "));
+    for (const auto& rel : util::list_files(ctx.tree)) {
+      auto ext = rel.extension().string();
+      if (ext != ".c" && ext != ".h") continue;
+      auto t = util::read_file(ctx.tree / rel);
+      if (!t || t->find(fn) == std::string::npos) continue;
+      auto toks = tokenize(*t);
+      for (const auto& fd : fn_decls(toks, fn)) {
+        e.text_edits.push_back(param_list_edit(rel.string(), *t, toks, fd, plan->params));
+        if (!fd.body || plan->prologue.empty()) continue;
+        // Bindings open the body: '{' must end its line (kernel style for functions).
+        std::size_t nl = t->find('\n', toks[fd.body].end);
+        if (fd.body + 1 >= toks.size() || (nl != std::string::npos && toks[fd.body + 1].begin < nl)) return;
+        std::string lines;
+        for (const auto& p : plan->prologue) lines += "\t" + p + "\n";
+        e.text_edits.push_back({rel.string(), toks[fd.body].line + 1, 0, lines});
+      }
+    }
+    if (e.text_edits.empty()) return;
+    e.symbols = {fn, d.symbols[0]};
+    e.support = 1;
+    out.push_back(std::move(e));
+  }
 };
+
 
 } // namespace
 

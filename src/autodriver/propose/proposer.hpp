@@ -38,6 +38,10 @@ struct TextEdit {
   int line = 0;           ///< insert before this line when `remove` is 0
   int remove = 0;         ///< number of lines replaced
   std::string text;       ///< replacement lines, each ending in '\n'
+  /// The lines [line, line + remove) as proposed (for an insertion: the line before it), filled
+  /// by fill_expectations(); applying relocates the edit to the nearest place they still match,
+  /// so an edit stays right after another accepted edit moved lines, and fails when they are gone.
+  std::optional<std::string> expect;
 };
 
 /// A call rewrite `from(E0..En-1)` -> `to(args)`, args are templates over "$i" (old argument i).
@@ -69,8 +73,12 @@ struct Edit {
 };
 
 nlohmann::json to_json(const Edit& e);
+
 /// The inverse of to_json (missing fields keep their defaults; `call` is optional).
 Edit edit_from_json(const nlohmann::json& j);
+
+/// Records in each text edit the lines of `tree` it was proposed against (TextEdit::expect).
+void fill_expectations(Edit& e, const std::filesystem::path& tree);
 
 class Proposer {
 public:

@@ -193,6 +193,13 @@ const std::set<std::string>& TargetIndex::names() {
 
 std::vector<std::string> TargetIndex::struct_members(const std::string& tag) {
   std::vector<std::string> out;
+  for (const auto& m : struct_member_types(tag)) out.push_back(m.name);
+  return out;
+}
+
+std::vector<Param> TargetIndex::struct_member_types(const std::string& tag) {
+  if (auto it = m_members.find(tag); it != m_members.end()) return it->second;
+  std::vector<Param>& out = m_members[tag];
   if (m_src.empty()) return out;
   util::RunRequest req;
   req.argv = {"grep", "-rlE", "--include=*.h", "struct " + tag + " \\{", "include", "arch/x86/include"};
@@ -206,19 +213,48 @@ std::vector<std::string> TargetIndex::struct_members(const std::string& tag) {
     auto toks = tokenize(*text);
     for (std::size_t i = 0; i + 2 < toks.size(); ++i) {
       if (toks[i].text != "struct" || toks[i + 1].text != tag || toks[i + 2].text != "{") continue;
-      int depth = 0;
+      int braces = 0, parens = 0;
+      std::size_t decl_start = i + 3; // first token of the current member declaration
+      std::string base;               // "u32" of "u32 a, *b;"
       for (std::size_t k = i + 2; k < toks.size(); ++k) {
-        if (toks[k].text == "{") ++depth;
-        if (toks[k].text == "}" && --depth == 0) break;
-        // A member name: identifier before ';' / '[' / ':' at depth 1, or "(*name)".
-        if (toks[k].kind == TokKind::ident && k + 1 < toks.size()) {
-          const std::string& nx = toks[k + 1].text;
-          if (depth >= 1 && (nx == ";" || nx == "[" || nx == ":" || nx == ",")) out.push_back(toks[k].text);
-          if (k >= 2 && toks[k - 1].text == "*" && toks[k - 2].text == "(" && nx == ")") {
-            out.push_back(toks[k].text);
-            m_fn_members[tag].insert(toks[k].text);
-          }
+        const std::string& t = toks[k].text;
+        if (t == "(") ++parens;
+        if (t == ")") --parens;
+        if (t == "{") ++braces;
+        if (t == "}" && --braces == 0) break;
+        if (parens == 0 && (t == ";" || t == "{" || t == "}")) {
+          decl_start = k + 1;
+          base.clear();
+          continue;
         }
+        if (toks[k].kind != TokKind::ident || k + 1 >= toks.size()) continue;
+        const std::string& nx = toks[k + 1].text;
+        // "(*name)": a function pointer member.
+        if (k >= 2 && toks[k - 1].text == "*" && toks[k - 2].text == "(" && nx == ")" && parens == 1) {
+          out.push_back({"", t});
+          m_fn_members[tag].insert(t);
+          continue;
+        }
+        if (parens != 0 || !(nx == ";" || nx == "[" || nx == ":" || nx == ",")) continue;
+        // The type: tokens from the declaration start (or the base type after a comma) to the name.
+        std::size_t from = decl_start;
+        std::string stars;
+        std::size_t j = k;
+        while (j > decl_start && toks[j - 1].text == "*") {
+          stars += "*";
+          --j;
+        }
+        if (j > decl_start && toks[j - 1].text == ",") from = j; // "u32 a, b": b has the base type
+        std::string type;
+        if (from == j) {
+          type = base;
+        } else {
+          for (std::size_t q = from; q < j; ++q) type += (type.empty() ? "" : " ") + toks[q].text;
+          if (base.empty()) base = type;
+        }
+        if (nx == "[") stars += "*";
+        if (!stars.empty()) type += " " + stars;
+        out.push_back({type, t});
       }
       return out;
     }
@@ -227,7 +263,7 @@ std::vector<std::string> TargetIndex::struct_members(const std::string& tag) {
 }
 
 std::set<std::string> TargetIndex::function_pointer_members(const std::string& tag) {
-  if (!m_fn_members.count(tag)) (void)struct_members(tag);
+  if (!m_fn_members.count(tag)) (void)struct_member_types(tag);
   return m_fn_members[tag];
 }
 
@@ -252,6 +288,65 @@ std::vector<std::map<std::string, int>> TargetIndex::caller_args(const std::stri
       if (calls) ++*calls;
       for (std::size_t i = 0; i < arity; ++i) ++out[i][c.args[i]];
     }
+  }
+  return out;
+}
+
+std::vector<std::string> TargetIndex::callback_param_names(const std::string& member, std::size_t arity) {
+  std::vector<std::string> out(arity);
+  if (m_src.empty() || member.empty()) return out;
+  util::RunRequest req;
+  req.argv = {"grep", "-rEo", "--include=*.c", "-m", "2", "\\." + member + "\\s*=\\s*&?[A-Za-z_][A-Za-z0-9_]*",
+              "--", "drivers", "net", "sound", "fs"};
+  req.cwd = m_src;
+  req.timeout = 120s;
+  auto r = util::run(req);
+  if (!r) return out;
+  std::vector<std::map<std::string, int>> votes(arity);
+  std::set<std::string> seen_files;
+  static const std::regex k_line(R"(^([^:]+):\.\w+\s*=\s*&?(\w+)$)");
+  for (auto l : util::split_lines(r->out)) {
+    std::smatch m;
+    std::string line(l);
+    if (!std::regex_match(line, m, k_line)) continue;
+    if (seen_files.size() >= 24 && !seen_files.count(m[1].str())) break;
+    seen_files.insert(m[1].str());
+    auto text = util::read_file(m_src / m[1].str());
+    if (!text) continue;
+    auto toks = tokenize(*text);
+    for (const auto& u : find_units(toks)) {
+      if (u.kind != UnitKind::function || u.name != m[2].str()) continue;
+      std::size_t open = u.first;
+      while (open < u.body && !(toks[open].text == m[2].str() && toks[open + 1].text == "(")) ++open;
+      if (open >= u.body) break;
+      std::size_t close = matching_close(toks, open + 1);
+      if (close == std::string::npos) break;
+      std::vector<std::string> names;
+      int depth = 0;
+      std::string last;
+      for (std::size_t k = open + 2; k <= close; ++k) {
+        const std::string& t = toks[k].text;
+        if (depth == 0 && (t == "," || k == close)) {
+          names.push_back(last);
+          last.clear();
+          continue;
+        }
+        if (t == "(" || t == "[") ++depth;
+        if (t == ")" || t == "]") --depth;
+        if (depth == 0 && toks[k].kind == TokKind::ident) last = t;
+      }
+      if (names.size() == arity)
+        for (std::size_t i = 0; i < arity; ++i) ++votes[i][names[i]];
+      break;
+    }
+  }
+  for (std::size_t i = 0; i < arity; ++i) {
+    int best = 0;
+    for (const auto& [n, c] : votes[i])
+      if (c > best) {
+        best = c;
+        out[i] = n;
+      }
   }
   return out;
 }

@@ -51,11 +51,18 @@ public:
 
   /// Member names of `struct tag` in the target headers (empty if not found).
   std::vector<std::string> struct_members(const std::string& tag);
+  /// Members of `struct tag` with their declared types ("u32 *" for `u32 *indir;`, "u8 *" for
+  /// `u8 key[16];`); function-pointer members have an empty type.
+  std::vector<Param> struct_member_types(const std::string& tag);
   /// The members of `struct tag` that are function pointers ("(*name)(...)").
   std::set<std::string> function_pointer_members(const std::string& tag);
 
   /// Argument texts the target's own callers pass, per position, for calls with `arity` arguments.
   std::vector<std::map<std::string, int>> caller_args(const std::string& name, std::size_t arity, int* calls = nullptr);
+
+  /// Parameter names the target's own implementations of callback member `member` (assigned as
+  /// `.member = fn`) give their `arity` parameters, by majority per position ("" when none).
+  std::vector<std::string> callback_param_names(const std::string& member, std::size_t arity);
 
   /// How many target .c files use `name` (capped grep).
   int usage_count(const std::string& name);
@@ -70,6 +77,7 @@ private:
   bool m_names_loaded = false;
   std::set<std::string> m_deprecated;
   std::map<std::string, std::set<std::string>> m_fn_members;
+  std::map<std::string, std::vector<Param>> m_members;
   bool m_deprecated_loaded = false;
 };
 

@@ -1,0 +1,32 @@
+#pragma once
+// callback-signature internals shared with its tests: how a callback's parameter list is
+// reshaped when the kernel's callback type gains, loses or folds parameters.
+
+#include "autodriver/propose/target_decls.hpp"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace autodriver::propose {
+
+struct ParamReshape {
+  std::vector<std::string> params;   ///< the new parameter list, each "type name"
+  std::vector<std::string> prologue; ///< declarations opening the body, binding folded names
+  std::vector<std::string> unused;   ///< dropped parameters: the body must not use them
+  std::vector<std::string> added;    ///< names of parameters the target adds
+};
+
+/// Plans the move from `old_params` (the driver's definition) to the target's `to_types`.
+/// Kept prefix/suffix parameters keep their names (retyped, e.g. gaining const); the old
+/// parameters in between are either folded into a `struct S *` parameter of the target whose
+/// members have their names and types (`u8 *hfunc` -> `u8 *hfunc = &rxfh->hfunc;`), or dropped
+/// (they must then be unused). New parameters are named `to_names[i]` (what the target's own
+/// implementations call them) or after their struct tag. Nullopt when no such plan exists.
+std::optional<ParamReshape> plan_param_reshape(const std::vector<Param>& old_params,
+                                               const std::vector<std::string>& to_types,
+                                               const std::vector<std::string>& to_names,
+                                               const std::function<std::vector<Param>(const std::string&)>& members);
+
+} // namespace autodriver::propose
