@@ -216,3 +216,37 @@ TEST(KbCases, CollapseAndCompareOnTokens) {
   EXPECT_TRUE(matches_new_branch(ported, c, blocks[0].new_code));
   EXPECT_FALSE(matches_new_branch(c.old_text, c, blocks[0].new_code));
 }
+
+TEST(KbCases, OlderThanTargetPicksTheBranchTheTargetCompilesAndTheOneBelowIt) {
+  std::string text = fixture("rapiddisk_blk_alloc_disk.c");
+  ExtractStats st;
+  auto blocks = extract_version_blocks(text, st);
+  ASSERT_EQ(blocks.size(), 3u);
+  // #if >= 6.9 / #elif >= 5.14 / #else: the 5.14 branch is valid for [5.14, 6.9) only.
+  EXPECT_EQ(blocks[0].new_until, KVersion{});
+  EXPECT_EQ(blocks[1].new_until.str(), "6.9.0");
+  const KVersion k61{6, 1, 192}, k612{6, 12, 117};
+  // 6.1 compiles `blk_alloc_disk(NUMA_NO_NODE)`; the change it had to make is 5.14's, from alloc_disk(1).
+  EXPECT_FALSE(block_changed_by(blocks[0], k61));
+  EXPECT_TRUE(block_changed_by(blocks[1], k61));
+  EXPECT_FALSE(block_changed_by(blocks[2], k61));
+  // 6.12 compiles the 6.9 branch: the 5.14 pair is history for it, not its change.
+  EXPECT_TRUE(block_changed_by(blocks[0], k612));
+  EXPECT_FALSE(block_changed_by(blocks[1], k612));
+  EXPECT_TRUE(block_changed_by(blocks[2], k612));
+  // The (from, to] mode: 6.12 does not compile the 5.14 branch, so that pair does not span 5.10 -> 6.12.
+  EXPECT_FALSE(block_spans(blocks[1], {5, 10, 0}, k612));
+  EXPECT_TRUE(block_spans(blocks[1], {5, 10, 0}, k61));
+  auto c = collapse_block(text, blocks[1]);
+  EXPECT_EQ(c.old_text.find("KERNEL_VERSION(5,14,0)"), std::string::npos);
+  EXPECT_NE(c.old_text.find("if (IS_ERR(disk))"), std::string::npos) << "the next block stays";
+  EXPECT_NE(c.old_text.find("rdsk->rdsk_disk = alloc_disk(1);"), std::string::npos);
+  EXPECT_EQ(c.old_text.find("blk_alloc_disk(NUMA_NO_NODE)"), std::string::npos);
+  EXPECT_NE(c.expected_text.find("rdsk->rdsk_disk = blk_alloc_disk(NUMA_NO_NODE);"), std::string::npos);
+  // A plain #if/#else block (apfs readpage -> read_folio, 5.19) is 6.1's change too.
+  auto apfs = fixture("apfs_file_read_folio.c");
+  auto ab = extract_version_blocks(apfs, st);
+  ASSERT_EQ(ab.size(), 1u);
+  EXPECT_TRUE(block_changed_by(ab[0], k61));
+  EXPECT_FALSE(block_changed_by(ab[0], {5, 18, 0}));
+}

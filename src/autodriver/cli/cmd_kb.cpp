@@ -2,6 +2,7 @@
 // `#if LINUX_VERSION_CODE` blocks, and the collapsed-block benchmark cases made from them.
 
 #include "autodriver/cli/commands.hpp"
+#include "autodriver/cli/kb_sources.hpp"
 #include "autodriver/corpus/dkms.hpp"
 #include "autodriver/kernel/source.hpp"
 #include "autodriver/kernel/target.hpp"
@@ -25,20 +26,13 @@ namespace fs = std::filesystem;
 using propose::Kb;
 using propose::KbSource;
 
-namespace {
-
-struct SourceOptions {
-  std::vector<std::string> source_dirs;
-  std::vector<std::string> packages;
-  bool dkms = false;
-};
-
 void add_source_options(CLI::App& sub, SourceOptions& o) {
   sub.add_option("--source", o.source_dirs, "A driver source directory to learn from (repeatable)");
   sub.add_option("--package", o.packages, "A Debian *-dkms package, fetched into the cache (repeatable)");
   sub.add_flag("--dkms", o.dkms, "Every *-dkms package apt knows (apt-get download + dpkg -x, never installed)");
 }
 
+namespace {
 /// The package a directory belongs to: <cache>/dkms/<pkg>/root/usr/src/<dir> -> <pkg>, else its name.
 std::string package_of(const fs::path& dir) {
   auto abs = fs::weakly_canonical(dir).string();
@@ -47,6 +41,7 @@ std::string package_of(const fs::path& dir) {
   if (std::regex_search(abs, m, k_cached)) return m[1].str();
   return fs::path(abs).filename().string();
 }
+} // namespace
 
 util::Expected<std::vector<KbSource>> gather(const SourceOptions& o) {
   std::vector<KbSource> out;
@@ -73,7 +68,6 @@ util::Expected<std::vector<KbSource>> gather(const SourceOptions& o) {
   return out;
 }
 
-/// LINUX_VERSION_CODE of a kernel's headers (the sublevel matters for backported boundaries).
 propose::KVersion kernel_version(const core::Kernel& k) {
   auto text = util::read_file(k.build_dir / "include/generated/uapi/linux/version.h");
   static const std::regex k_code(R"(#define LINUX_VERSION_CODE (\d+))");
@@ -84,6 +78,8 @@ propose::KVersion kernel_version(const core::Kernel& k) {
   }
   return propose::parse_kversion(k.release);
 }
+
+namespace {
 
 int run_build(const SourceOptions& so, const std::vector<std::string>& trees, const std::vector<std::string>& leave_out,
               const fs::path& out, bool json) {
@@ -132,60 +128,6 @@ int run_build(const SourceOptions& so, const std::vector<std::string>& trees, co
   for (const auto& [k, n] : by_kind) fmt::print("  {:14} {}\n", k, n);
   fmt::print("  conditionals {}, blocks {}, skipped: complex {}, nested {}, big {}, unclassified {}\n", s.conditionals,
              s.blocks, s.complex, s.nested, s.big, s.unclassified);
-  return k_exit_ok;
-}
-
-int run_cases(const SourceOptions& so, const std::string& from_name, const std::string& to_name, const fs::path& out) {
-  auto from = kernel::resolve_kernel(from_name);
-  auto to = kernel::resolve_kernel(to_name);
-  if (!from || !to) {
-    std::fprintf(stderr, "autodriver: error: %s\n", (!from ? from : to).error().message.c_str());
-    return k_exit_error;
-  }
-  auto fv = kernel_version(*from), tv = kernel_version(*to);
-  auto sources = gather(so);
-  if (!sources) {
-    std::fprintf(stderr, "autodriver: error: %s\n", sources.error().message.c_str());
-    return k_exit_error;
-  }
-  std::error_code ec;
-  fs::create_directories(out, ec);
-  int n = 0;
-  for (const auto& src : *sources)
-    for (const auto& rel : util::list_files(src.root)) {
-      if (rel.extension() != ".c" && rel.extension() != ".h") continue;
-      auto text = util::read_file(src.root / rel);
-      if (!text || text->find("LINUX_VERSION_CODE") == std::string::npos) continue;
-      propose::ExtractStats st;
-      for (const auto& b : propose::extract_version_blocks(*text, st)) {
-        if (!propose::block_spans(b, fv, tv)) continue;
-        auto c = propose::collapse_block(*text, b);
-        std::string id = fmt::format("{}--{}--L{}", src.package, std::regex_replace(rel.string(), std::regex("[^A-Za-z0-9_.-]"), "_"), b.line);
-        fs::path dir = out / id;
-        fs::remove_all(dir, ec);
-        if (auto cp = util::copy_tree(src.root, dir / "tree", util::SkipBuildProducts::yes); !cp) {
-          std::fprintf(stderr, "autodriver: error: %s\n", cp.error().message.c_str());
-          return k_exit_error;
-        }
-        (void)util::write_file(dir / "tree" / rel, c.old_text);
-        // The package's own build when it runs in the tree (dkms.conf MAKE[0] without the dkms
-        // build path), else kbuild M= (the port's default).
-        std::string build_cmd;
-        if (auto conf = util::read_file(src.root / "dkms.conf"); conf) {
-          auto cmd = corpus::dkms_build_command(corpus::parse_dkms_conf(*conf), "{tree}");
-          if (cmd.find("{tree}") == std::string::npos && cmd.find("{kdir}") != std::string::npos) build_cmd = cmd;
-        }
-        nlohmann::json j = {{"schema", "autodriver.kb-case"}, {"build_cmd", build_cmd}, {"schema_version", 1}, {"id", id},
-                            {"package", src.package}, {"version", src.version}, {"file", rel.string()},
-                            {"line", b.line}, {"end_line", b.end_line}, {"boundary", b.boundary.str()},
-                            {"from", from_name}, {"to", to_name}, {"old_code", b.old_code}, {"new_code", b.new_code},
-                            {"before", c.before}, {"after", c.after}};
-        (void)util::write_file_atomic(dir / "case.json", j.dump(2) + "\n");
-        fmt::print("{}\n", id);
-        ++n;
-      }
-    }
-  util::log_info("{} case(s) in {}", n, out.string());
   return k_exit_ok;
 }
 
@@ -311,16 +253,21 @@ Command kb_command() {
             build->add_option("-o,--out", *out, "KB file to write (default: the cache's compat-kb.json)");
             build->add_flag("--json", *json, "Print a JSON summary");
 
-            auto cso = std::make_shared<SourceOptions>();
-            auto from = std::make_shared<std::string>("6.1");
-            auto to = std::make_shared<std::string>("6.12");
-            auto cout_dir = std::make_shared<fs::path>();
+            auto co = std::make_shared<CasesOptions>();
             auto* cases = sub.add_subcommand("cases", "Collapsed-block cases: each block whose boundary lies in (FROM, TO] "
-                                                      "collapsed to its old branch");
-            add_source_options(*cases, *cso);
-            cases->add_option("--from", *from, "Kernel whose branch the case keeps")->capture_default_str();
-            cases->add_option("--to", *to, "Kernel whose branch is the expected answer")->capture_default_str();
-            cases->add_option("-o,--out", *cout_dir, "Directory of cases (<id>/tree, <id>/case.json)")->required();
+                                                      "(or, with --older-than-target, every change TO compiles) collapsed to its old branch");
+            add_source_options(*cases, co->sources);
+            cases->add_option("--from", co->from, "Kernel whose branch the case keeps")->capture_default_str();
+            cases->add_option("--to", co->to, "Kernel whose branch is the expected answer")->capture_default_str();
+            cases->add_flag("--older-than-target", co->older_than_target,
+                            "Every block whose new branch TO compiles (boundary <= TO), collapsed to the branch just below it; "
+                            "no --from kernel needed");
+            cases->add_flag("--check-build", co->check_build,
+                            "Keep only eligible cases: the package as shipped builds on TO and the collapsed tree does not");
+            cases->add_option("--max-per-package", co->max_per_package, "With --check-build: at most N eligible cases per package (0: all)");
+            cases->add_option("--max-package-build-s", co->max_package_build_s,
+                              "With --check-build: skip packages whose own build on TO takes longer (0: no limit)");
+            cases->add_option("-o,--out", co->out, "Directory of cases (<id>/tree, <id>/case.json, summary.json)")->required();
 
             auto case_dir = std::make_shared<fs::path>();
             auto ported = std::make_shared<fs::path>();
@@ -339,7 +286,7 @@ Command kb_command() {
               if (int rc = store_kb(); rc >= 0) return rc;
               if (eval->parsed()) return run_eval(*eso, eval_kb->empty() ? propose::default_kb_path() : *eval_kb);
               if (build->parsed()) return run_build(*so, *trees, *leave_out, out->empty() ? propose::default_kb_path() : *out, *json);
-              if (cases->parsed()) return run_cases(*cso, *from, *to, *cout_dir);
+              if (cases->parsed()) return run_cases(*co);
               if (compare->parsed()) return run_compare(*case_dir, *ported);
               (void)sub;
               return k_exit_error;

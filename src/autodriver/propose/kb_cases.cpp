@@ -6,9 +6,20 @@
 
 namespace autodriver::propose {
 
+namespace {
+bool new_branch_covers(const VersionBlock& b, const KVersion& k) {
+  return b.boundary <= k && (b.new_until == KVersion{} || k < b.new_until);
+}
+} // namespace
+
 bool block_spans(const VersionBlock& b, const KVersion& from, const KVersion& to) {
   if (normalize_ws(b.old_code) == normalize_ws(b.new_code)) return false;
-  return b.old_since <= from && from < b.boundary && b.boundary <= to;
+  return b.old_since <= from && from < b.boundary && new_branch_covers(b, to);
+}
+
+bool block_changed_by(const VersionBlock& b, const KVersion& target) {
+  if (normalize_ws(b.old_code) == normalize_ws(b.new_code)) return false;
+  return new_branch_covers(b, target);
 }
 
 CollapsedCase collapse_block(std::string_view text, const VersionBlock& b) {

@@ -14,6 +14,12 @@ namespace autodriver::propose {
 /// `from` compiles and its new branch the one `to` compiles, and the two differ.
 bool block_spans(const VersionBlock& block, const KVersion& from, const KVersion& to);
 
+/// True when `block` records an API change at or before `target` whose new branch is the one
+/// `target` compiles (boundary <= target < new_until) and whose old branch differs: the old branch
+/// is then the form of the kernels just below the boundary (the next branch down an `#elif`
+/// chain), which a port to `target` must turn into the new one. No older kernel is needed.
+bool block_changed_by(const VersionBlock& block, const KVersion& target);
+
 struct CollapsedCase {
   std::string old_text;      ///< the whole file with the block replaced by its old branch
   std::string expected_text; ///< the whole file with the block replaced by its new branch

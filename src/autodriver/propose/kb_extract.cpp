@@ -225,6 +225,7 @@ std::vector<VersionBlock> extract_version_blocks(std::string_view text, ExtractS
         vb.end_line = i;
         vb.simple = false;
         if (k + 1 < conds.size()) vb.old_since = conds[k + 1]->boundary();
+        if (k > 0) vb.new_until = conds[k - 1]->boundary();
         ++stats.blocks;
         out.push_back(std::move(vb));
       }

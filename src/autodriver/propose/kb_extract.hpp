@@ -32,6 +32,8 @@ struct VersionBlock {
   int old_first = 0, old_last = -1, new_first = 0, new_last = -1;
   bool simple = true;     ///< exactly `#if`, optional `#else`, `#endif`
   KVersion old_since;     ///< the old branch applies from this version on (0.0.0: any older kernel)
+  KVersion new_until;     ///< the new branch applies below this version (0.0.0: any newer kernel);
+                          ///< set in `#elif` chains, where a newer branch takes over
 };
 
 /// Why blocks were not kept, counted (reported by `kb build`).
