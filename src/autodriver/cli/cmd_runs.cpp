@@ -2,6 +2,7 @@
 
 #include "autodriver/cli/commands.hpp"
 #include "autodriver/loop/record.hpp"
+#include "autodriver/loop/replay.hpp"
 #include "autodriver/store/explain.hpp"
 #include "autodriver/store/run_store.hpp"
 #include "autodriver/util/files.hpp"
@@ -143,51 +144,32 @@ int run_show(const std::string& arg, bool json) {
   return k_exit_ok;
 }
 
-int run_explain(const std::string& arg, bool json) {
+struct ExplainOptions {
+  std::string run;
+  bool json = false;
+  bool no_replay = false;
+  int replays = 2;
+  int replay_timeout_s = 120;
+};
+
+int run_explain(const ExplainOptions& o) {
+  if (o.json && util::log_level() != util::LogLevel::debug) util::set_log_level(util::LogLevel::quiet);
+  bool json = o.json;
   auto st = open_store();
-  auto id = resolve_run(st, arg);
+  auto id = resolve_run(st, o.run);
   auto run = load_run(st, id);
   auto steps = load_steps(st, id);
   auto ex = store::explain_run(run, steps, load_verdict(st, id), &st);
+  if (!o.no_replay && o.replays > 0) {
+    loop::ReplayOptions ro;
+    ro.max_replays = o.replays;
+    ro.build_timeout = std::chrono::seconds(o.replay_timeout_s);
+    ro.total = std::chrono::seconds(o.replay_timeout_s * 2 * o.replays);
+    loop::replay_attributions(st, run, ex.doc, ro);
+  }
   if (json) std::cout << ex.doc.dump(2) << "\n";
   else std::cout << store::render_explanation(ex.doc);
   return k_exit_ok;
-}
-
-/// Writes into `tree` the files of every edit `run_id` accepted up to step `from_step`, after
-/// those of its own checkpoint when it is itself a rerun. Returns the last applied accept step.
-std::int64_t apply_checkpoint(store::RunStore& st, std::int64_t run_id, std::int64_t from_step, const fs::path& tree,
-                              int& applied, int depth = 0) {
-  if (depth > 100) throw util::FatalError{util::make_error(util::ErrorKind::parse, "rerun chain too deep")};
-  auto run = load_run(st, run_id);
-  if (run.parent_run && run.args.value("checkpoint_step", std::int64_t{0}) > 0)
-    apply_checkpoint(st, *run.parent_run, run.args.value("checkpoint_step", std::int64_t{0}), tree, applied, depth + 1);
-  auto steps = load_steps(st, run_id);
-  auto arts = st.artifacts(run_id);
-  if (!arts) throw util::FatalError{arts.error()};
-  std::vector<store::Artifact> accepted;
-  for (const auto& a : *arts)
-    if (a.kind == "accepted") accepted.push_back(a);
-  std::size_t k = 0;
-  std::int64_t last = 0;
-  for (const auto& s : steps) {
-    if (s.kind != "accept") continue;
-    if (s.seq > from_step) break;
-    if (k >= accepted.size())
-      throw util::FatalError{util::make_error(util::ErrorKind::not_found, fmt::format("run {}: step {} has no recorded edit (the run did not finish): use an earlier --from-step", run_id, s.seq))};
-    auto text = st.blob(accepted[k].hash);
-    auto j = text && *text ? nlohmann::json::parse(**text, nullptr, false) : nlohmann::json();
-    const nlohmann::json files = j.value("files", nlohmann::json::object());
-    for (const auto& [f, h] : files.items()) {
-      auto content = st.blob(h.get<std::string>());
-      if (!content || !*content) throw util::FatalError{util::make_error(util::ErrorKind::not_found, fmt::format("blob {} missing", h.get<std::string>()))};
-      if (auto w = util::write_file(tree / f, **content); !w) throw util::FatalError{w.error()};
-    }
-    last = s.seq;
-    ++k;
-    ++applied;
-  }
-  return last;
 }
 
 struct RerunOptions {
@@ -289,7 +271,9 @@ int run_rerun(const RerunOptions& o) {
     fs::path tree = base->path() / original.filename();
     if (auto c = util::copy_tree(original, tree, util::SkipBuildProducts::yes); !c) throw util::FatalError{c.error()};
     int applied = 0;
-    checkpoint = apply_checkpoint(st, id, o.from_step, tree, applied);
+    auto cp = loop::write_checkpoint(st, id, o.from_step, tree, applied);
+    if (!cp) throw util::FatalError{cp.error()};
+    checkpoint = *cp;
     (void)steps;
     req.tree = tree;
     req.out = o.out;
@@ -378,11 +362,13 @@ Command show_command() {
 Command explain_command() {
   return {"explain", "Find the step where a recorded run went wrong, what caused it, and how to recover",
           [](CLI::App& sub) -> std::function<int()> {
-            auto run = std::make_shared<std::string>();
-            auto json = std::make_shared<bool>(false);
-            sub.add_option("run", *run, "Run id or `last`")->required();
-            sub.add_flag("--json", *json, "Print JSON");
-            return [=]() -> int { return run_explain(*run, *json); };
+            auto o = std::make_shared<ExplainOptions>();
+            sub.add_option("run", o->run, "Run id or `last`")->required();
+            sub.add_flag("--json", o->json, "Print JSON");
+            sub.add_flag("--no-replay", o->no_replay, "Recorded rows only: do not rebuild trees to confirm attributions");
+            sub.add_option("--replays", o->replays, "Attributions confirmed by rebuilding, at most")->capture_default_str();
+            sub.add_option("--replay-timeout-s", o->replay_timeout_s, "Timeout of each replay build")->capture_default_str();
+            return [=]() -> int { return run_explain(*o); };
           }};
 }
 

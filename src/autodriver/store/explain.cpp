@@ -161,8 +161,10 @@ Explanation explain_run(const RunRow& run, const std::vector<StepRow>& steps, co
       detect(first, fmt::format("a new error appeared after an accepted edit: {}", msg));
       cause("proposer-regression", culprit ? culprit : first,
             fmt::format("accepted edit {} introduced: {}", culprit ? culprit->input.value("change", "") : "?", msg), ev);
+      // A replayed KB entry would be replayed again: the rerun goes without the KB.
       if (culprit)
-        recover.push_back({{"action", "rerun"}, {"command", rerun_cmd(run.id, checkpoint_before(steps, culprit->seq), "")},
+        recover.push_back({{"action", "rerun"},
+                           {"command", rerun_cmd(run.id, checkpoint_before(steps, culprit->seq), culprit->component == "store-kb" ? "--with store-kb=false" : "")},
                            {"why", "restart before the edit that introduced the error"}});
       continue;
     }
@@ -221,6 +223,8 @@ std::string render_explanation(const nlohmann::json& d) {
     out += fmt::format("attribute: {} at {}: {}\n", a.value("cause", ""),
                        s.is_object() ? fmt::format("step {} ({}, {})", s.value("seq", 0), s.value("kind", ""), s.value("component", "")) : "-",
                        a.value("why", ""));
+    if (a.contains("replay") && a["replay"].is_object())
+      out += fmt::format("           replay: {}: {}\n", a["replay"].value("result", ""), a["replay"].value("why", ""));
   }
   for (const auto& r : d["recover"]) {
     if (r.value("action", "") == "kb")

@@ -22,7 +22,8 @@ struct Explanation {
   nlohmann::json doc;   ///< {"run", "status", "outcome", "detect", "attribute", "recover"}
 };
 
-/// Works on the recorded rows only (no rebuilds). `verdict` is the run's verdict.json artifact
+/// Works on the recorded rows only (no rebuilds; loop::replay_attributions adds counterfactual
+/// replays to the document). `verdict` is the run's verdict.json artifact
 /// (null when missing); `kb` may be null (no knowledge-base suggestions).
 Explanation explain_run(const RunRow& run, const std::vector<StepRow>& steps, const nlohmann::json& verdict,
                         RunStore* kb);
