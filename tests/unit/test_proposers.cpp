@@ -11,6 +11,8 @@
 #include "autodriver/util/subprocess.hpp"
 #include "fixtures.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 using namespace autodriver;
@@ -273,4 +275,48 @@ TEST(ApplyTextEdits, RelocatedAfterOtherEditsMovedLines) {
             "int a;\nint b;\nint c;\nstatic int f(int x)\n{\n\tint y = 0;\n\treturn x;\n}\n");
   // The lines it replaces are gone: the edit fails instead of damaging other lines.
   EXPECT_FALSE(propose::apply_edit(e, tmp->path(), tmp->path() / "s"));
+}
+
+TEST(CallbackSignature, DroppedParameterComputedLikeTheTargetsOwnImplementations) {
+  auto tmp = util::TempDir::create(util::scratch_root(), "test-cb-");
+  ASSERT_TRUE(tmp);
+  // The target's own i2c drivers after 6.3 (abridged from drivers/hwmon/lm75.c and tmp102.c).
+  fs::path src = tmp->path() / "src";
+  fs::create_directories(src / "drivers/hwmon");
+  fs::create_directories(tmp->path() / "tree");
+  for (auto [file, fn] : {std::pair{"lm75.c", "lm75_probe"}, std::pair{"tmp102.c", "tmp102_probe"}})
+    ASSERT_TRUE(util::write_file(
+        src / "drivers/hwmon" / file,
+        fmt::format("static int {0}(struct i2c_client *client)\n{{\n\tstruct device *dev = &client->dev;\n"
+                    "\tconst struct i2c_device_id *id = i2c_client_get_device_id(client);\n\treturn 0;\n}}\n"
+                    "static struct i2c_driver d = {{\n\t.probe = {0},\n}};\n",
+                    fn)));
+  fs::path tree = tmp->path() / "tree";
+  std::string drv = "static int drv_probe(struct i2c_client *c, const struct i2c_device_id *id)\n{\n"
+                    "\treturn id->driver_data;\n}\n\nstatic struct i2c_driver drv = {\n\t.probe = drv_probe,\n};\n";
+  ASSERT_TRUE(util::write_file(tree / "drv.c", drv));
+  gate::ParseOptions po;
+  auto ds = gate::parse_build_output(
+      "drv.c:7:18: error: initialization of 'int (*)(struct i2c_client *)' from incompatible pointer type 'int "
+      "(*)(struct i2c_client *, const struct i2c_device_id *)' [-Werror=incompatible-pointer-types]\n",
+      po);
+  ASSERT_EQ(ds.size(), 1u);
+  core::Kernel k;
+  k.build_dir = tmp->path() / "build";
+  propose::PortContext ctx;
+  ctx.tree = tree;
+  ctx.to = &k;
+  ctx.new_src = src;
+  auto edits = propose::make_callback_signature()->propose(ds, ctx);
+  ASSERT_EQ(edits.size(), 1u);
+  ASSERT_TRUE(propose::apply_edit(edits[0], tree, tmp->path() / "s"));
+  EXPECT_EQ(*util::read_file(tree / "drv.c"),
+            "static int drv_probe(struct i2c_client *c)\n{\n"
+            "\tconst struct i2c_device_id *id = i2c_client_get_device_id(c);\n"
+            "\treturn id->driver_data;\n}\n\nstatic struct i2c_driver drv = {\n\t.probe = drv_probe,\n};\n");
+
+  // With one implementation only, there is no convention to follow: no edit.
+  fs::remove(src / "drivers/hwmon/tmp102.c");
+  ASSERT_TRUE(util::write_file(tree / "drv.c", drv));
+  EXPECT_TRUE(propose::make_callback_signature()->propose(ds, ctx).empty());
 }

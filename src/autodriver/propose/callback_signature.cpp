@@ -279,7 +279,10 @@ std::optional<ParamReshape> plan_param_reshape(const std::vector<Param>& old_par
     }
   }
   if (holder == nt)
-    for (const auto& g : gone) r.unused.push_back(g.name); // nothing replaces them: must be unused
+    for (const auto& g : gone) {
+      r.unused.push_back(g.name); // nothing replaces them: must be unused
+      r.dropped.push_back(g);
+    }
   // Parameters the target adds: named like the target's own implementations, else after their type.
   for (std::size_t i = pre; i < nt - suf; ++i) {
     if (i == holder) continue;
@@ -291,6 +294,7 @@ std::optional<ParamReshape> plan_param_reshape(const std::vector<Param>& old_par
     r.added.push_back(name);
   }
   for (std::size_t i = 0; i < nt; ++i) r.params.push_back(with_name(to_types[i], mid_names[i]));
+  r.names = mid_names;
   return r;
 }
 
@@ -517,28 +521,57 @@ private:
     }
     if (body_text.empty()) return;
     std::optional<TargetIndex> idx;
-    std::vector<std::string> names;
+    TargetIndex::CallbackUsage usage;
     if (!ctx.new_src.empty() && ctx.to) {
       idx.emplace(ctx.new_src, ctx.to->build_dir);
-      names = idx->callback_param_names(member, tp.size());
+      usage = idx->callback_usage(member, tp.size());
     }
     auto members = [&](const std::string& tag) { return idx ? idx->struct_member_types(tag) : std::vector<Param>{}; };
-    auto plan = plan_param_reshape(old_params, tp, names, members);
+    auto plan = plan_param_reshape(old_params, tp, usage.param_names, members);
     if (!plan) return;
     auto body = tokenize(body_text);
-    for (const auto& u : plan->unused)
-      for (const auto& t : body)
-        if (t.text == u) return; // a dropped parameter the body still uses: not mechanical
+    const bool folded = !plan->prologue.empty();
+    std::vector<std::string> derived;
+    for (const auto& g : plan->dropped) {
+      bool used = std::any_of(body.begin(), body.end(), [&](const Token& t) { return t.text == g.name; });
+      if (!used) continue;
+      // The body still needs it: the target's own implementations compute it from the
+      // parameters they do get ("const struct i2c_device_id *id = i2c_client_get_device_id(client);").
+      auto it = usage.locals.find(drop_const(g.type));
+      if (it == usage.locals.end()) return;
+      std::string best;
+      int n = 0;
+      for (const auto& [expr, c] : it->second)
+        if (c > n) {
+          n = c;
+          best = expr;
+        }
+      if (n < 2) return; // one implementation is not a convention
+      for (std::size_t i = plan->names.size(); i-- > 0;) {
+        std::string ph = "$" + std::to_string(i);
+        for (auto pos = best.find(ph); pos != std::string::npos; pos = best.find(ph))
+          best.replace(pos, ph.size(), plan->names[i]);
+      }
+      if (best.find('$') != std::string::npos) return;
+      plan->prologue.push_back(fmt::format("{} = {};", with_name(g.type, g.name), best));
+      derived.push_back(g.name);
+    }
+    std::erase_if(plan->unused, [&](const std::string& u) {
+      return std::find(derived.begin(), derived.end(), u) != derived.end();
+    });
     Edit e = callback_edit(fn);
     e.title = fmt::format("{} takes ({})", member.empty() ? "callback" : "callback ." + member, fmt::join(tp, ", "));
     e.description = fmt::format("The kernel now expects '{}' where {}() is '{}'.", d.symbols[0], fn, d.symbols[1]);
-    if (!plan->prologue.empty())
+    if (folded)
       e.description += fmt::format(" The parameters it no longer passes are members of the structure it passes "
                                    "instead; the body reads them from there ({}).",
                                    fmt::join(plan->prologue, " "));
     if (!plan->unused.empty())
       e.description += fmt::format(" Dropped, unused: {}.", fmt::join(plan->unused, ", "));
     if (!plan->added.empty()) e.description += fmt::format(" Added: {}.", fmt::join(plan->added, ", "));
+    if (!derived.empty())
+      e.description += fmt::format(" {} computed from the remaining parameters as the kernel's own "
+                                   "implementations of .{} do.", fmt::join(derived, ", "), member);
     for (const auto& rel : util::list_files(ctx.tree)) {
       auto ext = rel.extension().string();
       if (ext != ".c" && ext != ".h") continue;

@@ -16,6 +16,8 @@ struct ParamReshape {
   std::vector<std::string> prologue; ///< declarations opening the body, binding folded names
   std::vector<std::string> unused;   ///< dropped parameters: the body must not use them
   std::vector<std::string> added;    ///< names of parameters the target adds
+  std::vector<Param> dropped;        ///< the dropped parameters (type and name)
+  std::vector<std::string> names;    ///< the new parameters' names, by position
 };
 
 /// Plans the move from `old_params` (the driver's definition) to the target's `to_types`.

@@ -292,8 +292,36 @@ std::vector<std::map<std::string, int>> TargetIndex::caller_args(const std::stri
   return out;
 }
 
-std::vector<std::string> TargetIndex::callback_param_names(const std::string& member, std::size_t arity) {
-  std::vector<std::string> out(arity);
+std::string join_c_tokens(const std::vector<std::string>& ts) {
+  static const std::set<std::string> k_tight_before = {"(", ")", ",", "->", ".", "[", "]", ";", "++", "--"};
+  static const std::set<std::string> k_prefix = {"&", "*", "-", "!", "~"};
+  std::string out, prev;
+  bool expect_operand = true, prev_prefix = false;
+  for (const auto& t : ts) {
+    bool tight = out.empty() || k_tight_before.count(t) || prev == "(" || prev == "[" || prev == "->" ||
+                 prev == "." || prev_prefix;
+    if (!tight) out += ' ';
+    out += t;
+    const bool ident_like = !t.empty() && (std::isalnum(static_cast<unsigned char>(t[0])) || t[0] == '_' ||
+                                           t[0] == '$' || t[0] == '"' || t[0] == '\'');
+    prev_prefix = expect_operand && k_prefix.count(t);
+    expect_operand = !ident_like && t != ")" && t != "]" && t != "++" && t != "--";
+    prev = t;
+  }
+  return out;
+}
+
+/// Type text with const dropped and no spaces ("const struct a *" -> "structa*").
+static std::string type_key(const std::vector<Token>& toks, std::size_t first, std::size_t last) {
+  std::string out;
+  for (std::size_t k = first; k <= last && k < toks.size(); ++k)
+    if (toks[k].text != "const") out += toks[k].text;
+  return out;
+}
+
+TargetIndex::CallbackUsage TargetIndex::callback_usage(const std::string& member, std::size_t arity) {
+  CallbackUsage out;
+  out.param_names.resize(arity);
   if (m_src.empty() || member.empty()) return out;
   util::RunRequest req;
   req.argv = {"grep", "-rEo", "--include=*.c", "-m", "2", "\\." + member + "\\s*=\\s*&?[A-Za-z_][A-Za-z0-9_]*",
@@ -309,7 +337,7 @@ std::vector<std::string> TargetIndex::callback_param_names(const std::string& me
     std::smatch m;
     std::string line(l);
     if (!std::regex_match(line, m, k_line)) continue;
-    if (seen_files.size() >= 24 && !seen_files.count(m[1].str())) break;
+    if (seen_files.size() >= 40 && !seen_files.count(m[1].str())) break;
     seen_files.insert(m[1].str());
     auto text = util::read_file(m_src / m[1].str());
     if (!text) continue;
@@ -335,8 +363,38 @@ std::vector<std::string> TargetIndex::callback_param_names(const std::string& me
         if (t == ")" || t == "]") --depth;
         if (depth == 0 && toks[k].kind == TokKind::ident) last = t;
       }
-      if (names.size() == arity)
-        for (std::size_t i = 0; i < arity; ++i) ++votes[i][names[i]];
+      if (names.size() != arity) break;
+      for (std::size_t i = 0; i < arity; ++i) ++votes[i][names[i]];
+      // The declarations opening the body: "type name = expr;" with expr over the parameters.
+      std::size_t end = matching_close(toks, u.body);
+      for (std::size_t k = u.body + 1; k < end && k < toks.size();) {
+        std::size_t eq = k, semi = k;
+        int d = 0;
+        for (semi = k; semi < end; ++semi) {
+          const std::string& t = toks[semi].text;
+          if (t == "(" || t == "[" || t == "{") ++d;
+          if (t == ")" || t == "]" || t == "}") --d;
+          if (d == 0 && t == "=" && eq == k) eq = semi;
+          if (d == 0 && t == ";") break;
+        }
+        // A declaration has a type before its name: at least two tokens before '='.
+        if (eq == k || eq < k + 2 || toks[eq - 1].kind != TokKind::ident || toks[k].kind != TokKind::ident ||
+            toks[k].text == "return")
+          break;
+        std::vector<std::string> expr;
+        bool uses_param = false;
+        for (std::size_t q = eq + 1; q < semi; ++q) {
+          std::string t = toks[q].text;
+          for (std::size_t i = 0; i < arity; ++i)
+            if (toks[q].kind == TokKind::ident && t == names[i] && toks[q - 1].text != "." && toks[q - 1].text != "->") {
+              t = "$" + std::to_string(i);
+              uses_param = true;
+            }
+          expr.push_back(t);
+        }
+        if (uses_param) ++out.locals[type_key(toks, k, eq - 2)][join_c_tokens(expr)];
+        k = semi + 1;
+      }
       break;
     }
   }
@@ -345,7 +403,7 @@ std::vector<std::string> TargetIndex::callback_param_names(const std::string& me
     for (const auto& [n, c] : votes[i])
       if (c > best) {
         best = c;
-        out[i] = n;
+        out.param_names[i] = n;
       }
   }
   return out;

@@ -60,9 +60,15 @@ public:
   /// Argument texts the target's own callers pass, per position, for calls with `arity` arguments.
   std::vector<std::map<std::string, int>> caller_args(const std::string& name, std::size_t arity, int* calls = nullptr);
 
-  /// Parameter names the target's own implementations of callback member `member` (assigned as
-  /// `.member = fn`) give their `arity` parameters, by majority per position ("" when none).
-  std::vector<std::string> callback_param_names(const std::string& member, std::size_t arity);
+  /// How the target's own implementations of callback member `member` (assigned as `.member = fn`)
+  /// with `arity` parameters are written.
+  struct CallbackUsage {
+    std::vector<std::string> param_names; ///< by majority per position ("" when none)
+    /// Locals initialised at the top of their bodies from the parameters, per type (const
+    /// dropped, no spaces): "structi2c_device_id*" -> {"i2c_client_get_device_id($0)": 40}.
+    std::map<std::string, std::map<std::string, int>> locals;
+  };
+  CallbackUsage callback_usage(const std::string& member, std::size_t arity);
 
   /// How many target .c files use `name` (capped grep).
   int usage_count(const std::string& name);
@@ -80,6 +86,9 @@ private:
   std::map<std::string, std::vector<Param>> m_members;
   bool m_deprecated_loaded = false;
 };
+
+/// C tokens joined as a person writes them: "f(&pdev->dev, 0)", "a + b".
+std::string join_c_tokens(const std::vector<std::string>& tokens);
 
 /// Name similarity in [0, 1]: '_'-token overlap (prefix-tolerant) blended with edit distance.
 double name_similarity(const std::string& a, const std::string& b);
