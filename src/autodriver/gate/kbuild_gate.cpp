@@ -45,7 +45,9 @@ util::Expected<BuildRun> build_tree(const core::Kernel& kernel, const fs::path& 
   req.env_set = {{"LC_ALL", "C"}, {"LANG", "C"}, {"GCC_COLORS", ""}, {"KBUILD_VERBOSE", "0"}};
   req.env_unset = {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "ARCH", "CROSS_COMPILE"};
   if (spec.build_cmd.empty()) {
-    req.argv = {"make", fmt::format("-j{}", std::max(1, spec.jobs)), "-C", kernel.build_dir.string(),
+    // -k: every object is compiled even when one fails, so one build reports every file's errors
+    // (a repair must not look like a regression because it lets make reach the next broken file).
+    req.argv = {"make", "-k", fmt::format("-j{}", std::max(1, spec.jobs)), "-C", kernel.build_dir.string(),
                 "M=" + tree.string()};
     for (const auto& a : spec.extra_make_args) req.argv.push_back(a);
     req.argv.push_back("modules");
@@ -54,6 +56,7 @@ util::Expected<BuildRun> build_tree(const core::Kernel& kernel, const fs::path& 
         {"kdir", kernel.build_dir.string()}, {"kver", kernel.release}, {"tree", tree.string()}, {"src", tree.string()}};
     for (auto& w : util::split_command(spec.build_cmd)) req.argv.push_back(util::substitute(w, vars));
     if (req.argv.empty()) return util::unexpected(util::ErrorKind::config, "empty --build-cmd");
+    if (fs::path(req.argv[0]).filename() == "make") req.argv.insert(req.argv.begin() + 1, "-k");
     for (const auto& a : spec.extra_make_args) req.argv.push_back(a);
   }
   BuildRun br;
