@@ -160,6 +160,7 @@ int run_explain(const ExplainOptions& o) {
   auto run = load_run(st, id);
   auto steps = load_steps(st, id);
   auto ex = store::explain_run(run, steps, load_verdict(st, id), &st);
+  ex.doc["replays"] = 0;
   if (!o.no_replay && o.replays > 0) {
     loop::ReplayOptions ro;
     ro.max_replays = o.replays;
