@@ -14,7 +14,8 @@
 # MODE=span: the blocks with a boundary in (6.1, 6.12], collapsed to the branch 6.1 compiles and
 #   ported with `--to 6.12`, with and without `--from 6.1` (the earlier benchmark).
 #
-# SUMMARY_ONLY=1 reprints the table of an earlier WORKDIR.
+# SUMMARY_ONLY=1 reprints the table of an earlier WORKDIR; CASES=DIR ports the cases of an earlier
+# `kb cases` run instead of making them again.
 set -u
 AD=${AD:-build/src/autodriver/autodriver}
 MODE=${MODE:-older}
@@ -58,16 +59,22 @@ PY
 
 if [ -z "${SUMMARY_ONLY:-}" ]; then
   "$AD" kb build --dkms -o "$W/kb.json" >&2 || exit 2
-  rm -rf "$W/cases"
-  if [ "$MODE" = older ]; then
+  if [ -n "${CASES:-}" ]; then
+    [ "$(cd "$CASES" && pwd)" = "$(cd "$W" && pwd)/cases" ] || { rm -rf "$W/cases"; cp -r "$CASES" "$W/cases"; }
+    modes=(target-only)
+    [ "$MODE" = older ] || modes=(from target-only)
+  elif [ "$MODE" = older ]; then
+    rm -rf "$W/cases"
     "$AD" kb cases --dkms --to 6.1 --older-than-target --check-build --max-per-package "$CAP" \
       --max-package-build-s "$MAX_BUILD_S" -o "$W/cases" >/dev/null || exit 2
     modes=(target-only)
   else
+    rm -rf "$W/cases"
     "$AD" kb cases --dkms --from 6.1 --to 6.12 -o "$W/cases" >/dev/null || exit 2
     modes=(from target-only)
   fi
   : > "$W/results.jsonl"
+  rm -f "$W"/runs/*.row
   for c in "$W"/cases/*/; do
     for mode in "${modes[@]}"; do
       while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done

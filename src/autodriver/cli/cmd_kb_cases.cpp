@@ -148,6 +148,9 @@ int run_cases(const CasesOptions& o) {
         pb.seconds = seconds_of(r->run.elapsed);
         if (o.max_package_build_s > 0 && pb.seconds > o.max_package_build_s) pb = {false, pb.seconds, "package-too-slow"};
         else if (!r->run.ok()) pb = {false, pb.seconds, "package-fails-on-target"};
+        // A root Makefile that only delegates (or a package that needs its configure step) can
+        // exit 0 with no module: then every collapsed tree would "build".
+        else if (r->modules.empty()) pb = {false, pb.seconds, "package-builds-no-module"};
         // A case's incremental build is bounded by a full one.
         spec.timeout = std::chrono::seconds(static_cast<int>(pb.seconds) * 2 + 60);
       }

@@ -119,6 +119,9 @@ public:
       case DiagKind::modpost_undefined_symbol:
         if (seen.insert("name:" + sym).second) renamed(idx, ctx, d, out);
         break;
+      case DiagKind::conflicting_types:
+        if (seen.insert("proto:" + sym).second) prototype_sync(ctx, d, out);
+        break;
       case DiagKind::no_member:
         if (d.symbols.size() >= 2 && d.symbols[0].starts_with("struct ") && seen.insert("member:" + sym + d.symbols[1]).second)
           member(idx, ctx, d, out);
@@ -126,11 +129,130 @@ public:
       default:
         break;
       }
+      // Old-kernel compat shims (a `#define` or static inline the driver carries for kernels that
+      // lacked the name) collide with the target's own definition once the target has it.
+      if (d.severity == core::Severity::error || d.severity == core::Severity::fatal) shim(idx, ctx, d, seen, out);
     }
     return out;
   }
 
 private:
+  /// The driver's own definition of a name the target now declares: a `#define NAME ...` on the
+  /// diagnostic's line (its expansion fails: `#define SB_RDONLY MS_RDONLY`), or a function
+  /// definition gcc calls a "redefinition of 'NAME'". The definition goes; the target's is used.
+  void shim(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d, std::set<std::string>& seen,
+            std::vector<Edit>& out) {
+    if (d.file.empty() || d.file.front() == '/' || d.line <= 0) return;
+    auto text = util::read_file(ctx.tree / d.file);
+    if (!text) return;
+    auto toks = tokenize(*text);
+    const auto& names = idx.names();
+    static const std::regex k_define(R"(^\s*#\s*define\s+([A-Za-z_]\w*)(\(?)([^\n]*))");
+    for (const auto& t : toks) {
+      if (t.kind != TokKind::pp_line || t.line != d.line) continue;
+      std::smatch m;
+      std::string dir = t.text;
+      if (!std::regex_search(dir, m, k_define)) return;
+      std::string name = m[1].str();
+      // `#define foo foo` or a macro naming itself keeps the target's meaning; nothing to remove.
+      if (!names.count(name) || has_word(m[3].str(), name) || !seen.insert("shim:" + name).second) return;
+      int lines = 1 + static_cast<int>(std::count(dir.begin(), dir.end(), '\n'));
+      Edit e = shim_edit(d.file, name, t.line, lines, "macro");
+      out.push_back(std::move(e));
+      return;
+    }
+    static const std::regex k_redef(R"(^redefinition of '([A-Za-z_]\w*)')");
+    std::smatch m;
+    if (!std::regex_search(d.message, m, k_redef)) return;
+    std::string name = m[1].str();
+    if (!names.count(name) || !seen.insert("shim:" + name).second) return;
+    for (const auto& u : find_units(toks)) {
+      if (u.kind != UnitKind::function || u.name != name) continue;
+      int first = toks[u.first].line, last = toks[u.last].line;
+      if (d.line < first || d.line > last) continue;
+      // Whole lines only: nothing else may share the first or last line.
+      if (u.first > 0 && toks[u.first - 1].line == first) return;
+      if (u.last + 1 < toks.size() && toks[u.last + 1].line == last) return;
+      out.push_back(shim_edit(d.file, name, first, last - first + 1, "function"));
+      return;
+    }
+  }
+
+  /// "conflicting types for 'f'" where both the definition and the earlier prototype are the
+  /// driver's own: a port changed one side (or a maintainer's block held only the prototype), so
+  /// the prototype is rewritten to the definition's signature.
+  void prototype_sync(const PortContext& ctx, const core::Diagnostic& d, std::vector<Edit>& out) {
+    const std::string& name = d.symbols[0];
+    if (d.file.empty() || d.file.front() == '/') return;
+    const core::DiagNote* prev = nullptr;
+    for (const auto& n : d.notes)
+      if (n.message.find("previous declaration") != std::string::npos && !n.file.empty() && n.file.front() != '/' &&
+          fs::exists(ctx.tree / n.file))
+        prev = &n;
+    if (!prev) return;
+    // The definition's type as gcc prints it: "have 'int(struct dm_target *, struct bio *)'" (read
+    // from the message, since a definition whose header sits in its own #if has no plain text).
+    static const std::regex k_have(R"(; have '([^'(]+)\(([^']*)\)')");
+    std::smatch hm;
+    if (!std::regex_search(d.message, hm, k_have) || hm[2].str().find('(') != std::string::npos) return;
+    std::string ret(util::trim(hm[1].str()));
+    std::string header = ret + (ret.ends_with("*") ? "" : " ") + name + "(" + hm[2].str() + ")";
+    auto decl_text = util::read_file(ctx.tree / prev->file);
+    if (!decl_text) return;
+    // The prototype: the tokens of the statement that starts on the note's line, up to its ';'.
+    auto pt = tokenize(*decl_text);
+    std::size_t first = pt.size(), last = pt.size();
+    for (std::size_t i = 0; i < pt.size(); ++i) {
+      if (pt[i].line < prev->line) continue;
+      if (first == pt.size()) {
+        if (pt[i].line != prev->line || pt[i].kind == TokKind::pp_line) return;
+        if (i > 0 && pt[i - 1].line == pt[i].line) return; // whole lines only
+        first = i;
+      }
+      if (pt[i].kind == TokKind::punct && (pt[i].text == "{" || pt[i].text == "=")) return; // not a prototype
+      if (pt[i].kind == TokKind::punct && pt[i].text == ";") {
+        last = i;
+        break;
+      }
+    }
+    if (last == pt.size() || (last + 1 < pt.size() && pt[last + 1].line == pt[last].line)) return;
+    bool names_it = false;
+    for (std::size_t i = first; i < last; ++i) names_it = names_it || (pt[i].kind == TokKind::ident && pt[i].text == name);
+    if (!names_it) return;
+    // Keep `extern` / `static` of the prototype when the definition does not say it.
+    std::string storage;
+    if (pt[first].text == "extern" || pt[first].text == "static") storage = pt[first].text + " ";
+    Edit e;
+    e.proposer = "target-api";
+    e.change_id = "proto:" + name;
+    e.label = "other";
+    e.title = fmt::format("the prototype of {} follows its definition", name);
+    e.description = fmt::format("{}() is declared in {}:{} with other parameter types than its definition in {}:{}; "
+                                "the declaration is rewritten to match the definition.",
+                                name, prev->file, prev->line, d.file, d.line);
+    e.text_edits.push_back({prev->file, pt[first].line, pt[last].line - pt[first].line + 1, storage + header + ";\n", std::nullopt});
+    e.symbols = {name};
+    e.support = 1;
+    e.rank = 1;
+    out.push_back(std::move(e));
+  }
+
+  static Edit shim_edit(const std::string& file, const std::string& name, int line, int lines, const char* what) {
+    Edit e;
+    e.proposer = "target-api";
+    e.change_id = "shim:" + name;
+    e.label = "other";
+    e.title = fmt::format("the target defines {} itself", name);
+    e.description = fmt::format("The driver's own {} {} (a compat definition for kernels that lacked it) clashes with "
+                                "the target kernel's definition of the same name; it is removed.",
+                                what, name);
+    e.text_edits.push_back({file, line, lines, "", std::nullopt});
+    e.symbols = {name};
+    e.support = 1;
+    e.rank = 1;
+    return e;
+  }
+
   void arguments(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d, std::vector<Edit>& out) {
     const std::string& name = d.symbols[0];
     auto proto = idx.prototype(name, &d);
@@ -202,6 +324,8 @@ private:
     const std::string& name = d.symbols[0];
     const auto& names = idx.names();
     if (names.count(name)) return; // declared: a missing #include (header-fix), not a rename
+    // Declared in a header outside the indexed dirs (include/crypto/internal/...): still an include.
+    if (idx.prototype(name, nullptr)) return;
     // A constant renamed to a merely similar constant compiles and means something else
     // (I2C_CLASS_DDC is not I2C_CLASS_HWMON): constants need a much closer name than functions.
     bool constant = std::none_of(name.begin(), name.end(), [](char ch) { return std::islower(static_cast<unsigned char>(ch)); });
