@@ -161,11 +161,31 @@ private:
       out.push_back(std::move(e));
       return;
     }
-    static const std::regex k_redef(R"(^redefinition of '([A-Za-z_]\w*)')");
+    static const std::regex k_redef(R"(^(redefinition of|conflicting types for) '([A-Za-z_]\w*)')");
     std::smatch m;
     if (!std::regex_search(d.message, m, k_redef)) return;
-    std::string name = m[1].str();
-    if (!names.count(name) || !seen.insert("shim:" + name).second) return;
+    std::string name = m[2].str();
+    // The earlier definition is the target's: a gcc note in the kernel's headers (outside the tree).
+    bool in_target = names.count(name) > 0;
+    for (const auto& n : d.notes)
+      if (n.message.starts_with("previous") && !n.file.empty() && n.file.front() == '/' &&
+          !n.file.starts_with(ctx.tree.string()))
+        in_target = true;
+    if (!in_target || !seen.insert("shim:" + name).second) return;
+    if (m[1].str() == "conflicting types for") {
+      // Only a typedef (`typedef int vm_fault_t;`) is surely a shim; a function of the driver's
+      // that shares a name with a newer kernel function is not.
+      for (std::size_t i = 0; i < toks.size(); ++i) {
+        if (toks[i].line != d.line || toks[i].text != "typedef") continue;
+        if (i > 0 && toks[i - 1].line == d.line) return;
+        std::size_t j = i;
+        while (j < toks.size() && toks[j].text != ";") ++j;
+        if (j == toks.size() || toks[j - 1].text != name || (j + 1 < toks.size() && toks[j + 1].line == toks[j].line)) return;
+        out.push_back(shim_edit(d.file, name, toks[i].line, toks[j].line - toks[i].line + 1, "typedef"));
+        return;
+      }
+      return;
+    }
     for (const auto& u : find_units(toks)) {
       if (u.kind != UnitKind::function || u.name != name) continue;
       int first = toks[u.first].line, last = toks[u.last].line;
