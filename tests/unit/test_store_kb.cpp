@@ -299,3 +299,27 @@ TEST(StoreReplay, RegressionConfirmedWhenTheErrorComesWithTheEdit) {
   EXPECT_EQ(builds, 0);
   EXPECT_EQ(ex4.doc["attribute"][0]["replay"]["result"], "skipped");
 }
+
+TEST(StoreKbExplain, AnEntryStoreKbAlreadyTriedIsNotSuggestedAgain) {
+  Fixture f;
+  auto st = f.open();
+  auto d = core::to_json(k_too_many);
+  ASSERT_TRUE(store::add_kb_entry(st, entry(k_too_many, {{"smpl", k_smpl}})));
+  auto other = entry(k_too_many, {{"smpl", k_smpl + "\n"}});
+  other.change_id = "call:class_create/other";
+  ASSERT_TRUE(store::add_kb_entry(st, other));
+  auto id = st.begin_run({"port", {{"to", "6.12"}}, "/tmp/drv", "", std::nullopt});
+  ASSERT_TRUE(id);
+  for (const auto& s : std::vector<nlohmann::json>{
+           {{"step", "build-target"}, {"t_ms", 1}, {"ok", false}, {"errors", {d}}},
+           {{"step", "propose"}, {"t_ms", 2}, {"proposer", "store-kb"}, {"edits", 1}, {"ms", 1}},
+           {{"step", "try"}, {"t_ms", 3}, {"change", "call:class_create"}, {"proposer", "store-kb"}, {"errors_before", 1}, {"errors_after", 1}},
+           {{"step", "reject"}, {"t_ms", 4}, {"change", "call:class_create"}}})
+    ASSERT_TRUE(st.add_loop_step(*id, s));
+  ASSERT_TRUE(st.end_run(*id, store::RunStatus::failed, {{"outcome", "no-progress"}}));
+  auto ex = store::explain_run(st.run(*id).value().value(), st.steps(*id).value(), nullptr, &st);
+  std::vector<std::string> suggested;
+  for (const auto& r : ex.doc["recover"])
+    if (r.value("action", "") == "kb") suggested.push_back(r.value("change_id", ""));
+  EXPECT_EQ(suggested, std::vector<std::string>{"call:class_create/other"}) << ex.doc.dump(2);
+}

@@ -192,10 +192,15 @@ Explanation explain_run(const RunRow& run, const std::vector<StepRow>& steps, co
     }
     if (kb) {
       auto hits = kb_entries(*kb, sig);
+      // An entry store-kb already replayed for this change in this run is no recovery.
+      std::set<std::string> replayed;
+      for (const auto& s : steps)
+        if (s.kind == "try" && s.component == "store-kb") replayed.insert(s.input.value("change", ""));
       if (hits)
         for (const auto& h : *hits)
-          recover.push_back({{"action", "kb"}, {"signature", sig}, {"change_id", h.change_id}, {"title", h.title},
-                             {"origin", h.origin}, {"why", "a recorded fix for the same diagnostic"}});
+          if (!replayed.count(h.change_id))
+            recover.push_back({{"action", "kb"}, {"signature", sig}, {"change_id", h.change_id}, {"title", h.title},
+                               {"origin", h.origin}, {"why", "a recorded fix for the same diagnostic"}});
     }
   }
   if (outcome == "budget") {
