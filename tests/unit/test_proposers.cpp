@@ -6,6 +6,7 @@
 #include "autodriver/propose/c_tokens.hpp"
 #include "autodriver/propose/callback_signature.hpp"
 #include "autodriver/propose/proposer.hpp"
+#include "autodriver/propose/stmt_template.hpp"
 #include "autodriver/propose/target_decls.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/subprocess.hpp"
@@ -319,4 +320,56 @@ TEST(CallbackSignature, DroppedParameterComputedLikeTheTargetsOwnImplementations
   fs::remove(src / "drivers/hwmon/tmp102.c");
   ASSERT_TRUE(util::write_file(tree / "drv.c", drv));
   EXPECT_TRUE(propose::make_callback_signature()->propose(ds, ctx).empty());
+}
+
+namespace {
+std::vector<std::string> tok_texts(const std::string& s) {
+  std::vector<std::string> out;
+  for (const auto& t : propose::tokenize(s)) out.push_back(t.text);
+  return out;
+}
+} // namespace
+
+TEST(StmtTemplate, AntiUnifiesTheKernelsOwnRewrites) {
+  // 6.3's vm_flags accessors (drivers/gpu/drm/i915/gem/i915_gem_mman.c and others).
+  auto t = propose::anti_unify(tok_texts("vma->vm_flags |= VM_IO | VM_DONTEXPAND;"),
+                               tok_texts("vm_flags_set(vma, VM_IO | VM_DONTEXPAND);"), "vm_flags");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->key(), "$0 -> vm_flags |= $1 ; => vm_flags_set ( $0 , $1 ) ;");
+  EXPECT_EQ(propose::template_smpl(*t),
+            "@@\nexpression E0, E1;\n@@\n- E0->vm_flags |= E1;\n+ vm_flags_set(E0, E1);\n");
+  // 6.6's ctime accessors: the same operand twice is one hole.
+  t = propose::anti_unify(tok_texts("inode->i_ctime = current_time(inode);"),
+                          tok_texts("inode_set_ctime_current(inode);"), "i_ctime");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->key(), "$0 -> i_ctime = current_time ( $0 ) ; => inode_set_ctime_current ( $0 ) ;");
+  // A read narrows to the expression, so it applies wherever the member is read.
+  t = propose::anti_unify(tok_texts("ts = inode->i_ctime;"), tok_texts("ts = inode_get_ctime(inode);"), "i_ctime");
+  ASSERT_TRUE(t);
+  auto e = propose::narrow_to_expression(*t, "i_ctime");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->key(), "$1 -> i_ctime => inode_get_ctime ( $1 )");
+  EXPECT_EQ(propose::template_smpl(*e), "@@\nexpression E1;\n@@\n- E1->i_ctime\n+ inode_get_ctime(E1)\n");
+  // A deleted call keeps its arguments as holes.
+  t = propose::anti_unify(tok_texts("pci_disable_pcie_error_reporting(pdev);"), {}, "pci_disable_pcie_error_reporting");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(propose::template_smpl(*t), "@@\nexpression E0;\n@@\n- pci_disable_pcie_error_reporting(E0);\n");
+  // Control flow is not a statement template.
+  EXPECT_FALSE(propose::anti_unify(tok_texts("if (x) y->f = 1;"), tok_texts("g(y);"), "f"));
+}
+
+TEST(StmtTemplate, EnclosingStatementStopsAtControlHeaders) {
+  auto toks = propose::tokenize("{ if (a) dev->features |= NETIF_F_LLTX; x = (int)y; }");
+  std::size_t lltx = 0, y = 0;
+  for (std::size_t i = 0; i < toks.size(); ++i) {
+    if (toks[i].text == "NETIF_F_LLTX") lltx = i;
+    if (toks[i].text == "y") y = i;
+  }
+  auto s = propose::enclosing_statements(toks, lltx, lltx, 1, toks.size() - 1);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(toks[s->first].text, "dev");
+  EXPECT_EQ(toks[s->second].text, ";");
+  s = propose::enclosing_statements(toks, y, y, 1, toks.size() - 1);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(toks[s->first].text, "x"); // the cast's parentheses are skipped, not a boundary
 }

@@ -6,7 +6,7 @@
 namespace autodriver::core {
 
 namespace {
-constexpr std::array<std::pair<DiagKind, std::string_view>, 21> k_kind_names{{
+constexpr std::array<std::pair<DiagKind, std::string_view>, 22> k_kind_names{{
     {DiagKind::other, "other"},
     {DiagKind::implicit_function_declaration, "implicit-function-declaration"},
     {DiagKind::too_few_arguments, "too-few-arguments"},
@@ -28,6 +28,7 @@ constexpr std::array<std::pair<DiagKind, std::string_view>, 21> k_kind_names{{
     {DiagKind::sparse, "sparse"},
     {DiagKind::linker, "linker"},
     {DiagKind::const_qualifier, "const-qualifier"},
+    {DiagKind::read_only_member, "read-only-member"},
 }};
 } // namespace
 

@@ -35,6 +35,7 @@ enum class DiagKind : int {
   sparse = 18,              ///< any sparse finding
   linker = 19,              ///< ld errors
   const_qualifier = 20,     ///< "discards 'const' qualifier"
+  read_only_member = 21,    ///< "assignment of read-only member 'vm_flags'" (an accessor replaced it)
 };
 
 std::string_view to_string(DiagKind kind);

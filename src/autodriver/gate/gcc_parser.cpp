@@ -44,6 +44,7 @@ const std::vector<Rule>& rules() {
     add(R"re(^macro "([^"]+)" requires \d+ arguments, but only \d+ given)re", DiagKind::too_few_arguments, {1});
     add(R"(^'([^']+)' has no member named '([^']+)')", DiagKind::no_member, {1, 2});
     add(R"(^request for member '([^']+)' in something not a structure or union)", DiagKind::no_member, {1});
+    add(R"(^(?:assignment|increment|decrement) of read-only member '([^']+)')", DiagKind::read_only_member, {1});
     add(R"(^(?:'return' with a value, in function returning void|'return' with no value, in function returning non-void))",
         DiagKind::incompatible_return_type, {});
     add(R"(^(?:returning '([^']+)' from a function with (?:incompatible )?return type '([^']+)'))",

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <future>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -291,17 +292,23 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
     // without introducing new ones.
     std::vector<const propose::Edit*> firsts;
     for (auto& [id, g] : groups) firsts.push_back(g.front());
-    if (firsts.size() > 1) {
-      auto t = try_edits(firsts, work, scratch->path(), *to, req);
+    // A set of changes is accepted together when it lowers the score without any new error.
+    // When it lowers the score but brings new errors, the set holds good and bad changes: its
+    // halves are tried (at most three levels deep) before falling back to one change at a time.
+    std::function<util::Expected<void>(const std::vector<const propose::Edit*>&, int)> try_set;
+    try_set = [&](const std::vector<const propose::Edit*>& set, int depth) -> util::Expected<void> {
+      if (set.size() < 2 || Clock::now() - start > req.budget) return {};
+      auto t = try_edits(set, work, scratch->path(), *to, req);
       if (!t) return unexpected(t.error());
       bool no_new = std::all_of(t->state.signatures.begin(), t->state.signatures.end(),
-                                [&](const auto& s) { return cur->signatures.count(s) > 0; });
-      step("try", {{"iteration", iter}, {"changes", firsts.size()}, {"errors_before", cur->error_count()},
-                   {"errors_after", t->applied ? t->state.error_count() : -1}, {"combined", true}});
-      if (t->applied && trial_score(*cur, t->state) < cur->score() && no_new) {
+                                [&](const auto& sg) { return cur->signatures.count(sg) > 0; });
+      bool better = t->applied && trial_score(*cur, t->state) < cur->score();
+      step("try", {{"iteration", iter}, {"changes", set.size()}, {"errors_before", cur->error_count()},
+                   {"errors_after", t->applied ? t->state.error_count() : -1}, {"combined", true}, {"depth", depth}});
+      if (better && no_new) {
         // Re-apply one by one on the work tree to record one snapshot (patch) per change.
         int before = cur->error_count();
-        for (const auto* e : firsts) {
+        for (const auto* e : set) {
           auto one = propose::apply_edit(*e, work, scratch->path() / "rules");
           if (!one || one->changed_files.empty()) continue;
           AcceptedEdit acc{*e, {}, before, t->state.error_count()};
@@ -313,8 +320,16 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
         }
         *cur = std::move(t->state);
         progressed = true;
+        return {};
       }
-    }
+      if (!better || depth >= 3 || set.size() < 4) return {};
+      std::vector<const propose::Edit*> lo(set.begin(), set.begin() + static_cast<long>(set.size() / 2));
+      std::vector<const propose::Edit*> hi(set.begin() + static_cast<long>(set.size() / 2), set.end());
+      if (auto r = try_set(lo, depth + 1); !r) return r;
+      return try_set(hi, depth + 1);
+    };
+    if (firsts.size() > 1)
+      if (auto r = try_set(firsts, 0); !r) return unexpected(r.error());
     if (!progressed) {
       // One change at a time, alternatives in order; keep the best that helps (a near miss that
       // removes more errors than it adds is kept and refined by the next iteration).

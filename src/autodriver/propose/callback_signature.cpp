@@ -418,8 +418,14 @@ public:
   std::vector<Edit> propose(const std::vector<core::Diagnostic>& diags, const PortContext& ctx) override {
     std::vector<Edit> out;
     std::set<std::string> done;
+    // An initializer of a member the struct no longer has: gcc's recovery matches it against
+    // some other member, so the type it names says nothing about the callback.
+    std::set<std::pair<std::string, int>> unknown_member_lines;
+    for (const auto& d : diags)
+      if (d.kind == core::DiagKind::no_member) unknown_member_lines.insert({d.file, d.line});
     for (const auto& d : diags) {
       if (d.kind != core::DiagKind::incompatible_pointer_type || d.symbols.size() < 2) continue;
+      if (unknown_member_lines.count({d.file, d.line})) continue;
       FnType to, from;
       if (!parse_fn_type(d.symbols[0], to) || !parse_fn_type(d.symbols[1], from)) continue;
       if (to.params != from.params && squash(to.ret) == squash(from.ret)) {

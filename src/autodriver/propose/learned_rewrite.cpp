@@ -6,6 +6,8 @@
 
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/site_index.hpp"
+#include "autodriver/propose/stmt_template.hpp"
+#include "autodriver/propose/target_decls.hpp"
 #include "autodriver/propose/token_diff.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
@@ -300,6 +302,56 @@ void learn_identifier_votes(SiteIndex& idx, const std::string& sym, std::map<std
   }
 }
 
+// --- statement rewrites (anti-unified) --------------------------------------------------------
+
+/// The kernel's own functions that used `sym` and no longer do: each changed statement that used
+/// it, paired with what replaced it, anti-unified into a template (and its expression core).
+void learn_statement_votes(SiteIndex& idx, const std::string& sym, std::map<std::string, Vote>& votes,
+                           std::map<std::string, StmtTemplate>& templates) {
+  auto texts = [](const std::vector<Token>& toks, std::size_t a, std::size_t b) {
+    std::vector<std::string> out;
+    for (std::size_t k = a; k <= b; ++k) out.push_back(toks[k].text);
+    return out;
+  };
+  for (const auto& pair : idx.pairs_using(sym, 60)) {
+    const auto& before = *pair.before;
+    const auto& after = *pair.after;
+    for (const auto& u : before.units) {
+      if (u.kind != UnitKind::function) continue;
+      const Unit* nu = after.unit(u.name);
+      if (!nu || nu->kind != UnitKind::function) continue;
+      std::set<std::size_t> seen; // old statements already voted for
+      auto hunks = diff_tokens(before.tokens, u.body, u.last, after.tokens, nu->body, nu->last);
+      for (const auto& h : hunks) {
+        if (h.a_count == 0) continue;
+        bool has = false;
+        for (std::size_t k = h.a_first; k < h.a_first + h.a_count; ++k)
+          if (before.tokens[k].text == sym) has = true;
+        if (!has) continue;
+        auto os = enclosing_statements(before.tokens, h.a_first, h.a_first + h.a_count - 1, u.body + 1, u.last);
+        if (!os || !seen.insert(os->first).second) continue;
+        std::vector<std::string> neu;
+        if (h.b_count > 0) {
+          auto ns = enclosing_statements(after.tokens, h.b_first, h.b_first + h.b_count - 1, nu->body + 1, nu->last);
+          if (!ns) continue;
+          neu = texts(after.tokens, ns->first, ns->second);
+        } else if (os->first < h.a_first || os->second >= h.a_first + h.a_count) {
+          continue; // part of a statement vanished: not a statement deletion
+        }
+        if (std::find(neu.begin(), neu.end(), sym) != neu.end()) continue;
+        auto t = anti_unify(texts(before.tokens, os->first, os->second), neu, sym);
+        if (!t) continue;
+        add_vote(votes, t->key(), before.rel);
+        templates[t->key()] = *t;
+        if (auto e = narrow_to_expression(*t, sym)) {
+          add_vote(votes, "expr:" + e->key(), before.rel);
+          templates["expr:" + e->key()] = *e;
+        }
+      }
+    }
+  }
+}
+
 // --- the proposer ----------------------------------------------------------------------------
 
 class LearnedRewrite final : public Proposer {
@@ -313,7 +365,7 @@ public:
     for (const auto& rel : util::list_files(ctx.original_tree)) driver_files.push_back(ctx.original_tree / rel);
     SiteIndex idx(ctx.old_src, ctx.new_src, ctx.leave_out, driver_files);
 
-    std::set<std::string> calls, idents;
+    std::set<std::string> calls, idents, stmts;
     std::set<std::pair<std::string, std::string>> members;
     for (const auto& d : diags) {
       if (d.severity == core::Severity::warning && d.kind != DiagKind::implicit_function_declaration) continue;
@@ -325,6 +377,7 @@ public:
       case DiagKind::modpost_undefined_symbol:
       case DiagKind::incompatible_type:
         if (is_identifier(d.symbols[0])) calls.insert(d.symbols[0]);
+        if (d.kind == DiagKind::implicit_function_declaration && is_identifier(d.symbols[0])) stmts.insert(d.symbols[0]);
         break;
       case DiagKind::int_conversion:
       case DiagKind::incompatible_pointer_type:
@@ -333,9 +386,14 @@ public:
       case DiagKind::undeclared_identifier:
       case DiagKind::unknown_type:
         if (is_identifier(d.symbols[0])) idents.insert(d.symbols[0]);
+        if (d.kind == DiagKind::undeclared_identifier && is_identifier(d.symbols[0])) stmts.insert(d.symbols[0]);
         break;
       case DiagKind::no_member:
         if (d.symbols.size() >= 2 && d.symbols[0].starts_with("struct ")) members.insert({d.symbols[0], d.symbols[1]});
+        if (d.symbols.size() >= 2 && is_identifier(d.symbols[1])) stmts.insert(d.symbols[1]);
+        break;
+      case DiagKind::read_only_member:
+        if (is_identifier(d.symbols[0])) stmts.insert(d.symbols[0]);
         break;
       default:
         break;
@@ -344,6 +402,7 @@ public:
     for (const auto& sym : calls) learn_call(idx, sym, out);
     for (const auto& [type, member] : members) learn_member(idx, type, member, out);
     for (const auto& sym : idents) learn_identifier(idx, sym, out);
+    for (const auto& sym : stmts) learn_statement(idx, sym, out);
     return out;
   }
 
@@ -397,6 +456,38 @@ private:
                                   e.title, vote.count, type, fmt::join(vote.files, ", "));
       out.push_back(std::move(e));
     }
+  }
+
+  void learn_statement(SiteIndex& idx, const std::string& sym, std::vector<Edit>& out) {
+    std::map<std::string, Vote> votes;
+    std::map<std::string, StmtTemplate> templates;
+    learn_statement_votes(idx, sym, votes, templates);
+    int rank = 0;
+    for (const auto& [key, vote] : ranked(votes)) {
+      if (rank >= 3) break;
+      const StmtTemplate& t = templates[key];
+      auto show = [](const std::vector<std::string>& side) {
+        std::vector<std::string> ts;
+        for (const auto& x : side) ts.push_back(x[0] == '$' ? "E" + x.substr(1) : x);
+        return join_c_tokens(ts);
+      };
+      Edit e;
+      e.proposer = "learned-rewrite";
+      e.change_id = "stmt:" + sym;
+      e.label = t.after.empty() ? "removed-with-replacement" : "other";
+      e.title = t.after.empty() ? fmt::format("{} was removed: drop {}", sym, show(t.before))
+                                : fmt::format("{} -> {}", show(t.before), show(t.after));
+      e.smpl = template_smpl(t);
+      e.symbols = {sym};
+      e.support = vote.count;
+      e.rank = rank++;
+      e.evidence = vote.files;
+      e.description = fmt::format("{}. Learned from {} {} the kernel's own code rewrote this way, e.g. {}.", e.title,
+                                  vote.count, t.expression ? "expression(s)" : "statement(s)",
+                                  fmt::join(vote.files, ", "));
+      out.push_back(std::move(e));
+    }
+    util::log_debug("learned-rewrite: statements using {}: {} template(s)", sym, votes.size());
   }
 
   void learn_identifier(SiteIndex& idx, const std::string& sym, std::vector<Edit>& out) {
