@@ -111,6 +111,28 @@ nlohmann::json run_case(const fs::path& case_dir, const nlohmann::json& meta, co
   if (req.boot && testable) {
     pr.boot = true;
     if (rkind == "device") pr.device = runtime.value("qemu_device", "");
+    // Probing is expected only where the original driver probes: QEMU's model of a device may be
+    // a variant the driver refuses (an enhanced revision another driver handles). The original
+    // tree is booted on its own kernel once; if it loads but does not bind, the port must load.
+    if (!pr.device.empty() && !meta["from"].value("line", "").empty()) {
+      gate::CheckRequest base;
+      base.tree = case_dir / "before";
+      base.kernels = {meta["from"].value("line", "")};
+      base.sparse = false;
+      base.boot = true;
+      base.device = pr.device;
+      base.build_cmd = pr.build_cmd;
+      if (auto chk = gate::run_check(base, nullptr); chk) {
+        auto j = gate::to_json(*chk, base);
+        std::string outcome;
+        if (j.contains("gates") && j["gates"].contains("boot"))
+          for (const auto& [rel, g] : j["gates"]["boot"]["by_kernel"].items())
+            outcome = g["details"].value("outcome", "");
+        row["probe_baseline"] = outcome;
+        if (outcome == "not-bound") pr.device.clear();
+      }
+    }
+    row["probe_expected"] = !pr.device.empty();
   }
   std::error_code ec;
   fs::remove_all(pr.out, ec);
