@@ -85,6 +85,8 @@ public:
         std::string sym = d.symbols[0];
         if (sym.starts_with("struct ") || sym.starts_with("union ") || sym.starts_with("enum "))
           sym = sym.substr(sym.find(' ') + 1);
+        // "field 'base' has incomplete type" names the member: the type is on its line.
+        if (d.message.starts_with("field '")) sym = field_type(ctx, d, sym);
         if (seen.insert("t:" + d.file + ":" + sym).second) missing_include(idx, ctx, d, true, out, sym);
       }
     }
@@ -92,6 +94,19 @@ public:
   }
 
 private:
+  /// `struct drm_framebuffer base;` on the diagnostic's line -> "drm_framebuffer"; else `field`.
+  static std::string field_type(const PortContext& ctx, const core::Diagnostic& d, const std::string& field) {
+    auto text = util::read_file(ctx.tree / d.file);
+    if (!text) return field;
+    auto lines = util::split_lines(*text);
+    if (d.line < 1 || static_cast<std::size_t>(d.line) > lines.size()) return field;
+    std::smatch m;
+    std::string l(lines[static_cast<std::size_t>(d.line) - 1]);
+    if (std::regex_search(l, m, std::regex(R"((?:struct|union|enum)\s+([A-Za-z_]\w*)\s+)" + field + R"(\b)")))
+      return m[1].str();
+    return field;
+  }
+
   void moved_header(SiteIndex& idx, const PortContext& ctx, const core::Diagnostic& d, std::vector<Edit>& out) {
     const std::string& h = d.symbols[0];
     std::map<std::string, int> votes;
@@ -152,6 +167,33 @@ private:
       e.rank = rank++;
       out.push_back(std::move(e));
     }
+    // The target has no such header at all: what the driver took from it is declared elsewhere
+    // now (reached through other includes) or gone. The last alternative drops the include and
+    // lets the next build name what is still missing.
+    if (fs::exists(ctx.new_src / "include" / h) || fs::exists(ctx.new_src / "arch/x86/include" / h)) return;
+    static const std::regex k_angle(R"(^\s*#\s*include\s*<([^>]+)>)");
+    Edit e;
+    e.proposer = "header-fix";
+    e.change_id = "header:" + h;
+    e.label = "header-moved";
+    e.title = fmt::format("<{}> is gone", h);
+    e.description = fmt::format("<{}> does not exist in the target kernel and no header took its name; the include "
+                                "is dropped.", h);
+    for (const auto& rel : util::list_files(ctx.tree)) {
+      auto t = util::read_file(ctx.tree / rel);
+      if (!t || t->find(h) == std::string::npos) continue;
+      int n = 0;
+      for (auto l : util::split_lines(*t)) {
+        ++n;
+        std::match_results<std::string_view::const_iterator> m;
+        if (std::regex_search(l.begin(), l.end(), m, k_angle) && m[1].str() == h) e.text_edits.push_back({rel.string(), n, 1, ""});
+      }
+    }
+    if (e.text_edits.empty()) return; // a quoted (driver-local) header: not the kernel's
+    e.symbols = {h};
+    e.support = 1;
+    e.rank = rank;
+    out.push_back(std::move(e));
   }
 
   void missing_include(SiteIndex& idx, const PortContext& ctx, const core::Diagnostic& d, bool is_type,

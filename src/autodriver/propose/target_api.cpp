@@ -107,6 +107,7 @@ public:
     TargetIndex idx(ctx.new_src, ctx.to->build_dir);
     std::set<std::string> seen;
     for (const auto& d : diags) {
+      if (d.kind == DiagKind::modpost_other) import_namespace(idx, ctx, d, seen, out);
       if (d.symbols.empty() || d.severity == core::Severity::note) continue;
       const std::string& sym = d.symbols[0];
       switch (d.kind) {
@@ -139,7 +140,9 @@ public:
 private:
   /// The driver's own definition of a name the target now declares: a `#define NAME ...` on the
   /// diagnostic's line (its expansion fails: `#define SB_RDONLY MS_RDONLY`), or a function
-  /// definition gcc calls a "redefinition of 'NAME'". The definition goes; the target's is used.
+  /// definition gcc calls a "redefinition of 'NAME'" or a "static declaration of 'NAME' follows
+  /// non-static declaration", or a typedef of "conflicting types" with one in the kernel's headers.
+  /// The definition goes; the target's is used.
   void shim(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d, std::set<std::string>& seen,
             std::vector<Edit>& out) {
     if (d.file.empty() || d.file.front() == '/' || d.line <= 0) return;
@@ -161,7 +164,7 @@ private:
       out.push_back(std::move(e));
       return;
     }
-    static const std::regex k_redef(R"(^(redefinition of|conflicting types for) '([A-Za-z_]\w*)')");
+    static const std::regex k_redef(R"(^(redefinition of|conflicting types for|static declaration of) '([A-Za-z_]\w*)')");
     std::smatch m;
     if (!std::regex_search(d.message, m, k_redef)) return;
     std::string name = m[2].str();
@@ -172,9 +175,11 @@ private:
           !n.file.starts_with(ctx.tree.string()))
         in_target = true;
     if (!in_target || !seen.insert("shim:" + name).second) return;
+    bool static_inline_only = false;
     if (m[1].str() == "conflicting types for") {
-      // Only a typedef (`typedef int vm_fault_t;`) is surely a shim; a function of the driver's
-      // that shares a name with a newer kernel function is not.
+      // Only a typedef (`typedef int vm_fault_t;`) or a static inline definition is surely a
+      // shim; any other function of the driver's that shares a name with a kernel one is not.
+      static_inline_only = true;
       for (std::size_t i = 0; i < toks.size(); ++i) {
         if (toks[i].line != d.line || toks[i].text != "typedef") continue;
         if (i > 0 && toks[i - 1].line == d.line) return;
@@ -184,12 +189,19 @@ private:
         out.push_back(shim_edit(d.file, name, toks[i].line, toks[j].line - toks[i].line + 1, "typedef"));
         return;
       }
-      return;
     }
     for (const auto& u : find_units(toks)) {
       if (u.kind != UnitKind::function || u.name != name) continue;
       int first = toks[u.first].line, last = toks[u.last].line;
       if (d.line < first || d.line > last) continue;
+      if (static_inline_only) {
+        bool st = false, in = false;
+        for (std::size_t i = u.first; i < u.body; ++i) {
+          st = st || toks[i].text == "static";
+          in = in || toks[i].text == "inline" || toks[i].text == "__inline__" || toks[i].text == "__always_inline";
+        }
+        if (!st || !in) return;
+      }
       // Whole lines only: nothing else may share the first or last line.
       if (u.first > 0 && toks[u.first - 1].line == first) return;
       if (u.last + 1 < toks.size() && toks[u.last + 1].line == last) return;
@@ -214,9 +226,18 @@ private:
     // from the message, since a definition whose header sits in its own #if has no plain text).
     static const std::regex k_have(R"(; have '([^'(]+)\(([^']*)\)')");
     std::smatch hm;
-    if (!std::regex_search(d.message, hm, k_have) || hm[2].str().find('(') != std::string::npos) return;
+    if (!std::regex_search(d.message, hm, k_have)) return;
+    // Function-pointer parameters keep their parentheses; a function returning a function
+    // pointer ("void (*(int))(int)") leaves them unbalanced and is not rewritten.
+    std::string params = std::regex_replace(hm[2].str(), std::regex(" {2,}"), " ");
+    int depth = 0;
+    for (char ch : params) {
+      depth += ch == '(' ? 1 : ch == ')' ? -1 : 0;
+      if (depth < 0) return;
+    }
+    if (depth != 0) return;
     std::string ret(util::trim(hm[1].str()));
-    std::string header = ret + (ret.ends_with("*") ? "" : " ") + name + "(" + hm[2].str() + ")";
+    std::string header = ret + (ret.ends_with("*") ? "" : " ") + name + "(" + params + ")";
     auto decl_text = util::read_file(ctx.tree / prev->file);
     if (!decl_text) return;
     // The prototype: the tokens of the statement that starts on the note's line, up to its ';'.
@@ -252,6 +273,51 @@ private:
                                 name, prev->file, prev->line, d.file, d.line);
     e.text_edits.push_back({prev->file, pt[first].line, pt[last].line - pt[first].line + 1, storage + header + ";\n", std::nullopt});
     e.symbols = {name};
+    e.support = 1;
+    e.rank = 1;
+    out.push_back(std::move(e));
+  }
+
+  /// modpost: "module m uses symbol s from namespace NS, but does not import it": the target
+  /// moved the symbol into a namespace; the module imports it next to its MODULE_LICENSE, written
+  /// the way the target's own modules write the import.
+  void import_namespace(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d, std::set<std::string>& seen,
+                        std::vector<Edit>& out) {
+    static const std::regex k_ns(R"(module (\S+) uses symbol (\S+) from namespace ([A-Za-z_]\w*), but does not import it)");
+    std::smatch m;
+    if (!std::regex_search(d.message, m, k_ns) || !seen.insert("ns:" + m[1].str() + ":" + m[3].str()).second) return;
+    std::string module = m[1].str(), symbol = m[2].str(), ns = m[3].str();
+    // The file with the module's MODULE_LICENSE: named like the module, else one using the symbol.
+    std::string file;
+    int line = 0, score = -1;
+    static const std::regex k_license(R"(^\s*MODULE_LICENSE\s*\()");
+    for (const auto& rel : util::list_files(ctx.tree)) {
+      if (rel.extension() != ".c") continue;
+      auto t = util::read_file(ctx.tree / rel);
+      if (!t || t->find("MODULE_LICENSE") == std::string::npos) continue;
+      int n = 0, at = 0;
+      for (auto l : util::split_lines(*t)) {
+        ++n;
+        if (std::regex_search(std::string(l), k_license)) at = n;
+      }
+      if (!at) continue;
+      int sc = (rel.stem().string() == module ? 2 : 0) + (has_word(*t, symbol) ? 1 : 0);
+      if (sc > score) score = sc, file = rel.string(), line = at;
+    }
+    if (file.empty()) return;
+    // 6.13 made the argument a string literal; follow the target's own callers.
+    int quoted = 0, bare = 0;
+    for (const auto& [arg, n] : idx.caller_args("MODULE_IMPORT_NS", 1).at(0)) (arg.starts_with("\"") ? quoted : bare) += n;
+    std::string arg = quoted > bare ? "\"" + ns + "\"" : ns;
+    Edit e;
+    e.proposer = "target-api";
+    e.change_id = "import-ns:" + ns;
+    e.label = "other";
+    e.title = fmt::format("{} imports namespace {}", module, ns);
+    e.description = fmt::format("The target exports {} in symbol namespace {}; modpost refuses a module that uses it "
+                                "without MODULE_IMPORT_NS.", symbol, ns);
+    e.text_edits.push_back({file, line + 1, 0, fmt::format("MODULE_IMPORT_NS({});\n", arg), std::nullopt});
+    e.symbols = {symbol, ns};
     e.support = 1;
     e.rank = 1;
     out.push_back(std::move(e));
@@ -363,8 +429,16 @@ private:
     // the target documents as deprecated (Documentation/process/deprecated.rst).
     const auto& deprecated = idx.deprecated();
     std::vector<std::tuple<double, int, std::string>> ranked;
+    // An undeclared lowercase name not called is a variable or parameter: a function of the
+    // target with a similar name would compile (as a pointer) and mean nothing.
+    bool value_use = d.kind == DiagKind::undeclared_identifier &&
+                     std::any_of(name.begin(), name.end(), [](char ch) { return std::islower(static_cast<unsigned char>(ch)); });
     for (const auto& [s, n] : cands) {
       if (deprecated.count(n)) continue;
+      if (value_use) {
+        auto p = idx.prototype(n, nullptr);
+        if (p && !p->is_macro) continue;
+      }
       ranked.push_back({s, idx.usage_count(n), n});
     }
     std::sort(ranked.begin(), ranked.end(), [](auto& a, auto& b) {
