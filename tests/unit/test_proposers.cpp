@@ -354,6 +354,10 @@ TEST(StmtTemplate, AntiUnifiesTheKernelsOwnRewrites) {
   t = propose::anti_unify(tok_texts("pci_disable_pcie_error_reporting(pdev);"), {}, "pci_disable_pcie_error_reporting");
   ASSERT_TRUE(t);
   EXPECT_EQ(propose::template_smpl(*t), "@@\nexpression E0;\n@@\n- pci_disable_pcie_error_reporting(E0);\n");
+  // ... but its constant arguments stay: dropping "f(x, NULL)" says nothing about "f(x, page)".
+  t = propose::anti_unify(tok_texts("__skb_frag_set_page(frag, NULL);"), {}, "__skb_frag_set_page");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(propose::template_smpl(*t), "@@\nexpression E0;\n@@\n- __skb_frag_set_page(E0, NULL);\n");
   // Control flow is not a statement template.
   EXPECT_FALSE(propose::anti_unify(tok_texts("if (x) y->f = 1;"), tok_texts("g(y);"), "f"));
 }

@@ -321,6 +321,13 @@ void learn_statement_votes(SiteIndex& idx, const std::string& sym, std::map<std:
       const Unit* nu = after.unit(u.name);
       if (!nu || nu->kind != UnitKind::function) continue;
       std::set<std::size_t> seen; // old statements already voted for
+      // A deleted statement is evidence of a call removed without replacement only when the
+      // function calls nothing new (else the work moved elsewhere, e.g. three calls merged into one).
+      std::set<std::string> old_callees;
+      for (const auto& c : find_calls(before.tokens, u.first, u.last)) old_callees.insert(c.callee);
+      bool calls_something_new = false;
+      for (const auto& c : find_calls(after.tokens, nu->first, nu->last))
+        if (!old_callees.count(c.callee)) calls_something_new = true;
       auto hunks = diff_tokens(before.tokens, u.body, u.last, after.tokens, nu->body, nu->last);
       for (const auto& h : hunks) {
         if (h.a_count == 0) continue;
@@ -335,8 +342,8 @@ void learn_statement_votes(SiteIndex& idx, const std::string& sym, std::map<std:
           auto ns = enclosing_statements(after.tokens, h.b_first, h.b_first + h.b_count - 1, nu->body + 1, nu->last);
           if (!ns) continue;
           neu = texts(after.tokens, ns->first, ns->second);
-        } else if (os->first < h.a_first || os->second >= h.a_first + h.a_count) {
-          continue; // part of a statement vanished: not a statement deletion
+        } else if (os->first < h.a_first || os->second >= h.a_first + h.a_count || calls_something_new) {
+          continue; // part of a statement vanished, or its work moved elsewhere: not a deletion
         }
         if (std::find(neu.begin(), neu.end(), sym) != neu.end()) continue;
         auto t = anti_unify(texts(before.tokens, os->first, os->second), neu, sym);
@@ -466,6 +473,7 @@ private:
     for (const auto& [key, vote] : ranked(votes)) {
       if (rank >= 3) break;
       const StmtTemplate& t = templates[key];
+      if (t.after.empty() && vote.count < 2) continue; // one deletion is not a convention
       auto show = [](const std::vector<std::string>& side) {
         std::vector<std::string> ts;
         for (const auto& x : side) ts.push_back(x[0] == '$' ? "E" + x.substr(1) : x);

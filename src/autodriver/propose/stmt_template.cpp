@@ -196,6 +196,12 @@ std::optional<StmtTemplate> anti_unify(const std::vector<std::string>& before, c
       if (word_like(before[k])) has_word = true;
     }
     if (!free || has_api || !has_word) continue;
+    // A deleted call keeps its constant arguments: "f(x, NULL)" being dropped says nothing about
+    // "f(x, page)".
+    if (after.empty() && a == b &&
+        (before[a] == "NULL" || before[a] == "true" || before[a] == "false" ||
+         std::isdigit(static_cast<unsigned char>(before[a][0]))))
+      continue;
     std::vector<std::string> text(before.begin() + static_cast<long>(a), before.begin() + static_cast<long>(b) + 1);
     // A deleted statement keeps its operands as holes; otherwise a hole is what both sides share.
     if (!after.empty() && occurrences(after, text).empty()) continue;
