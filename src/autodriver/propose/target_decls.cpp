@@ -15,6 +15,21 @@ namespace autodriver::propose {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
+/// Output lines of `grep ARGS` run in the kernel tree `src` (empty when grep fails or times out).
+static std::vector<std::string> grep_kernel(const fs::path& src, std::vector<std::string> args,
+                                            std::chrono::seconds timeout) {
+  util::RunRequest req;
+  req.argv = {"grep"};
+  req.argv.insert(req.argv.end(), args.begin(), args.end());
+  req.cwd = src;
+  req.timeout = timeout;
+  std::vector<std::string> out;
+  auto r = util::run(req);
+  if (!r) return out;
+  for (auto l : util::split_lines(r->out)) out.emplace_back(l);
+  return out;
+}
+
 std::vector<std::string> split_top_level(const std::string& s) {
   std::vector<std::string> out;
   int depth = 0;
@@ -133,13 +148,8 @@ std::optional<Prototype> TargetIndex::prototype(const std::string& name, const c
       if (auto p = prototype_at(f, n.line, name)) return p;
     }
   if (m_src.empty()) return std::nullopt;
-  util::RunRequest req;
-  req.argv = {"grep", "-rnE", "--include=*.h", "(^|[ *])" + name + "\\(|define " + name + "\\(", "include", "arch/x86/include"};
-  req.cwd = m_src;
-  req.timeout = 60s;
-  auto r = util::run(req);
-  if (!r) return std::nullopt;
-  for (auto l : util::split_lines(r->out)) {
+  auto lines = grep_kernel(m_src, {"-rnE", "--include=*.h", "(^|[ *])" + name + "\\(|define " + name + "\\(", "include", "arch/x86/include"}, 60s);
+  for (const auto& l : lines) {
     auto c1 = l.find(':');
     auto c2 = l.find(':', c1 + 1);
     if (c1 == std::string_view::npos || c2 == std::string_view::npos) continue;
@@ -201,14 +211,9 @@ std::vector<Param> TargetIndex::struct_member_types(const std::string& tag) {
   if (auto it = m_members.find(tag); it != m_members.end()) return it->second;
   std::vector<Param>& out = m_members[tag];
   if (m_src.empty()) return out;
-  util::RunRequest req;
-  req.argv = {"grep", "-rlE", "--include=*.h", "struct " + tag + " \\{", "include", "arch/x86/include"};
-  req.cwd = m_src;
-  req.timeout = 60s;
-  auto r = util::run(req);
-  if (!r) return out;
-  for (auto l : util::split_lines(r->out)) {
-    auto text = util::read_file(m_src / std::string(l));
+  auto lines = grep_kernel(m_src, {"-rlE", "--include=*.h", "struct " + tag + " \\{", "include", "arch/x86/include"}, 60s);
+  for (const auto& l : lines) {
+    auto text = util::read_file(m_src / l);
     if (!text) continue;
     auto toks = tokenize(*text);
     for (std::size_t i = 0; i + 2 < toks.size(); ++i) {
@@ -271,16 +276,11 @@ std::vector<std::map<std::string, int>> TargetIndex::caller_args(const std::stri
   std::vector<std::map<std::string, int>> out(arity);
   if (calls) *calls = 0;
   if (m_src.empty()) return out;
-  util::RunRequest req;
-  req.argv = {"grep", "-rlw", "--include=*.c", "-e", name, "--", "drivers", "sound", "net", "fs"};
-  req.cwd = m_src;
-  req.timeout = 120s;
-  auto r = util::run(req);
-  if (!r) return out;
+  auto lines = grep_kernel(m_src, {"-rlw", "--include=*.c", "-e", name, "--", "drivers", "sound", "net", "fs"}, 120s);
   int files = 0;
-  for (auto l : util::split_lines(r->out)) {
+  for (const auto& l : lines) {
     if (++files > 60) break;
-    auto text = util::read_file(m_src / std::string(l));
+    auto text = util::read_file(m_src / l);
     if (!text) continue;
     auto toks = tokenize(*text);
     for (const auto& c : find_calls(toks, 0, toks.size() - 1)) {
@@ -323,17 +323,12 @@ TargetIndex::CallbackUsage TargetIndex::callback_usage(const std::string& member
   CallbackUsage out;
   out.param_names.resize(arity);
   if (m_src.empty() || member.empty()) return out;
-  util::RunRequest req;
-  req.argv = {"grep", "-rEo", "--include=*.c", "-m", "2", "\\." + member + "\\s*=\\s*&?[A-Za-z_][A-Za-z0-9_]*",
-              "--", "drivers", "net", "sound", "fs"};
-  req.cwd = m_src;
-  req.timeout = 120s;
-  auto r = util::run(req);
-  if (!r) return out;
+  auto lines = grep_kernel(m_src, {"-rEo", "--include=*.c", "-m", "2", "\\." + member + "\\s*=\\s*&?[A-Za-z_][A-Za-z0-9_]*",
+              "--", "drivers", "net", "sound", "fs"}, 120s);
   std::vector<std::map<std::string, int>> votes(arity);
   std::set<std::string> seen_files;
   static const std::regex k_line(R"(^([^:]+):\.\w+\s*=\s*&?(\w+)$)");
-  for (auto l : util::split_lines(r->out)) {
+  for (const auto& l : lines) {
     std::smatch m;
     std::string line(l);
     if (!std::regex_match(line, m, k_line)) continue;
@@ -411,13 +406,8 @@ TargetIndex::CallbackUsage TargetIndex::callback_usage(const std::string& member
 
 int TargetIndex::usage_count(const std::string& name) {
   if (m_src.empty()) return 0;
-  util::RunRequest req;
-  req.argv = {"grep", "-rlw", "--include=*.c", "-m", "1", "-e", name, "--", "drivers", "sound"};
-  req.cwd = m_src;
-  req.timeout = 60s;
-  auto r = util::run(req);
-  if (!r) return 0;
-  return static_cast<int>(util::split_lines(r->out).size());
+  auto lines = grep_kernel(m_src, {"-rlw", "--include=*.c", "-m", "1", "-e", name, "--", "drivers", "sound"}, 60s);
+  return static_cast<int>(lines.size());
 }
 
 const std::set<std::string>& TargetIndex::deprecated() {
