@@ -10,7 +10,7 @@ mode="${1:-setup}"
 
 PACKAGES="build-essential cmake ninja-build pkg-config git ca-certificates
  nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev libgit2-dev libcurl4-openssl-dev libcpp-httplib-dev
- libgtest-dev libgmock-dev
+ libgtest-dev libgmock-dev libclang-14-dev
  qemu-system-x86 qemu-system-data busybox-static kmod xz-utils zstd cpio bc flex bison libelf-dev libssl-dev
  sparse coccinelle dpkg-dev python3 sqlite3 procps diffutils
  linux-headers-6.1.0-57-amd64 linux-headers-6.12.117+deb12-amd64 linux-source-6.1 linux-source-6.12"

@@ -25,3 +25,10 @@ target_link_libraries(dep_git2 INTERFACE PkgConfig::LIBGIT2)
 find_package(SQLite3 REQUIRED)
 add_library(dep_sqlite INTERFACE)
 target_link_libraries(dep_sqlite INTERFACE SQLite::SQLite3)
+
+# libclang (Debian libclang-14-dev): apidiff parses kernel headers with it.
+find_path(LIBCLANG_INCLUDE_DIR clang-c/Index.h HINTS /usr/lib/llvm-14/include REQUIRED)
+find_library(LIBCLANG_LIBRARY NAMES clang clang-14 libclang.so.1 HINTS /usr/lib/llvm-14/lib REQUIRED)
+add_library(dep_clang INTERFACE)
+target_include_directories(dep_clang SYSTEM INTERFACE ${LIBCLANG_INCLUDE_DIR})
+target_link_libraries(dep_clang INTERFACE ${LIBCLANG_LIBRARY})

@@ -32,6 +32,7 @@ Command runs_command();    ///< cmd_runs.cpp: the run store
 Command show_command();
 Command explain_command();
 Command rerun_command();
+Command apidiff_command(); ///< cmd_apidiff.cpp: API differences between two kernels
 /// `--store PATH` (global option): the run store file; empty = store::default_store_path().
 std::filesystem::path& store_path_option();
 /// `kb export|import` of the run store's KB (cmd_store_kb.cpp), registered on the `kb` command.
