@@ -57,6 +57,7 @@ TEST(Apidiff, ReadsDeclarationsWithLibclang) {
   EXPECT_EQ(gu->signature(), "u16 get_unaligned_le16(const void *)");
   EXPECT_EQ(gu->header, "asm/unaligned.h");
   EXPECT_EQ(old.find("no_llseek")->kind, DeclKind::macro_object);
+  EXPECT_EQ(old.find("u32")->kind, DeclKind::typedef_name); // the header #undefs its temporary macro
   EXPECT_EQ(old.find("my_add"), nullptr); // the driver's own declarations are not the kernel's
 
   DeclSet neu = parse("6.12");
@@ -79,7 +80,10 @@ TEST(Apidiff, ClassifiesRealChanges) {
   const auto* mv = find(changes, "get_unaligned_le16", ChangeKind::moved_header);
   ASSERT_NE(mv, nullptr);
   EXPECT_EQ(mv->header_to, "linux/unaligned.h");
-  // Unchanged names are not reported.
+  // Unchanged names are not reported, nor a move the old header still covers.
+  EXPECT_TRUE(neu.reaches("linux/mutex.h", "linux/mutex_types.h"));
+  EXPECT_EQ(find(changes, "struct mutex", ChangeKind::moved_header), nullptr);
+  EXPECT_EQ(find(changes, "u32", ChangeKind::kind_changed), nullptr);
   EXPECT_EQ(find(changes, "class_interface_register", ChangeKind::moved_header), nullptr);
   EXPECT_EQ(find(changes, "struct i2c_driver", ChangeKind::callback_type_changed, "remove"), nullptr);
 }

@@ -40,7 +40,8 @@ util::Expected<KernelBuild> build_for(const ApidiffRequest& req, const core::Ker
   kb.capture = std::move(*cap);
   std::string prefix = dir.string() + "/";
   for (auto& [file, argv] : kb.capture.commands) {
-    if (!file.starts_with(prefix)) continue; // not the driver's file
+    // Only the driver's own files: not kbuild's generated <module>.mod.c.
+    if (!file.starts_with(prefix) || !fs::exists(req.tree / file.substr(prefix.size()))) continue;
     // Paths into the scratch copy (the source, -I$(src)) point back into the user's tree.
     for (auto& a : argv)
       if (auto pos = a.find(dir.string()); pos != std::string::npos) a.replace(pos, dir.string().size(), req.tree.string());

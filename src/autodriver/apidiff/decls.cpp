@@ -3,6 +3,7 @@
 #include <clang-c/Index.h>
 #include <fmt/format.h>
 
+#include <cctype>
 #include <memory>
 #include <system_error>
 
@@ -55,6 +56,20 @@ const Decl* DeclSet::find(const std::string& identifier) const {
   return nullptr;
 }
 
+bool DeclSet::reaches(const std::string& from_header, const std::string& to_header) const {
+  std::set<std::string> seen{from_header};
+  std::vector<std::string> todo{from_header};
+  while (!todo.empty()) {
+    auto h = std::move(todo.back());
+    todo.pop_back();
+    if (h == to_header) return true;
+    if (auto it = includes.find(h); it != includes.end())
+      for (const auto& next : it->second)
+        if (seen.insert(next).second) todo.push_back(next);
+  }
+  return false;
+}
+
 std::string header_key(std::string_view path) {
   auto pos = path.rfind("/include/");
   std::string_view rest = pos == std::string_view::npos ? path.substr(path.rfind('/') + 1) : path.substr(pos + 9);
@@ -92,7 +107,34 @@ struct Visit {
   CXTranslationUnit tu = nullptr;
   DeclSet* set = nullptr;
   std::string exclude_prefix;
+  std::map<std::string, std::string> file_text; ///< headers read to look for #undef
 };
+
+/// libclang keeps no #undef in its preprocessing record: a macro that its own header #undefs after
+/// defining it (asm/apicdef.h's temporary `#define u32 unsigned int`) is not visible to the driver.
+bool undefined_later(Visit& v, CXCursor c, const std::string& name) {
+  CXFile file = nullptr;
+  unsigned line = 0, col = 0, off = 0;
+  clang_getExpansionLocation(clang_getCursorLocation(c), &file, &line, &col, &off);
+  if (!file) return false;
+  std::string path = take(clang_getFileName(file));
+  auto [it, fresh] = v.file_text.try_emplace(path);
+  if (fresh) {
+    std::size_t size = 0;
+    const char* text = clang_getFileContents(v.tu, file, &size);
+    if (text) it->second.assign(text, size);
+  }
+  const std::string& t = it->second;
+  for (auto pos = t.find("undef", off); pos != std::string::npos; pos = t.find("undef", pos + 5)) {
+    auto hash = t.rfind('#', pos);
+    if (hash == std::string::npos || t.find_first_not_of(" \t", hash + 1) != pos) continue;
+    auto n = t.find_first_not_of(" \t", pos + 5);
+    if (n != std::string::npos && t.compare(n, name.size(), name) == 0 &&
+        (n + name.size() == t.size() || !(std::isalnum(static_cast<unsigned char>(t[n + name.size()])) || t[n + name.size()] == '_')))
+      return true;
+  }
+  return false;
+}
 
 struct Where {
   bool skip = true;
@@ -141,6 +183,7 @@ void read_macro(Visit& v, CXCursor c, Where w) {
   bool function_like = clang_Cursor_isMacroFunctionLike(c);
   d.kind = function_like ? DeclKind::macro_function : DeclKind::macro_object;
   bool used = v.set->used.count(d.name) > 0;
+  if (used && undefined_later(v, c, d.name)) return;
   if (function_like || used) {
     auto toks = tokens_of(v.tu, clang_getCursorExtent(c));
     std::size_t i = 1;
@@ -210,6 +253,15 @@ CXChildVisitResult visit_top(CXCursor c, CXCursor, CXClientData data) {
   case CXCursor_EnumDecl:
   case CXCursor_TypedefDecl:
   case CXCursor_VarDecl: break;
+  case CXCursor_InclusionDirective: {
+    CXFile included = clang_getIncludedFile(c);
+    CXFile includer = nullptr;
+    unsigned line = 0, col = 0, off = 0;
+    clang_getExpansionLocation(clang_getCursorLocation(c), &includer, &line, &col, &off);
+    if (included && includer)
+      v.set->includes[header_key(take(clang_getFileName(includer)))].insert(header_key(take(clang_getFileName(included))));
+    return CXChildVisit_Continue;
+  }
   default: return CXChildVisit_Continue;
   }
   Where w = locate(v, c);

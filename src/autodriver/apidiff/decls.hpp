@@ -44,11 +44,15 @@ struct Decl {
 struct DeclSet {
   std::map<std::string, Decl> decls;
   std::set<std::string> used;           ///< identifiers in the driver file itself (clang_tokenize)
+  /// Header key -> header keys it #includes (every directive, also those skipped by include guards).
+  std::map<std::string, std::set<std::string>> includes;
   int parse_errors = 0;                 ///< clang errors (gcc-isms clang rejects); declarations still come
   std::vector<std::string> error_samples; ///< the first few, "file:line:col: message"
 
   /// The declaration `identifier` refers to: the ordinary name, else "struct x", else "union x".
   const Decl* find(const std::string& identifier) const;
+  /// True when including `from_header` brings in `to_header` (directly or through other headers).
+  bool reaches(const std::string& from_header, const std::string& to_header) const;
 };
 
 struct ParseOptions {
