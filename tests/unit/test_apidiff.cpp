@@ -4,6 +4,7 @@
 #include "autodriver/apidiff/decls.hpp"
 #include "autodriver/apidiff/diff.hpp"
 #include "autodriver/apidiff/kbuild_flags.hpp"
+#include "autodriver/loop/api_changes.hpp"
 
 #include <gtest/gtest.h>
 
@@ -143,4 +144,40 @@ TEST(Apidiff, ParsesKbuildVerboseOutputAndCmdFiles) {
   EXPECT_EQ(header_key("/usr/src/linux-headers-6.12.117+deb12-common/include/linux/i2c.h"), "linux/i2c.h");
   EXPECT_EQ(header_key("/usr/src/h/arch/x86/include/generated/asm/rwonce.h"), "asm/rwonce.h");
   EXPECT_EQ(normalize_type("struct (unnamed struct at /usr/src/x.h:12:3) *"), "struct (unnamed struct) *");
+}
+
+TEST(Apidiff, NamesTheChangeBehindADiagnostic) {
+  core::ApiChange probe;
+  probe.symbol = "struct i2c_driver";
+  probe.member = "probe";
+  probe.kind = ChangeKind::callback_type_changed;
+  probe.from = "int (*)(struct i2c_client *, const struct i2c_device_id *)";
+  probe.to = "int (*)(struct i2c_client *)";
+  core::ApiChange cc;
+  cc.symbol = "class_create";
+  cc.kind = ChangeKind::args_removed;
+  core::ApiChange mv;
+  mv.symbol = "get_unaligned_le16";
+  mv.kind = ChangeKind::moved_header;
+  mv.header_from = "asm/unaligned.h";
+
+  core::Diagnostic init; // sht4x.c:295 on 6.12, as gcc_parser reads it
+  init.kind = core::DiagKind::incompatible_pointer_type;
+  init.symbols = {"int (*)(struct i2c_client *)", "int (*)(struct i2c_client *, const struct i2c_device_id *)"};
+  core::Diagnostic args;
+  args.kind = core::DiagKind::too_many_arguments;
+  args.symbols = {"class_create"};
+  core::Diagnostic header;
+  header.kind = core::DiagKind::missing_header;
+  header.symbols = {"asm/unaligned.h"};
+
+  EXPECT_TRUE(loop::change_explains(probe, init));
+  EXPECT_FALSE(loop::change_explains(probe, args));
+  EXPECT_TRUE(loop::change_explains(cc, args));
+  EXPECT_FALSE(loop::change_explains(cc, init));
+  EXPECT_TRUE(loop::change_explains(mv, header));
+  auto j = loop::changes_for_diagnostics({probe, cc, mv}, {init, args, header});
+  ASSERT_EQ(j.size(), 3u);
+  EXPECT_EQ(j[1]["changes"][0]["symbol"], "class_create");
+  EXPECT_EQ(j[1]["changes"].size(), 1u);
 }

@@ -42,6 +42,9 @@ Command port_command() {
             sub.add_option("--kb", req->kb_path, "compat-kb: KB file (default: $AUTODRIVER_KB, else <cache>/kb/compat-kb.json)");
             auto no_store_kb = std::make_shared<bool>(false);
             sub.add_flag("--no-store-kb", *no_store_kb, "store-kb: do not replay the run store's KB entries (edits that solved the same diagnostics before)");
+            sub.add_flag("--api-changes", req->api_changes,
+                         "With --from: run apidiff beside the first builds and name the kernel API change behind "
+                         "each diagnostic (verdict `changes`)");
             sub.add_flag("--json", *json, "Print the versioned JSON verdict (also written to OUT/verdict.json)");
             return [=]() -> int {
               req->budget = std::chrono::seconds(*budget);

@@ -1,11 +1,14 @@
 #include "autodriver/loop/port.hpp"
 
+#include "autodriver/apidiff/apidiff.hpp"
+
 #include "autodriver/gate/check.hpp"
 #include "autodriver/gate/integrity.hpp"
 #include "autodriver/gate/kbuild.hpp"
 #include "autodriver/gate/scratch.hpp"
 #include "autodriver/kernel/source.hpp"
 #include "autodriver/kernel/target.hpp"
+#include "autodriver/loop/api_changes.hpp"
 #include "autodriver/loop/compat.hpp"
 #include "autodriver/loop/patch_series.hpp"
 #include "autodriver/propose/apply.hpp"
@@ -225,6 +228,13 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
   } else {
     note(fmt::format("building the unchanged tree on {}", to->release));
   }
+  // apidiff builds its own copies, so it runs beside the two builds of the unchanged tree.
+  std::future<util::Expected<apidiff::ApidiffReport>> api_diff;
+  if (from && req.api_changes)
+    api_diff = std::async(std::launch::async, [&]() {
+      apidiff::ApidiffRequest ar{req.tree, *from, *to, req.build_cmd, req.build_timeout, {}};
+      return apidiff::run_apidiff(ar);
+    });
   auto cur = build(*to, work, req);
   if (from) {
     auto f = from_build.get();
@@ -243,6 +253,10 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
   rep.initial_errors = cur->error_count();
   step("build-target", {{"kernel", to->release}, {"ok", cur->ok}, {"errors", diag_list(cur->errors)}});
   std::vector<core::Diagnostic> original_diags = cur->all;
+  if (api_diff.valid()) {
+    if (auto ad = api_diff.get(); ad) rep.changes = changes_for_diagnostics(ad->changes, cur->errors);
+    else util::log_info("apidiff: {}", ad.error().message);
+  }
   if (cur->ok) {
     rep.status = "already-builds";
     rep.ok = true;
@@ -487,6 +501,7 @@ nlohmann::json to_json(const PortReport& r, const PortRequest& req) {
           {"integrity", r.integrity},
           {"gates", r.gates},
           {"compat", r.compat},
+          {"changes", r.changes},
           {"patches", r.patches},
           {"steps", r.steps},
           {"elapsed_ms", r.elapsed.count()}};

@@ -33,6 +33,7 @@ struct PortRequest {
   std::vector<std::string> proposers;       ///< ids to use; empty = all in the table
   std::vector<std::string> kb_leave_out;    ///< compat-kb: KB provenance packages never learned from
   std::filesystem::path kb_path;            ///< compat-kb: KB file; empty = default
+  bool api_changes = false;                 ///< --api-changes: name apidiff's change for each diagnostic (needs from)
   bool store_kb = true;                     ///< store-kb: replay KB entries of the run store (--no-store-kb)
   std::filesystem::path kb_store;           ///< store-kb: the run store read; set by run_port_recorded
   std::string case_id;                      ///< bench case: its own KB entries are never replayed
@@ -59,6 +60,7 @@ struct PortReport {
   nlohmann::json final_build = nullptr;
   nlohmann::json integrity = nullptr;
   nlohmann::json gates = nullptr;   ///< boot/sparse results on the target
+  nlohmann::json changes = nullptr; ///< --api-changes: loop/api_changes.hpp, per initial target diagnostic
   nlohmann::json compat = nullptr;  ///< --compat: guard version and the builds on both kernels
   std::vector<std::string> remaining; ///< diagnostics still failing (messages)
   std::vector<std::string> patches;   ///< paths of the patch files
