@@ -9,7 +9,7 @@
 #   (the package as shipped builds on 6.1, the collapsed tree does not) and counts the rest by
 #   reason. Each case is ported with `--to 6.1` (no --from: no older kernel exists here), leaving
 #   its own package out of the compat KB, and compared on C tokens with the maintainers' branch.
-#   CAP (default 8) eligible cases per package, packages whose own build takes > MAX_BUILD_S
+#   CAP (default 6) eligible cases per package, packages whose own build takes > MAX_BUILD_S
 #   (default 60) seconds are skipped; JOBS (default 2) ports at a time.
 # MODE=span: the blocks with a boundary in (6.1, 6.12], collapsed to the branch 6.1 compiles and
 #   ported with `--to 6.12`, with and without `--from 6.1` (the earlier benchmark).
@@ -19,7 +19,7 @@
 set -u
 AD=${AD:-build/src/autodriver/autodriver}
 MODE=${MODE:-older}
-CAP=${CAP:-8}
+CAP=${CAP:-6}
 MAX_BUILD_S=${MAX_BUILD_S:-60}
 JOBS=${JOBS:-2}
 BUDGET_S=${BUDGET_S:-300}
