@@ -91,3 +91,19 @@ TEST(ConsoleParser, DmesgDumpDoesNotDoubleCount) {
   EXPECT_EQ(count(r, FindingKind::warning), 1);
   EXPECT_TRUE(r.finished);
 }
+
+TEST(ConsoleParser, ReportsBeforeTheDriverLoadsAreTheMachines) {
+  // A starved TCG guest on a loaded 2-core host (captured from a bench run of vpoll on 6.12).
+  std::string log =
+      "[   95.754252] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:\r\n"
+      "[   97.143672] rcu: rcu_preempt kthread starved for 23237 jiffies! g-871 f0x2 RCU_GP_WAIT_FQS(5) ->state=0x0 "
+      "->cpu=0\r\n"
+      "@@AD init\r\n@@AD insmod-begin vpoll\r\n@@AD insmod vpoll rc=0\r\n"
+      "[  120.000000] WARNING: CPU: 0 PID: 80 at drivers/misc/vpoll.c:42 vpoll_init+0x10/0x20 [vpoll]\r\n"
+      "[  120.000001] ---[ end trace 0000000000000000 ]---\r\n@@AD done\r\n";
+  auto rep = parse_console(log);
+  ASSERT_GE(rep.findings.size(), 2u);
+  EXPECT_TRUE(rep.findings.front().before_driver);
+  EXPECT_FALSE(rep.findings.back().before_driver);
+  EXPECT_EQ(rep.findings.back().module, "vpoll");
+}

@@ -37,7 +37,7 @@ std::string decode_taint(long value) {
 
 nlohmann::json to_json(const ConsoleFinding& f) {
   return {{"kind", to_string(f.kind)}, {"line", f.line}, {"module", f.module}, {"location", f.location},
-          {"excerpt", f.excerpt}};
+          {"excerpt", f.excerpt}, {"before_driver", f.before_driver}};
 }
 
 nlohmann::json to_json(const PciBinding& b) {
@@ -131,6 +131,7 @@ ConsoleReport parse_console(std::string_view log) {
   int open_lines = 0;
   std::string insmod_capture; // module whose insmod output is being captured
   bool after_pci_before = false;
+  bool driver_loading = false; // the first "insmod-begin" marker was seen
 
   for (auto raw_line : util::split_lines(log)) {
     std::string line(raw_line);
@@ -150,7 +151,10 @@ ConsoleReport parse_console(std::string_view log) {
       if (ev == "init") rep.reached_init = true;
       else if (ev == "done") rep.finished = true;
       else if (ev == "preload") rep.preloads.push_back({first_word(rest), rc_of(rest)});
-      else if (ev == "insmod-begin") insmod_capture = first_word(rest);
+      else if (ev == "insmod-begin") {
+        insmod_capture = first_word(rest);
+        driver_loading = true;
+      }
       else if (ev == "insmod") {
         rep.insmods.push_back({first_word(rest), rc_of(rest)});
         insmod_capture.clear();
@@ -207,6 +211,7 @@ ConsoleReport parse_console(std::string_view log) {
         if (m[3].matched) f.module = m[3].str();
       }
       f.excerpt = text + "\n";
+      f.before_driver = !driver_loading;
       rep.findings.push_back(std::move(f));
       if (opens_report(p.kind)) {
         open_idx = rep.findings.size() - 1;

@@ -36,6 +36,7 @@ struct ConsoleFinding {
   std::string module;   ///< module named by "RIP: ... [mod]" or "mod: Unknown symbol", if any
   std::string location; ///< "func+0x12/0x40 [mod]" from RIP, or "file:line" from WARNING
   std::string excerpt;  ///< the report's lines (call trace included), capped
+  bool before_driver = false; ///< seen before the first of the driver's own modules began loading
 };
 
 struct PciBinding {
