@@ -124,6 +124,7 @@ util::Expected<Capture> capture_compile_commands(const core::Kernel& kernel, con
   util::log_debug("apidiff: {}", cap.command);
   auto r = util::run(req);
   if (!r) return util::unexpected(r.error());
+  if (r->interrupted) return util::unexpected(util::ErrorKind::interrupted, "interrupted");
   if (r->timed_out)
     return util::unexpected(util::ErrorKind::timeout, fmt::format("{} killed after {} s", cap.command, spec.timeout.count()));
   cap.exit_code = r->exit_code;
