@@ -9,6 +9,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+
+#include <unistd.h>
 
 using namespace autodriver;
 using namespace autodriver::apidiff;
@@ -141,6 +144,20 @@ TEST(Apidiff, ParsesKbuildVerboseOutputAndCmdFiles) {
                  a == "-fno-allow-store-data-races" || a == "-c" || a.ends_with(".c") || a.ends_with(".o"))
         << a;
   }
+  // 6.x kbuild's saved command for an object that compiled.
+  auto dir = std::filesystem::temp_directory_path() / ("ad-apidiff-cmd-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "sub");
+  {
+    std::ofstream f(dir / "sub" / ".x.o.cmd");
+    f << "savedcmd_/tmp/t/sub/x.o := gcc-12 -Wp,-MMD,/tmp/t/sub/.x.o.d -nostdinc -I./include -DMODULE -c -o "
+         "/tmp/t/sub/x.o /tmp/t/sub/x.c ; ./tools/objtool/objtool --module /tmp/t/sub/x.o\n\nsource_/tmp/t/sub/x.o := /tmp/t/sub/x.c\n";
+  }
+  auto saved = read_cmd_files(dir);
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(saved.size(), 1u);
+  EXPECT_EQ(saved.begin()->first, "/tmp/t/sub/x.c");
+  EXPECT_EQ(saved.begin()->second.back(), "/tmp/t/sub/x.c");
+
   EXPECT_EQ(header_key("/usr/src/linux-headers-6.12.117+deb12-common/include/linux/i2c.h"), "linux/i2c.h");
   EXPECT_EQ(header_key("/usr/src/h/arch/x86/include/generated/asm/rwonce.h"), "asm/rwonce.h");
   EXPECT_EQ(normalize_type("struct (unnamed struct at /usr/src/x.h:12:3) *"), "struct (unnamed struct) *");
