@@ -431,8 +431,17 @@ private:
     std::vector<std::tuple<double, int, std::string>> ranked;
     // An undeclared lowercase name not called is a variable or parameter: a function of the
     // target with a similar name would compile (as a pointer) and mean nothing.
+    // An ops-table value (`.llseek = no_llseek,`) is a function designator: functions stay.
     bool value_use = d.kind == DiagKind::undeclared_identifier &&
                      std::any_of(name.begin(), name.end(), [](char ch) { return std::islower(static_cast<unsigned char>(ch)); });
+    if (value_use)
+      if (auto text = util::read_file(ctx.tree / d.file); text) {
+        auto lines = util::split_lines(*text);
+        if (d.line >= 1 && static_cast<std::size_t>(d.line) <= lines.size() &&
+            std::regex_search(std::string(lines[static_cast<std::size_t>(d.line) - 1]),
+                              std::regex(R"(\.\s*\w+\s*=\s*&?\s*)" + name + R"(\s*(,|\}|$))")))
+          value_use = false;
+      }
     for (const auto& [s, n] : cands) {
       if (deprecated.count(n)) continue;
       if (value_use) {
