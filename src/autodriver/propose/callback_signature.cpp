@@ -530,7 +530,7 @@ private:
     TargetIndex::CallbackUsage usage;
     if (!ctx.new_src.empty() && ctx.to) {
       idx.emplace(ctx.new_src, ctx.to->build_dir);
-      usage = idx->callback_usage(member, tp.size());
+      usage = idx->callback_usage(member, tp);
     }
     auto members = [&](const std::string& tag) { return idx ? idx->struct_member_types(tag) : std::vector<Param>{}; };
     auto plan = plan_param_reshape(old_params, tp, usage.param_names, members);

@@ -319,10 +319,23 @@ static std::string type_key(const std::vector<Token>& toks, std::size_t first, s
   return out;
 }
 
-TargetIndex::CallbackUsage TargetIndex::callback_usage(const std::string& member, std::size_t arity) {
+TargetIndex::CallbackUsage TargetIndex::callback_usage(const std::string& member,
+                                                      const std::vector<std::string>& types) {
+  const std::size_t arity = types.size();
   CallbackUsage out;
   out.param_names.resize(arity);
   if (m_src.empty() || member.empty()) return out;
+  std::vector<std::string> want;
+  for (const auto& t : types) {
+    auto tt = tokenize(t);
+    want.push_back(type_key(tt, 0, tt.size() - 1));
+  }
+  // Many structs share a member name (.probe): files that never mention the first parameter's
+  // struct cannot implement this callback.
+  std::string tag;
+  if (auto tt = tokenize(types.empty() ? "" : types[0]); tt.size() >= 2 && tt[tt.size() - 2].kind == TokKind::ident)
+    for (std::size_t i = 0; i + 1 < tt.size(); ++i)
+      if (tt[i].text == "struct") tag = tt[i + 1].text;
   auto lines = grep_kernel(m_src, {"-rEo", "--include=*.c", "-m", "2", "\\." + member + "\\s*=\\s*&?[A-Za-z_][A-Za-z0-9_]*",
               "--", "drivers", "net", "sound", "fs"}, 120s);
   std::vector<std::map<std::string, int>> votes(arity);
@@ -333,9 +346,9 @@ TargetIndex::CallbackUsage TargetIndex::callback_usage(const std::string& member
     std::string line(l);
     if (!std::regex_match(line, m, k_line)) continue;
     if (seen_files.size() >= 40 && !seen_files.count(m[1].str())) break;
-    seen_files.insert(m[1].str());
     auto text = util::read_file(m_src / m[1].str());
-    if (!text) continue;
+    if (!text || (!tag.empty() && text->find(tag) == std::string::npos)) continue;
+    seen_files.insert(m[1].str());
     auto toks = tokenize(*text);
     for (const auto& u : find_units(toks)) {
       if (u.kind != UnitKind::function || u.name != m[2].str()) continue;
@@ -344,21 +357,27 @@ TargetIndex::CallbackUsage TargetIndex::callback_usage(const std::string& member
       if (open >= u.body) break;
       std::size_t close = matching_close(toks, open + 1);
       if (close == std::string::npos) break;
-      std::vector<std::string> names;
+      std::vector<std::string> names, got;
       int depth = 0;
       std::string last;
+      std::size_t param_start = open + 2, last_at = 0;
       for (std::size_t k = open + 2; k <= close; ++k) {
         const std::string& t = toks[k].text;
         if (depth == 0 && (t == "," || k == close)) {
           names.push_back(last);
+          got.push_back(last_at > param_start ? type_key(toks, param_start, last_at - 1) : "");
           last.clear();
+          param_start = k + 1;
           continue;
         }
         if (t == "(" || t == "[") ++depth;
         if (t == ")" || t == "]") --depth;
-        if (depth == 0 && toks[k].kind == TokKind::ident) last = t;
+        if (depth == 0 && toks[k].kind == TokKind::ident) {
+          last = t;
+          last_at = k;
+        }
       }
-      if (names.size() != arity) break;
+      if (names.size() != arity || got != want) break;
       for (std::size_t i = 0; i < arity; ++i) ++votes[i][names[i]];
       // The declarations opening the body: "type name = expr;" with expr over the parameters.
       std::size_t end = matching_close(toks, u.body);

@@ -68,7 +68,8 @@ public:
     /// dropped, no spaces): "structi2c_device_id*" -> {"i2c_client_get_device_id($0)": 40}.
     std::map<std::string, std::map<std::string, int>> locals;
   };
-  CallbackUsage callback_usage(const std::string& member, std::size_t arity);
+  /// Only implementations whose parameter types are `types` (const and spaces ignored) count.
+  CallbackUsage callback_usage(const std::string& member, const std::vector<std::string>& types);
 
   /// How many target .c files use `name` (capped grep).
   int usage_count(const std::string& name);
