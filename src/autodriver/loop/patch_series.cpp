@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 
 namespace autodriver::loop {
 
@@ -42,12 +43,31 @@ util::Expected<std::vector<std::string>> write_patch_series(const PortRequest& r
                            req.from.empty() ? "" : " (it built against " + req.from + " before)")
              : fmt::format("autodriver could not validate the whole series: {} ({} error(s) remain).", rep.status,
                            rep.final_errors);
+  // --api-changes: the apidiff changes this edit's symbols name, as one line each in the body.
+  auto api_lines = [&](const propose::Edit& e) {
+    std::set<std::string> lines;
+    auto names = [&](const std::string& s) {
+      if (s.empty()) return false;
+      std::string tag = s.starts_with("struct ") ? s.substr(7) : s.starts_with("union ") ? s.substr(6) : s;
+      return std::find(e.symbols.begin(), e.symbols.end(), s) != e.symbols.end() ||
+             std::find(e.symbols.begin(), e.symbols.end(), tag) != e.symbols.end();
+    };
+    if (rep.changes.is_array())
+      for (const auto& d : rep.changes)
+        for (const auto& c : d["changes"])
+          if (names(c.value("symbol", "")) || names(c.value("to", "")) || // callback edits name the new type
+              (c["member"].is_string() && names(c["member"].get<std::string>())))
+            lines.insert("Kernel API change (apidiff " + req.from + " -> " + req.to + "): " + c.value("summary", ""));
+    std::string out;
+    for (const auto& l : lines) out += l + "\n";
+    return out.empty() ? out : "\n" + out;
+  };
   for (const auto& a : rep.accepted) {
     for (const auto& [f, text] : a.snapshot)
       if (auto w = util::write_file(repo / f, text); !w) return util::unexpected(w.error());
-    std::string msg = fmt::format("{}: adapt to {}\n\n{}\n\nThis change was made by the {} proposer; kernel evidence "
+    std::string msg = fmt::format("{}: adapt to {}\n\n{}\n{}\nThis change was made by the {} proposer; kernel evidence "
                                   "({} site(s)): {}.\nBuild errors against {}: {} before, {} after this change.\n\n{}\n",
-                                  driver, a.edit.title, a.edit.description, a.edit.proposer, a.edit.support,
+                                  driver, a.edit.title, a.edit.description, api_lines(a.edit), a.edit.proposer, a.edit.support,
                                   a.edit.evidence.empty() ? std::string("the target kernel's headers")
                                                           : fmt::format("{}", fmt::join(a.edit.evidence, ", ")),
                                   req.to, a.errors_before, a.errors_after, validation);
