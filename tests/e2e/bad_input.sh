@@ -22,11 +22,13 @@ py "$WORK/b.json" "d['gates']['build']['by_kernel']['$R61']['details']['timed_ou
 pgrep -f 'sleep 600' >/dev/null && fail "the hanging build is still running"
 
 # A module that hangs in init: the guest is killed at the boot timeout, reported as hung.
-rc=0; "$AD" check "$AD_SRC/tests/fixtures/drivers/hang-on-load" -k 6.1 --no-sparse --boot --boot-timeout 20 --json > "$WORK/h.json" || rc=$?
+# (its own TMPDIR, so the check below sees only this test's QEMU, not a parallel test's)
+mkdir -p "$WORK/hang-tmp"
+rc=0; TMPDIR="$WORK/hang-tmp" "$AD" check "$AD_SRC/tests/fixtures/drivers/hang-on-load" -k 6.1 --no-sparse --boot --boot-timeout 20 --json > "$WORK/h.json" || rc=$?
 [ $rc -eq 1 ] || fail "hang on load: expected exit 1, got $rc"
 py "$WORK/h.json" "$(boot_of $R61)['details']['outcome'] == 'hung'"
 py "$WORK/h.json" "$(boot_of $R61)['details']['qemu']['timed_out'] is True"
-pgrep -f "hang-on-load|initramfs.cpio" >/dev/null && fail "QEMU still running after the timeout"
+pgrep -f "$WORK/hang-tmp" >/dev/null && fail "QEMU still running after the timeout"
 
 # An unknown QEMU device is a tool error for that gate, with QEMU's own words.
 rc=0; "$AD" check "$AD_SRC/examples/misc-counter" -k 6.1 --no-sparse --boot --device nosuchdev --json > "$WORK/d.json" || rc=$?
