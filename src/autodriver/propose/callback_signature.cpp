@@ -93,59 +93,6 @@ std::string squash(const std::string& s) {
   return out;
 }
 
-/// Line edits that retype the parameters of every declaration and the definition of `fn` in
-/// one file: parameter i becomes `to[i]` (keeping its name) where `from[i]` differs.
-std::vector<TextEdit> retype_params(const std::string& file, const std::string& text, const std::string& fn,
-                                    const std::vector<std::string>& to, const std::vector<std::string>& from) {
-  std::vector<TextEdit> edits;
-  auto toks = tokenize(text);
-  int depth = 0;
-  for (std::size_t i = 0; i + 1 < toks.size(); ++i) {
-    if (toks[i].text == "{") ++depth;
-    if (toks[i].text == "}") --depth;
-    if (depth != 0 || toks[i].text != fn || toks[i + 1].text != "(") continue;
-    if (i == 0 || (toks[i - 1].kind != TokKind::ident && toks[i - 1].text != "*")) continue;
-    // Parameter token ranges.
-    std::vector<std::pair<std::size_t, std::size_t>> ranges;
-    std::size_t start = i + 2, k = i + 2;
-    int d = 1;
-    for (; k < toks.size(); ++k) {
-      if (toks[k].text == "(") ++d;
-      if (toks[k].text == ")" && --d == 0) break;
-      if (d == 1 && toks[k].text == ",") {
-        ranges.push_back({start, k - 1});
-        start = k + 1;
-      }
-    }
-    if (k > start) ranges.push_back({start, k - 1});
-    if (ranges.size() != to.size()) continue;
-    std::string out;
-    std::size_t pos = toks[i].begin;
-    bool changed = false;
-    for (std::size_t p = 0; p < ranges.size(); ++p) {
-      if (squash(to[p]) == squash(from[p])) continue;
-      auto [a, b] = ranges[p];
-      std::string name = toks[b].kind == TokKind::ident ? toks[b].text : "";
-      std::string type = to[p];
-      std::string param = name.empty() ? type : type + (type.back() == '*' ? "" : " ") + name;
-      out.append(text, pos, toks[a].begin - pos);
-      out += param;
-      pos = toks[b].end;
-      changed = true;
-    }
-    if (!changed) continue;
-    // Whole lines from the name's line to the closing parenthesis' line.
-    std::size_t line_start = text.rfind('\n', toks[i].begin);
-    line_start = line_start == std::string::npos ? 0 : line_start + 1;
-    std::size_t line_end = text.find('\n', toks[k].end);
-    if (line_end == std::string::npos) line_end = text.size();
-    std::string replaced = text.substr(line_start, toks[i].begin - line_start) + out +
-                           text.substr(pos, line_end - pos) + "\n";
-    edits.push_back({file, toks[i].line, toks[k].line - toks[i].line + 1, replaced});
-  }
-  return edits;
-}
-
 /// One declaration or definition of a function in a token stream.
 struct FnDecl {
   std::size_t name = 0, open = 0, close = 0; ///< tokens: the name, '(' and ')'
@@ -184,6 +131,41 @@ std::vector<FnDecl> fn_decls(const std::vector<Token>& toks, const std::string& 
     out.push_back(std::move(d));
   }
   return out;
+}
+
+/// Line edits that retype the parameters of every declaration and the definition of `fn` in
+/// one file: parameter i becomes `to[i]` (keeping its name) where `from[i]` differs.
+std::vector<TextEdit> retype_params(const std::string& file, const std::string& text, const std::string& fn,
+                                    const std::vector<std::string>& to, const std::vector<std::string>& from) {
+  std::vector<TextEdit> edits;
+  auto toks = tokenize(text);
+  for (const auto& fd : fn_decls(toks, fn)) {
+    if (fd.params.size() != to.size()) continue;
+    std::string out;
+    std::size_t pos = toks[fd.name].begin;
+    bool changed = false;
+    for (std::size_t p = 0; p < fd.params.size(); ++p) {
+      if (squash(to[p]) == squash(from[p])) continue;
+      auto [a, b] = fd.params[p];
+      std::string name = toks[b].kind == TokKind::ident ? toks[b].text : "";
+      std::string type = to[p];
+      std::string param = name.empty() ? type : type + (type.back() == '*' ? "" : " ") + name;
+      out.append(text, pos, toks[a].begin - pos);
+      out += param;
+      pos = toks[b].end;
+      changed = true;
+    }
+    if (!changed) continue;
+    // Whole lines from the name's line to the closing parenthesis' line.
+    std::size_t line_start = text.rfind('\n', toks[fd.name].begin);
+    line_start = line_start == std::string::npos ? 0 : line_start + 1;
+    std::size_t line_end = text.find('\n', toks[fd.close].end);
+    if (line_end == std::string::npos) line_end = text.size();
+    std::string replaced = text.substr(line_start, toks[fd.name].begin - line_start) + out +
+                           text.substr(pos, line_end - pos) + "\n";
+    edits.push_back({file, toks[fd.name].line, toks[fd.close].line - toks[fd.name].line + 1, replaced});
+  }
+  return edits;
 }
 
 std::string drop_const(const std::string& type) {
