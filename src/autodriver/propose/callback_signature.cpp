@@ -282,18 +282,26 @@ std::optional<ParamReshape> plan_param_reshape(const std::vector<Param>& old_par
 
 namespace {
 
+/// The tree's .c/.h files that mention `word`: (path relative to the tree, text).
+std::vector<std::pair<std::string, std::string>> sources_mentioning(const fs::path& tree, const std::string& word) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& rel : util::list_files(tree)) {
+    auto ext = rel.extension().string();
+    if (ext != ".c" && ext != ".h") continue;
+    auto t = util::read_file(tree / rel);
+    if (t && t->find(word) != std::string::npos) out.emplace_back(rel.string(), std::move(*t));
+  }
+  return out;
+}
+
 /// Line edits that change the return type `from_ret` -> `to_ret` of the declarations of `fn` in
 /// the tree's .c/.h files (only prototypes when `prototypes_only`: SmPL rewrites definitions).
 std::vector<TextEdit> retype_return_edits(const PortContext& ctx, const std::string& fn, const std::string& from_ret,
                                           const std::string& to_ret, bool prototypes_only) {
   std::vector<TextEdit> edits;
   auto old_ret = tokenize(from_ret);
-  for (const auto& rel : util::list_files(ctx.tree)) {
-    auto ext = rel.extension().string();
-    if (ext != ".c" && ext != ".h") continue;
-    auto t = util::read_file(ctx.tree / rel);
-    if (!t || t->find(fn) == std::string::npos) continue;
-    auto toks = tokenize(*t);
+  for (const auto& [rel, t] : sources_mentioning(ctx.tree, fn)) {
+    auto toks = tokenize(t);
     int depth = 0;
     for (std::size_t i = 0; i + 1 < toks.size(); ++i) {
       if (toks[i].text == "{") ++depth;
@@ -316,13 +324,13 @@ std::vector<TextEdit> retype_return_edits(const PortContext& ctx, const std::str
       }
       const Token& first = toks[i - old_ret.size()];
       if (first.line != toks[i].line) continue; // type on its own line: not rewritten here
-      std::size_t ls = t->rfind('\n', first.begin);
+      std::size_t ls = t.rfind('\n', first.begin);
       ls = ls == std::string::npos ? 0 : ls + 1;
-      std::size_t le = t->find('\n', toks[i].begin);
-      if (le == std::string::npos) le = t->size();
-      std::string line = t->substr(ls, first.begin - ls) + to_ret + (to_ret.back() == '*' ? "" : " ") +
-                         t->substr(toks[i].begin, le - toks[i].begin) + "\n";
-      edits.push_back({rel.string(), first.line, 1, line});
+      std::size_t le = t.find('\n', toks[i].begin);
+      if (le == std::string::npos) le = t.size();
+      std::string line = t.substr(ls, first.begin - ls) + to_ret + (to_ret.back() == '*' ? "" : " ") +
+                         t.substr(toks[i].begin, le - toks[i].begin) + "\n";
+      edits.push_back({rel, first.line, 1, line});
     }
   }
   return edits;
@@ -465,12 +473,8 @@ private:
     e.title = fmt::format("{} takes ({})", member.empty() ? "callback" : "callback ." + member, to.params);
     e.description = fmt::format("The kernel now expects '{}' where {}() is '{}': its parameters are retyped to match.",
                                 d.symbols[0], fn, d.symbols[1]);
-    for (const auto& rel : util::list_files(ctx.tree)) {
-      auto ext = rel.extension().string();
-      if (ext != ".c" && ext != ".h") continue;
-      auto t = util::read_file(ctx.tree / rel);
-      if (!t || t->find(fn) == std::string::npos) continue;
-      for (auto& te : retype_params(rel.string(), *t, fn, tp, fp)) e.text_edits.push_back(std::move(te));
+    for (const auto& [rel, t] : sources_mentioning(ctx.tree, fn)) {
+      for (auto& te : retype_params(rel, t, fn, tp, fp)) e.text_edits.push_back(std::move(te));
     }
     if (e.text_edits.empty()) return;
     e.symbols = {fn, d.symbols[0]};
@@ -485,20 +489,17 @@ private:
     std::string member = member_at(d, ctx);
     std::string fn = callback_at(d, ctx, done);
     if (fn.empty()) return;
+    const auto sources = sources_mentioning(ctx.tree, fn);
     // The definition's parameters (names are needed: they are what the body uses).
     std::vector<Param> old_params;
     std::string body_text;
-    for (const auto& rel : util::list_files(ctx.tree)) {
-      auto ext = rel.extension().string();
-      if (ext != ".c" && ext != ".h") continue;
-      auto t = util::read_file(ctx.tree / rel);
-      if (!t || t->find(fn) == std::string::npos) continue;
-      auto toks = tokenize(*t);
+    for (const auto& [rel, t] : sources) {
+      auto toks = tokenize(t);
       for (const auto& fd : fn_decls(toks, fn)) {
         if (!fd.body) continue;
         for (auto [a, b] : fd.params) {
           if (toks[b].kind != TokKind::ident || a == b) return; // unnamed or "void"
-          old_params.push_back({std::string(util::trim(t->substr(toks[a].begin, toks[b].begin - toks[a].begin))),
+          old_params.push_back({std::string(util::trim(t.substr(toks[a].begin, toks[b].begin - toks[a].begin))),
                                 toks[b].text});
         }
         auto close = matching_close(toks, fd.body);
@@ -560,21 +561,17 @@ private:
     if (!derived.empty())
       e.description += fmt::format(" {} computed from the remaining parameters as the kernel's own "
                                    "implementations of .{} do.", fmt::join(derived, ", "), member);
-    for (const auto& rel : util::list_files(ctx.tree)) {
-      auto ext = rel.extension().string();
-      if (ext != ".c" && ext != ".h") continue;
-      auto t = util::read_file(ctx.tree / rel);
-      if (!t || t->find(fn) == std::string::npos) continue;
-      auto toks = tokenize(*t);
+    for (const auto& [rel, t] : sources) {
+      auto toks = tokenize(t);
       for (const auto& fd : fn_decls(toks, fn)) {
-        e.text_edits.push_back(param_list_edit(rel.string(), *t, toks, fd, plan->params));
+        e.text_edits.push_back(param_list_edit(rel, t, toks, fd, plan->params));
         if (!fd.body || plan->prologue.empty()) continue;
         // Bindings open the body: '{' must end its line (kernel style for functions).
-        std::size_t nl = t->find('\n', toks[fd.body].end);
+        std::size_t nl = t.find('\n', toks[fd.body].end);
         if (fd.body + 1 >= toks.size() || (nl != std::string::npos && toks[fd.body + 1].begin < nl)) return;
         std::string lines;
         for (const auto& p : plan->prologue) lines += "\t" + p + "\n";
-        e.text_edits.push_back({rel.string(), toks[fd.body].line + 1, 0, lines});
+        e.text_edits.push_back({rel, toks[fd.body].line + 1, 0, lines});
       }
     }
     if (e.text_edits.empty()) return;
