@@ -63,6 +63,23 @@ int last_include_line(const std::string& text) {
   return last;
 }
 
+/// The `#include <header>` lines of the tree's files: (path relative to the tree, 1-based line).
+std::vector<std::pair<std::string, int>> lines_including(const fs::path& tree, const std::string& header) {
+  static const std::regex k_angle(R"(^\s*#\s*include\s*<([^>]+)>)");
+  std::vector<std::pair<std::string, int>> out;
+  for (const auto& rel : util::list_files(tree)) {
+    auto t = util::read_file(tree / rel);
+    if (!t || t->find(header) == std::string::npos) continue;
+    int n = 0;
+    for (auto l : util::split_lines(*t)) {
+      ++n;
+      std::match_results<std::string_view::const_iterator> m;
+      if (std::regex_search(l.begin(), l.end(), m, k_angle) && m[1].str() == header) out.emplace_back(rel.string(), n);
+    }
+  }
+  return out;
+}
+
 class HeaderFix final : public Proposer {
 public:
   std::string_view id() const override { return "header-fix"; }
@@ -137,6 +154,7 @@ private:
     std::stable_sort(ranked.begin(), ranked.end(), [](auto& a, auto& b) { return a.second > b.second; });
     auto text = util::read_file(ctx.tree / d.file);
     if (!text) return;
+    const auto including = lines_including(ctx.tree, h);
     int rank = 0;
     for (const auto& [inc, n] : ranked) {
       if (rank >= 2 || inc == h) break;
@@ -149,18 +167,7 @@ private:
                                   "switched to it or it has the same name).",
                                   h, inc, n);
       // Every file of the tree that includes the vanished header, not only the one gcc reached first.
-      static const std::regex k_inc_line(R"(^\s*#\s*include\s*<([^>]+)>)");
-      for (const auto& rel : util::list_files(ctx.tree)) {
-        auto t = util::read_file(ctx.tree / rel);
-        if (!t || t->find(h) == std::string::npos) continue;
-        int n = 0;
-        for (auto l : util::split_lines(*t)) {
-          ++n;
-          std::match_results<std::string_view::const_iterator> m;
-          if (std::regex_search(l.begin(), l.end(), m, k_inc_line) && m[1].str() == h)
-            e.text_edits.push_back({rel.string(), n, 1, fmt::format("#include <{}>\n", inc)});
-        }
-      }
+      for (const auto& [rel, line] : including) e.text_edits.push_back({rel, line, 1, fmt::format("#include <{}>\n", inc)});
       if (e.text_edits.empty()) e.text_edits.push_back({d.file, d.line, 1, fmt::format("#include <{}>\n", inc)});
       e.symbols = {h, inc};
       e.support = n;
@@ -171,7 +178,6 @@ private:
     // now (reached through other includes) or gone. The last alternative drops the include and
     // lets the next build name what is still missing.
     if (fs::exists(ctx.new_src / "include" / h) || fs::exists(ctx.new_src / "arch/x86/include" / h)) return;
-    static const std::regex k_angle(R"(^\s*#\s*include\s*<([^>]+)>)");
     Edit e;
     e.proposer = "header-fix";
     e.change_id = "header:" + h;
@@ -179,16 +185,7 @@ private:
     e.title = fmt::format("<{}> is gone", h);
     e.description = fmt::format("<{}> does not exist in the target kernel and no header took its name; the include "
                                 "is dropped.", h);
-    for (const auto& rel : util::list_files(ctx.tree)) {
-      auto t = util::read_file(ctx.tree / rel);
-      if (!t || t->find(h) == std::string::npos) continue;
-      int n = 0;
-      for (auto l : util::split_lines(*t)) {
-        ++n;
-        std::match_results<std::string_view::const_iterator> m;
-        if (std::regex_search(l.begin(), l.end(), m, k_angle) && m[1].str() == h) e.text_edits.push_back({rel.string(), n, 1, ""});
-      }
-    }
+    for (const auto& [rel, line] : including) e.text_edits.push_back({rel, line, 1, ""});
     if (e.text_edits.empty()) return; // a quoted (driver-local) header: not the kernel's
     e.symbols = {h};
     e.support = 1;
