@@ -1,6 +1,8 @@
 // gcc / kbuild / modpost output parsing, on real builds of 6.1 drivers against 6.12 headers.
 
+#include "autodriver/gate/diag_refine.hpp"
 #include "autodriver/gate/gcc_parser.hpp"
+#include "autodriver/util/files.hpp"
 #include "fixtures.hpp"
 
 #include <algorithm>
@@ -146,4 +148,37 @@ TEST(GccParser, ClassifiesSingleMessages) {
   s.clear();
   EXPECT_EQ(gate::classify_message("something nobody has seen 'x'", s), DiagKind::other);
   EXPECT_EQ(s, (std::vector<std::string>{"x"}));
+}
+
+// openvpn-dco on 6.12: MODULE_ALIAS_GENL_FAMILY left <linux/genetlink.h>, so its file-scope call
+// parses as an old-style declaration and gcc blames the uapi header defining the argument.
+TEST(GccParser, FileScopeCallOfMovedMacroBecomesImplicitDeclaration) {
+  auto ds = parse("gcc/6.12-dkms-ovpn-dco.txt", "/tmp/fixture-work/gcc/ovpn-dco");
+  auto dir = util::TempDir::create(util::scratch_root(), "refine-");
+  ASSERT_TRUE(dir.has_value());
+  std::filesystem::create_directories(dir->path() / "drivers/net/ovpn-dco");
+  std::string main_c;
+  for (int i = 1; i < 263; ++i) main_c += "\n";
+  main_c += "MODULE_ALIAS_GENL_FAMILY(OVPN_NL_NAME);\n";
+  ASSERT_TRUE(util::write_file(dir->path() / "drivers/net/ovpn-dco/main.c", main_c).has_value());
+  ASSERT_EQ(count(ds, DiagKind::syntax_error), 1);
+
+  auto refined = ds;
+  gate::refine_with_sources(refined, dir->path());
+  EXPECT_EQ(count(refined, DiagKind::syntax_error), 0);
+  const auto* d = find(refined, DiagKind::implicit_function_declaration, "MODULE_ALIAS_GENL_FAMILY");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->file, "drivers/net/ovpn-dco/main.c");
+  EXPECT_EQ(d->line, 263);
+  // The undeclared NETIF_F_LLTX inside a function is left as it was.
+  EXPECT_NE(find(refined, DiagKind::undeclared_identifier, "NETIF_F_LLTX"), nullptr);
+
+  // The same error at a line that is not a call stays a syntax error.
+  std::string other;
+  for (int i = 1; i < 263; ++i) other += "\n";
+  other += "static const char *name = OVPN_NL_NAME;\n";
+  ASSERT_TRUE(util::write_file(dir->path() / "drivers/net/ovpn-dco/main.c", other).has_value());
+  auto kept = ds;
+  gate::refine_with_sources(kept, dir->path());
+  EXPECT_EQ(count(kept, DiagKind::syntax_error), 1);
 }

@@ -362,6 +362,61 @@ TEST(StmtTemplate, AntiUnifiesTheKernelsOwnRewrites) {
   EXPECT_FALSE(propose::anti_unify(tok_texts("if (x) y->f = 1;"), tok_texts("g(y);"), "f"));
 }
 
+TEST(StmtTemplate, FlagVariantsFollowTheFlagIntoOrChains) {
+  // 6.12's NETIF_F_LLTX -> dev->lltx (drivers/net/amt.c and 14 more in the kernel's own diff).
+  auto t = propose::anti_unify(tok_texts("dev->features |= NETIF_F_LLTX;"), tok_texts("dev->lltx = true;"),
+                               "NETIF_F_LLTX");
+  ASSERT_TRUE(t);
+  std::string smpl = propose::flag_variants_smpl(*t, "NETIF_F_LLTX");
+  ASSERT_FALSE(smpl.empty());
+  EXPECT_TRUE(propose::flag_variants_smpl(*t, "NETIF_F_SG").empty());
+  if (util::find_program("spatch").empty()) GTEST_SKIP() << "spatch not installed";
+  // The three shapes, as 6.1's tun.c, pasemi_mac.c and openvpn-dco write them.
+  const std::string before = R"(static void a(struct net_device *dev)
+{
+	dev->features = dev->hw_features | NETIF_F_LLTX;
+	dev->vlan_features = dev->features;
+}
+
+static void b(struct net_device *dev)
+{
+	dev->features = NETIF_F_IP_CSUM | NETIF_F_LLTX | NETIF_F_SG |
+			NETIF_F_HIGHDMA | NETIF_F_GSO;
+}
+
+static void c(struct net_device *dev)
+{
+	netdev_features_t feat = NETIF_F_SG | NETIF_F_LLTX |
+				 NETIF_F_HW_CSUM;
+
+	dev->mtu = 1500;
+	dev->features |= feat;
+	dev->hw_features |= feat;
+}
+
+static void d(struct net_device *dev)
+{
+	dev->features |= NETIF_F_HW_CSUM | NETIF_F_LLTX;
+}
+)";
+  auto tmp = util::TempDir::create(util::scratch_root(), "flags-");
+  ASSERT_TRUE(tmp.has_value());
+  ASSERT_TRUE(util::write_file(tmp->path() / "x.c", before).has_value());
+  propose::Edit e;
+  e.proposer = "learned-rewrite";
+  e.smpl = smpl + "\n" + propose::template_smpl(*t);
+  ASSERT_TRUE(propose::apply_edit(e, tmp->path(), tmp->path() / "s"));
+  auto after = util::read_file(tmp->path() / "x.c");
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(after->find("NETIF_F_LLTX"), std::string::npos) << *after;
+  EXPECT_NE(after->find("dev->features = dev->hw_features;\n\tdev->lltx = true;\n\tdev->vlan_features"),
+            std::string::npos) << *after;
+  EXPECT_NE(after->find("NETIF_F_GSO;\n\tdev->lltx = true;"), std::string::npos) << *after;
+  EXPECT_NE(after->find("dev->features |= feat;\n\tdev->lltx = true;\n\tdev->hw_features |= feat;"), std::string::npos)
+      << *after;
+  EXPECT_NE(after->find("dev->features |= NETIF_F_HW_CSUM;\n\tdev->lltx = true;"), std::string::npos) << *after;
+}
+
 TEST(StmtTemplate, EnclosingStatementStopsAtControlHeaders) {
   auto toks = propose::tokenize("{ if (a) dev->features |= NETIF_F_LLTX; x = (int)y; }");
   std::size_t lltx = 0, y = 0;

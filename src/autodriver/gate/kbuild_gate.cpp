@@ -1,6 +1,7 @@
 // Gate "build": compile the driver against the target kernel and parse gcc/kbuild/modpost output.
 
 #include "autodriver/gate/gate.hpp"
+#include "autodriver/gate/diag_refine.hpp"
 #include "autodriver/gate/gcc_parser.hpp"
 #include "autodriver/gate/kbuild.hpp"
 #include "autodriver/util/files.hpp"
@@ -68,6 +69,7 @@ util::Expected<BuildRun> build_tree(const core::Kernel& kernel, const fs::path& 
   ParseOptions po;
   po.tree_root = tree.string();
   br.diagnostics = parse_build_output(br.run.out, po);
+  refine_with_sources(br.diagnostics, tree);
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(tree, ec); !ec && it != fs::recursive_directory_iterator();
        it.increment(ec))

@@ -486,18 +486,7 @@ private:
       e.title = t.after.empty() ? fmt::format("{} was removed: drop {}", sym, show(t.before))
                                 : fmt::format("{} -> {}", show(t.before), show(t.after));
       e.smpl = template_smpl(t);
-      // A flag the rule removes from "E->m |= FLAG;" is often ORed with others in drivers
-      // ("E->m |= A | B | FLAG;"): the same rule keeps the others where they were.
-      const auto& b = t.before;
-      if (!t.expression && !t.after.empty() && b.size() == 6 && b[0] == "$0" && b[1] == "->" && b[3] == "|=" &&
-          b[4] == sym && b[5] == ";") {
-        StmtTemplate ored;
-        ored.before = {"$0", "->", b[2], "|=", "$1", "|", sym, ";"};
-        ored.after = {"$0", "->", b[2], "|=", "$1", ";"};
-        ored.after.insert(ored.after.end(), t.after.begin(), t.after.end());
-        ored.holes = 2;
-        e.smpl = template_smpl(ored) + "\n" + e.smpl;
-      }
+      if (auto flags = flag_variants_smpl(t, sym); !flags.empty()) e.smpl = flags + "\n" + e.smpl;
       e.symbols = {sym};
       e.support = vote.count;
       e.rank = rank++;

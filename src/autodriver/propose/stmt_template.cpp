@@ -307,4 +307,30 @@ std::string template_smpl(const StmtTemplate& t) {
   return out;
 }
 
+std::string flag_variants_smpl(const StmtTemplate& t, const std::string& flag) {
+  const auto& b = t.before;
+  if (t.expression || t.after.empty() || b.size() != 6 || b[0] != "$0" || b[1] != "->" || b[3] != "|=" ||
+      b[4] != flag || b[5] != ";")
+    return {};
+  StmtTemplate ored;
+  ored.before = {"$0", "->", b[2], "|=", "$1", "|", flag, ";"};
+  ored.after = {"$0", "->", b[2], "|=", "$1", ";"};
+  ored.after.insert(ored.after.end(), t.after.begin(), t.after.end());
+  ored.holes = 2;
+  std::string out = template_smpl(ored);
+  for (const auto& x : t.after)
+    if (x[0] == '$' && x != "$0") return out;
+  std::vector<std::string> after;
+  for (const auto& x : t.after) after.push_back(x == "$0" ? "E0" : x);
+  const std::string add = join_c_tokens(after);
+  const std::string rule = "chain_" + flag;
+  // Two rules: the first drops the flag from any OR chain of a function, the second (only in
+  // functions the first changed) adds the replacement after the member's assignment.
+  out += fmt::format("\n@{0}@\nidentifier fn;\nexpression E;\n@@\nfn(...) {{\n<...\n(\n- E | {1}\n+ E\n|\n- {1} | E\n"
+                     "+ E\n)\n...>\n}}\n\n@depends on {0}@\nidentifier {0}.fn;\nexpression E0, X;\n@@\nfn(...) {{\n"
+                     "<...\n(\nE0->{2} |= X;\n+ {3}\n|\nE0->{2} = X;\n+ {3}\n)\n...>\n}}\n",
+                     rule, flag, b[2], add);
+  return out;
+}
+
 } // namespace autodriver::propose

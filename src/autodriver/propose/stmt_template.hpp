@@ -40,4 +40,11 @@ std::optional<StmtTemplate> narrow_to_expression(const StmtTemplate& t, const st
 /// The Coccinelle semantic patch for a template (holes are expression metavariables).
 std::string template_smpl(const StmtTemplate& t);
 
+/// For a rule that replaces a flag, `E0->m |= FLAG;` -> S(E0), the SmPL that also covers the
+/// flag ORed with others: `E0->m |= A | FLAG;` keeps A, and an OR chain elsewhere in a function
+/// (a local initializer that later reaches `E0->m |= v;`, or `E0->m = A | FLAG;`) loses FLAG
+/// while S(E0) goes after the function's `E0->m` assignment (6.12's NETIF_F_LLTX -> `lltx`:
+/// tun, pasemi_mac). Put it before template_smpl(t). Empty when `t` is not such a rule.
+std::string flag_variants_smpl(const StmtTemplate& t, const std::string& flag);
+
 } // namespace autodriver::propose
