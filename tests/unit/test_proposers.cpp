@@ -417,6 +417,62 @@ static void d(struct net_device *dev)
   EXPECT_NE(after->find("dev->features |= NETIF_F_HW_CSUM;\n\tdev->lltx = true;"), std::string::npos) << *after;
 }
 
+TEST(InlineRemoved, CallBecomesTheOldHeadersBody) {
+  // 6.12 moved fd_is_open() from <linux/fdtable.h> into fs/file.c (falcosecurity-scap calls it).
+  const fs::path root = fs::path(AD_FIXTURES) / "inline";
+  auto tmp = util::TempDir::create(util::scratch_root(), "inline-");
+  ASSERT_TRUE(tmp.has_value());
+  ASSERT_TRUE(util::copy_tree(root / "driver", tmp->path() / "tree", util::SkipBuildProducts::yes));
+  core::Kernel to;
+  to.build_dir = root / "new";
+  propose::PortContext ctx;
+  ctx.old_src = root / "old";
+  ctx.new_src = root / "new";
+  ctx.to = &to;
+  ctx.tree = tmp->path() / "tree";
+  ctx.original_tree = root / "driver";
+  ctx.scratch = tmp->path() / "s";
+  core::Diagnostic d;
+  d.kind = core::DiagKind::implicit_function_declaration;
+  d.file = "drop.c";
+  d.line = 15;
+  d.symbols = {"fd_is_open"};
+  auto edits = propose::make_inline_removed()->propose({d}, ctx);
+  ASSERT_EQ(edits.size(), 1u);
+  EXPECT_EQ(edits[0].smpl, "@@\nexpression E0, E1;\n@@\n- fd_is_open(E0, E1)\n+ test_bit(E0, E1->open_fds)\n");
+  EXPECT_EQ(edits[0].evidence, (std::vector<std::string>{"include/linux/fdtable.h:40"}));
+  // A name the target still declares is header-fix's job, not a copy of its body.
+  d.symbols = {"close_on_exec"};
+  EXPECT_TRUE(propose::make_inline_removed()->propose({d}, ctx).empty());
+  if (util::find_program("spatch").empty()) GTEST_SKIP() << "spatch not installed";
+  ASSERT_TRUE(propose::apply_edit(edits[0], ctx.tree, ctx.scratch));
+  auto after = util::read_file(ctx.tree / "drop.c");
+  ASSERT_TRUE(after.has_value());
+  EXPECT_NE(after->find("!test_bit(close_fd, fdt->open_fds)"), std::string::npos) << *after;
+}
+
+TEST(CTokens, FirstBranchMaskKeepsBraceNesting) {
+  // Both branches open a block (as in falcosecurity-scap's main.c): counting every brace would
+  // leave the next function one level deep.
+  auto toks = propose::tokenize(
+      "void a(void)\n{\n#if X\n\tif (p) {\n#else\n\tif (q) {\n#endif\n\t}\n}\n"
+      "static char *b(struct device *dev)\n{\n\treturn 0;\n}\n");
+  auto mask = propose::first_branch_mask(toks);
+  int depth = 0, naive = 0;
+  std::size_t b = 0;
+  for (std::size_t i = 0; i < toks.size(); ++i) {
+    if (toks[i].text == "b") {
+      b = i;
+      break;
+    }
+    if (toks[i].text == "{") ++naive, depth += mask[i];
+    if (toks[i].text == "}") --naive, depth -= mask[i];
+  }
+  ASSERT_GT(b, 0u);
+  EXPECT_EQ(depth, 0);
+  EXPECT_EQ(naive, 1);
+}
+
 TEST(StmtTemplate, EnclosingStatementStopsAtControlHeaders) {
   auto toks = propose::tokenize("{ if (a) dev->features |= NETIF_F_LLTX; x = (int)y; }");
   std::size_t lltx = 0, y = 0;

@@ -141,6 +141,30 @@ static std::size_t match_close(const std::vector<Token>& toks, std::size_t open)
   return c == std::string::npos ? toks.size() - 1 : c;
 }
 
+std::vector<bool> first_branch_mask(const std::vector<Token>& toks) {
+  std::vector<bool> mask(toks.size(), true);
+  std::vector<bool> later; // per open conditional: are we past its first branch?
+  auto directive = [](const std::string& text) {
+    std::size_t i = 1;
+    while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
+    std::size_t j = i;
+    while (j < text.size() && std::isalpha(static_cast<unsigned char>(text[j]))) ++j;
+    return text.substr(i, j - i);
+  };
+  for (std::size_t k = 0; k < toks.size(); ++k) {
+    if (toks[k].kind == TokKind::pp_line) {
+      std::string d = directive(toks[k].text);
+      if (d == "if" || d == "ifdef" || d == "ifndef") later.push_back(false);
+      else if ((d == "elif" || d == "else") && !later.empty()) later.back() = true;
+      else if (d == "endif" && !later.empty()) later.pop_back();
+      continue;
+    }
+    for (bool b : later)
+      if (b) mask[k] = false;
+  }
+  return mask;
+}
+
 std::vector<Unit> find_units(const std::vector<Token>& toks) {
   std::vector<Unit> units;
   std::size_t i = 0, start = 0;

@@ -55,6 +55,11 @@ struct Designated {
 
 std::vector<Designated> designated_members(const std::vector<Token>& toks, const Unit& init);
 
+/// For each token: false inside a later branch (#elif / #else) of a preprocessor conditional.
+/// Counting braces only where it is true keeps the nesting right when both branches open a
+/// block (`#if A` `if (x) {` `#else` `if (y) {` `#endif`).
+std::vector<bool> first_branch_mask(const std::vector<Token>& toks);
+
 /// Index of the bracket closing the '(' / '[' / '{' at `open`, or npos when unbalanced.
 std::size_t matching_close(const std::vector<Token>& toks, std::size_t open);
 

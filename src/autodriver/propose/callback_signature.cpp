@@ -103,9 +103,10 @@ struct FnDecl {
 std::vector<FnDecl> fn_decls(const std::vector<Token>& toks, const std::string& fn) {
   std::vector<FnDecl> out;
   int depth = 0;
+  const auto counted = first_branch_mask(toks);
   for (std::size_t i = 0; i + 1 < toks.size(); ++i) {
-    if (toks[i].text == "{") ++depth;
-    if (toks[i].text == "}") --depth;
+    if (toks[i].text == "{" && counted[i]) ++depth;
+    if (toks[i].text == "}" && counted[i]) --depth;
     if (depth != 0 || toks[i].text != fn || toks[i + 1].text != "(") continue;
     if (i == 0 || (toks[i - 1].kind != TokKind::ident && toks[i - 1].text != "*")) continue;
     FnDecl d;
@@ -124,8 +125,18 @@ std::vector<FnDecl> fn_decls(const std::vector<Token>& toks, const std::string& 
       }
     }
     if (d.close > start) d.params.push_back({start, d.close - 1});
+    // Up to the ';' or '{' that ends it; another declarator of the same function in an #else
+    // branch may come first (falcosecurity: `umode_t *` / `mode_t *` variants), its parameter
+    // list skipped whole.
     std::size_t k = d.close + 1;
-    while (k < toks.size() && toks[k].text != ";" && toks[k].text != "{" && toks[k].text != ",") ++k;
+    while (k < toks.size() && toks[k].text != ";" && toks[k].text != "{" && toks[k].text != ",") {
+      if (toks[k].text == "(") {
+        std::size_t c = matching_close(toks, k);
+        if (c == std::string::npos) break;
+        k = c;
+      }
+      ++k;
+    }
     if (k >= toks.size() || toks[k].text == ",") continue;
     if (toks[k].text == "{") d.body = k;
     out.push_back(std::move(d));

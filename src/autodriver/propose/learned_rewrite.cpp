@@ -306,14 +306,16 @@ void learn_identifier_votes(SiteIndex& idx, const std::string& sym, std::map<std
 
 /// The kernel's own functions that used `sym` and no longer do: each changed statement that used
 /// it, paired with what replaced it, anti-unified into a template (and its expression core).
-void learn_statement_votes(SiteIndex& idx, const std::string& sym, std::map<std::string, Vote>& votes,
-                           std::map<std::string, StmtTemplate>& templates) {
+/// `where` picks the kernel files to read: the symbol itself, or for a member the struct's
+/// "struct tag" (a member name like `file` is everywhere; `struct fd` finds the files that use it).
+void learn_statement_votes(SiteIndex& idx, const std::string& sym, const std::string& where,
+                           std::map<std::string, Vote>& votes, std::map<std::string, StmtTemplate>& templates) {
   auto texts = [](const std::vector<Token>& toks, std::size_t a, std::size_t b) {
     std::vector<std::string> out;
     for (std::size_t k = a; k <= b; ++k) out.push_back(toks[k].text);
     return out;
   };
-  for (const auto& pair : idx.pairs_using(sym, 60)) {
+  for (const auto& pair : idx.pairs_using(where, 60, SiteIndex::Pairs::changed)) {
     const auto& before = *pair.before;
     const auto& after = *pair.after;
     for (const auto& u : before.units) {
@@ -372,7 +374,8 @@ public:
     for (const auto& rel : util::list_files(ctx.original_tree)) driver_files.push_back(ctx.original_tree / rel);
     SiteIndex idx(ctx.old_src, ctx.new_src, ctx.leave_out, driver_files);
 
-    std::set<std::string> calls, idents, stmts;
+    std::set<std::string> calls, idents;
+    std::set<std::pair<std::string, std::string>> stmts; // symbol, where to look for it
     std::set<std::pair<std::string, std::string>> members;
     for (const auto& d : diags) {
       if (d.severity == core::Severity::warning && d.kind != DiagKind::implicit_function_declaration) continue;
@@ -384,7 +387,7 @@ public:
       case DiagKind::modpost_undefined_symbol:
       case DiagKind::incompatible_type:
         if (is_identifier(d.symbols[0])) calls.insert(d.symbols[0]);
-        if (d.kind == DiagKind::implicit_function_declaration && is_identifier(d.symbols[0])) stmts.insert(d.symbols[0]);
+        if (d.kind == DiagKind::implicit_function_declaration && is_identifier(d.symbols[0])) stmts.insert({d.symbols[0], d.symbols[0]});
         break;
       case DiagKind::int_conversion:
       case DiagKind::incompatible_pointer_type:
@@ -393,14 +396,16 @@ public:
       case DiagKind::undeclared_identifier:
       case DiagKind::unknown_type:
         if (is_identifier(d.symbols[0])) idents.insert(d.symbols[0]);
-        if (d.kind == DiagKind::undeclared_identifier && is_identifier(d.symbols[0])) stmts.insert(d.symbols[0]);
+        if (d.kind == DiagKind::undeclared_identifier && is_identifier(d.symbols[0])) stmts.insert({d.symbols[0], d.symbols[0]});
         break;
       case DiagKind::no_member:
         if (d.symbols.size() >= 2 && d.symbols[0].starts_with("struct ")) members.insert({d.symbols[0], d.symbols[1]});
-        if (d.symbols.size() >= 2 && is_identifier(d.symbols[1])) stmts.insert(d.symbols[1]);
+        if (d.symbols.size() >= 2 && is_identifier(d.symbols[1]))
+          stmts.insert({d.symbols[1], d.symbols[0].starts_with("struct ") || d.symbols[0].starts_with("union ")
+                                          ? d.symbols[0] : d.symbols[1]});
         break;
       case DiagKind::read_only_member:
-        if (is_identifier(d.symbols[0])) stmts.insert(d.symbols[0]);
+        if (is_identifier(d.symbols[0])) stmts.insert({d.symbols[0], d.symbols[0]});
         break;
       default:
         break;
@@ -409,7 +414,7 @@ public:
     for (const auto& sym : calls) learn_call(idx, sym, out);
     for (const auto& [type, member] : members) learn_member(idx, type, member, out);
     for (const auto& sym : idents) learn_identifier(idx, sym, out);
-    for (const auto& sym : stmts) learn_statement(idx, sym, out);
+    for (const auto& [sym, where] : stmts) learn_statement(idx, sym, where, out);
     return out;
   }
 
@@ -465,10 +470,10 @@ private:
     }
   }
 
-  void learn_statement(SiteIndex& idx, const std::string& sym, std::vector<Edit>& out) {
+  void learn_statement(SiteIndex& idx, const std::string& sym, const std::string& where, std::vector<Edit>& out) {
     std::map<std::string, Vote> votes;
     std::map<std::string, StmtTemplate> templates;
-    learn_statement_votes(idx, sym, votes, templates);
+    learn_statement_votes(idx, sym, where, votes, templates);
     int rank = 0;
     for (const auto& [key, vote] : ranked(votes)) {
       if (rank >= 3) break;

@@ -102,5 +102,6 @@ std::unique_ptr<Proposer> make_callback_signature();
 std::unique_ptr<Proposer> make_header_fix();
 std::unique_ptr<Proposer> make_compat_kb();
 std::unique_ptr<Proposer> make_target_api();
+std::unique_ptr<Proposer> make_inline_removed();
 
 } // namespace autodriver::propose

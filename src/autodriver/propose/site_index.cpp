@@ -99,15 +99,30 @@ std::vector<std::string> SiteIndex::files_using(const fs::path& tree, const std:
   return out;
 }
 
-std::vector<FilePair> SiteIndex::pairs_using(const std::string& word, std::size_t limit) {
+namespace {
+
+/// Cheap before tokenizing: equal sizes, then equal bytes.
+bool same_file(const fs::path& a, const fs::path& b) {
+  std::error_code ec1, ec2;
+  if (fs::file_size(a, ec1) != fs::file_size(b, ec2) || ec1 || ec2) return false;
+  auto ta = util::read_file(a);
+  auto tb = util::read_file(b);
+  return ta && tb && *ta == *tb;
+}
+
+} // namespace
+
+std::vector<FilePair> SiteIndex::pairs_using(const std::string& word, std::size_t limit, Pairs which) {
   std::vector<FilePair> out;
   if (m_old.empty() || m_new.empty()) return out;
-  for (const auto& rel : files_using(m_old, word, 400)) {
+  for (const auto& rel : files_using(m_old, word, which == Pairs::changed ? 4000 : 400)) {
     if (out.size() >= limit) break;
     if (!fs::exists(m_new / rel)) continue;
+    if (which == Pairs::changed && same_file(m_old / rel, m_new / rel)) continue;
     auto b = load(m_old, rel);
     auto a = load(m_new, rel);
     if (!b || !a) continue;
+    if (which == Pairs::changed && b->text == a->text) continue;
     out.push_back({b, a});
   }
   return out;

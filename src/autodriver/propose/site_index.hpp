@@ -30,9 +30,12 @@ public:
   SiteIndex(std::filesystem::path old_src, std::filesystem::path new_src, std::vector<std::string> leave_out,
             std::vector<std::filesystem::path> driver_files);
 
-  /// Kernel .c files of the old tree that use `word`, paired with the new tree's file of the same
-  /// path (pairs whose file vanished are skipped). At most `limit` pairs, in path order.
-  std::vector<FilePair> pairs_using(const std::string& word, std::size_t limit = 80);
+  enum class Pairs { all, changed };
+  /// Kernel .c files of the old tree that use `word` (whole words; "struct fd" works too), paired
+  /// with the new tree's file of the same path (pairs whose file vanished are skipped). At most
+  /// `limit` pairs, in path order; `Pairs::changed` skips files the new tree has unchanged, so a
+  /// common word still reaches the files that changed.
+  std::vector<FilePair> pairs_using(const std::string& word, std::size_t limit = 80, Pairs which = Pairs::all);
 
   /// Files of `tree` (old or new) using `word`, relative paths, capped.
   std::vector<std::string> files_using(const std::filesystem::path& tree, const std::string& word,

@@ -6,6 +6,8 @@
 #include "autodriver/util/strings.hpp"
 #include "autodriver/util/subprocess.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <regex>
@@ -165,7 +167,9 @@ const std::set<std::string>& TargetIndex::names() {
   if (m_names_loaded) return m_names;
   m_names_loaded = true;
   if (m_src.empty()) return m_names;
-  fs::path cache = kernel::cache_root() / "index" / (m_src.filename().string() + "-names.txt");
+  // Keyed by the tree's path too: two trees may share a folder name (test fixtures "new").
+  fs::path cache = kernel::cache_root() / "index" /
+                   fmt::format("{}-{:016x}-names.txt", m_src.filename().string(), std::hash<std::string>{}(m_src.string()));
   if (auto t = util::read_file(cache); t) {
     for (auto l : util::split_lines(*t))
       if (!l.empty()) m_names.emplace(l);

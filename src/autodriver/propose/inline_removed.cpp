@@ -1,0 +1,234 @@
+// inline-removed: a helper the old kernel defined in a header as a one-expression static inline
+// (or a function-like macro) and the target no longer declares anywhere: its calls become its old
+// body with the arguments in place. 6.12 moved `fd_is_open(fd, fdt)` into fs/file.c as a static
+// function; 6.1's <linux/fdtable.h> said `return test_bit(fd, fdt->open_fds);`. The target's
+// headers must not declare the name (then header-fix adds the include instead), and the body must
+// use each parameter at most once (an argument with side effects is not duplicated); the build
+// gate decides whether what the body uses still exists in the target.
+
+#include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/propose/proposer.hpp"
+#include "autodriver/propose/target_decls.hpp"
+#include "autodriver/util/files.hpp"
+#include "autodriver/util/log.hpp"
+#include "autodriver/util/strings.hpp"
+#include "autodriver/util/subprocess.hpp"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <map>
+#include <optional>
+#include <set>
+
+namespace autodriver::propose {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct OldBody {
+  std::vector<std::string> params;   ///< parameter names in order
+  std::vector<std::string> expr;     ///< the body's expression, as tokens
+  std::string where;                 ///< "include/linux/fdtable.h:40"
+  bool is_macro = false;
+};
+
+bool is_ident(const std::string& s) {
+  return !s.empty() && (std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_');
+}
+
+/// `return E;` (or `E;` for a void function) as the whole body between `open` and its '}'.
+std::optional<std::vector<std::string>> single_expression(const std::vector<Token>& toks, std::size_t open,
+                                                          std::size_t close) {
+  std::size_t a = open + 1;
+  if (a < close && toks[a].text == "return") ++a;
+  if (a + 1 >= close || toks[close - 1].text != ";") return std::nullopt;
+  std::vector<std::string> out;
+  for (std::size_t k = a; k + 1 < close; ++k) {
+    if (toks[k].text == ";" || toks[k].text == "{" || toks[k].kind == TokKind::pp_line) return std::nullopt;
+    out.push_back(toks[k].text);
+  }
+  if (out.empty()) return std::nullopt;
+  return out;
+}
+
+/// The definition of `name` in the old kernel's headers, when it is one expression.
+std::optional<OldBody> old_body(const fs::path& old_src, const std::string& name) {
+  util::RunRequest req;
+  req.argv = {"grep", "-rnE", "--include=*.h", "(^|[ *])" + name + "\\(|define " + name + "\\(", "include",
+              "arch/x86/include"};
+  req.cwd = old_src;
+  req.timeout = 60s;
+  auto r = util::run(req);
+  if (!r) return std::nullopt;
+  std::set<std::string> files;
+  for (auto l : util::split_lines(r->out)) {
+    auto c = l.find(':');
+    if (c != std::string_view::npos) files.emplace(l.substr(0, c));
+  }
+  for (const auto& rel : files) {
+    auto text = util::read_file(old_src / rel);
+    if (!text) continue;
+    auto toks = tokenize(*text);
+    // A function-like macro: one pp_line token "#define name(a, b) body".
+    for (const auto& t : toks) {
+      if (t.kind != TokKind::pp_line) continue;
+      std::string def = t.text;
+      for (auto pos = def.find("\\\n"); pos != std::string::npos; pos = def.find("\\\n")) def.replace(pos, 2, " ");
+      auto p = def.find("define");
+      if (p == std::string::npos || def.compare(0, 1, "#") != 0) continue;
+      auto rest = std::string(util::trim(std::string_view(def).substr(p + 6)));
+      if (!rest.starts_with(name + "(")) continue;
+      auto close = rest.find(')');
+      if (close == std::string::npos) continue;
+      OldBody b;
+      b.is_macro = true;
+      for (const auto& prm : split_top_level(rest.substr(name.size() + 1, close - name.size() - 1)))
+        b.params.push_back(prm);
+      auto body = tokenize(rest.substr(close + 1));
+      for (const auto& bt : body) b.expr.push_back(bt.text);
+      // An expression, not a statement macro.
+      bool bad = b.expr.empty();
+      for (const auto& x : b.expr)
+        if (x == ";" || x == "{" || x == "#" || x == "##" || x == "do") bad = true;
+      for (const auto& prm : b.params)
+        if (!is_ident(prm)) bad = true; // variadic macros
+      if (bad) continue;
+      b.where = fmt::format("{}:{}", rel, t.line);
+      return b;
+    }
+    for (const auto& u : find_units(toks)) {
+      if (u.kind != UnitKind::function || u.name != name) continue;
+      bool is_static = false;
+      for (std::size_t k = u.first; k < u.body; ++k)
+        if (toks[k].text == "static") is_static = true;
+      if (!is_static) continue; // an exported function: its body is not the driver's to copy
+      std::size_t close = matching_close(toks, u.body);
+      if (close == std::string::npos) continue;
+      auto expr = single_expression(toks, u.body, close);
+      if (!expr) continue;
+      std::string decl;
+      for (std::size_t k = u.first; k < u.body; ++k) decl += toks[k].text + " ";
+      auto proto = parse_prototype(decl, name);
+      if (!proto || proto->variadic) continue;
+      OldBody b;
+      for (const auto& prm : proto->params)
+        if (!(prm.name.empty() && prm.type == "void")) b.params.push_back(prm.name);
+      b.expr = std::move(*expr);
+      b.where = fmt::format("{}:{}", rel, toks[u.first].line);
+      return b;
+    }
+  }
+  return std::nullopt;
+}
+
+/// The body with parameter i as "E<i>" (not where it is a member name after '.' or '->'), or
+/// nullopt when a parameter is used twice or a parameter name is missing.
+std::optional<std::vector<std::string>> substituted(const OldBody& b) {
+  std::map<std::string, int> index;
+  for (std::size_t i = 0; i < b.params.size(); ++i) {
+    if (b.params[i].empty()) return std::nullopt;
+    index[b.params[i]] = static_cast<int>(i);
+  }
+  std::map<int, int> uses;
+  std::vector<std::string> out;
+  for (std::size_t k = 0; k < b.expr.size(); ++k) {
+    const auto& x = b.expr[k];
+    bool member = k > 0 && (b.expr[k - 1] == "." || b.expr[k - 1] == "->");
+    if (auto it = index.find(x); it != index.end() && !member) {
+      if (++uses[it->second] > 1) return std::nullopt;
+      out.push_back(fmt::format("E{}", it->second));
+    } else {
+      out.push_back(x);
+    }
+  }
+  return out;
+}
+
+/// A call or a name needs no parentheses around it; anything else gets them.
+bool primary(const std::vector<std::string>& e) {
+  if (e.size() == 1) return true;
+  if (e.size() >= 3 && is_ident(e[0]) && e[1] == "(") {
+    int depth = 0;
+    for (std::size_t k = 1; k < e.size(); ++k) {
+      if (e[k] == "(") ++depth;
+      if (e[k] == ")" && --depth == 0) return k + 1 == e.size();
+    }
+  }
+  return false;
+}
+
+class InlineRemoved final : public Proposer {
+public:
+  std::string_view id() const override { return "inline-removed"; }
+
+  std::vector<Edit> propose(const std::vector<core::Diagnostic>& diags, const PortContext& ctx) override {
+    std::vector<Edit> out;
+    if (ctx.old_src.empty() || ctx.new_src.empty() || !ctx.to) return out;
+    std::set<std::string> names;
+    for (const auto& d : diags)
+      if (d.kind == core::DiagKind::implicit_function_declaration && !d.symbols.empty() && is_ident(d.symbols[0]))
+        names.insert(d.symbols[0]);
+    if (names.empty()) return out;
+    TargetIndex target(ctx.new_src, ctx.to->build_dir);
+    for (const auto& name : names) {
+      if (target.names().count(name)) continue; // declared elsewhere in the target: an include fixes it
+      auto b = old_body(ctx.old_src, name);
+      if (!b) continue;
+      auto expr = substituted(*b);
+      if (!expr) continue;
+      std::string body = join_c_tokens(*expr);
+      if (!primary(*expr)) body = "(" + body + ")";
+      std::string metas, args;
+      for (std::size_t i = 0; i < b->params.size(); ++i) {
+        metas += fmt::format("{}E{}", i ? ", " : "", i);
+        args += fmt::format("{}E{}", i ? ", " : "", i);
+      }
+      Edit e;
+      e.proposer = "inline-removed";
+      e.change_id = "inline:" + name;
+      e.label = "removed-with-replacement";
+      e.title = fmt::format("{}() was removed: use its old body", name);
+      e.smpl = fmt::format("@@\n{}@@\n- {}({})\n+ {}\n", metas.empty() ? "" : "expression " + metas + ";\n", name,
+                           args, body);
+      // A body that is one call is also a token-level call rewrite (for uses spatch cannot parse).
+      if (primary(*expr) && expr->size() > 1) {
+        std::vector<std::string> targs;
+        std::string cur;
+        int depth = 0;
+        for (std::size_t k = 2; k + 1 < expr->size(); ++k) {
+          const auto& x = (*expr)[k];
+          if (x == "(" || x == "[") ++depth;
+          if (x == ")" || x == "]") --depth;
+          if (x == "," && depth == 0) {
+            targs.push_back(cur);
+            cur.clear();
+            continue;
+          }
+          std::string t = x[0] == 'E' && x.size() > 1 && std::isdigit(static_cast<unsigned char>(x[1])) ? "$" + x.substr(1) : x;
+          cur += (cur.empty() ? "" : " ") + t;
+        }
+        if (!cur.empty()) targs.push_back(cur);
+        e.call = CallRewrite{name, b->params.size(), (*expr)[0], targs};
+      }
+      e.symbols = {name};
+      e.support = 1;
+      e.evidence = {b->where};
+      e.description = fmt::format(
+          "{}() is declared nowhere in the target kernel's headers. The old kernel defined it at {} as `{}`; "
+          "each call is replaced by that expression with its arguments in place.",
+          name, b->where, join_c_tokens(b->expr));
+      util::log_debug("inline-removed: {} -> {}", name, body);
+      out.push_back(std::move(e));
+    }
+    return out;
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Proposer> make_inline_removed() { return std::make_unique<InlineRemoved>(); }
+
+} // namespace autodriver::propose
