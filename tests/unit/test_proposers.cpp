@@ -5,6 +5,7 @@
 #include "autodriver/propose/apply.hpp"
 #include "autodriver/propose/c_tokens.hpp"
 #include "autodriver/propose/callback_signature.hpp"
+#include "autodriver/propose/call_merge.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/stmt_template.hpp"
 #include "autodriver/propose/target_decls.hpp"
@@ -471,6 +472,44 @@ TEST(CTokens, FirstBranchMaskKeepsBraceNesting) {
   ASSERT_GT(b, 0u);
   EXPECT_EQ(depth, 0);
   EXPECT_EQ(naive, 1);
+}
+
+TEST(CallMerge, ThreeFragCallsBecomeOne) {
+  const fs::path root = fs::path(AD_FIXTURES) / "merge";
+  propose::SiteIndex idx(root / "old", root / "new", {}, {});
+  auto merges = propose::learn_merges(idx, "__skb_frag_set_page");
+  ASSERT_FALSE(merges.empty());
+  const auto& r = merges[0].rule;
+  EXPECT_EQ(r.callee, "skb_frag_fill_page_desc");
+  ASSERT_EQ(r.calls.size(), 3u);
+  EXPECT_EQ(r.calls[0].first, "__skb_frag_set_page");
+  EXPECT_EQ(r.args, (std::vector<std::string>{"$0.1", "$1.1", "$2.1"}));
+  // Nothing to learn for a function the kernel never merged.
+  EXPECT_TRUE(propose::learn_merges(idx, "skb_frag_page").empty());
+  if (util::find_program("spatch").empty()) GTEST_SKIP() << "spatch not installed";
+  auto tmp = util::TempDir::create(util::scratch_root(), "merge-");
+  ASSERT_TRUE(tmp.has_value());
+  // 6.1's vmxnet3_append_frag(), in another order than aq_ring.c's.
+  ASSERT_TRUE(util::write_file(tmp->path() / "x.c", R"(static void
+vmxnet3_append_frag(struct sk_buff *skb, struct Vmxnet3_RxCompDesc *rcd,
+		    struct vmxnet3_rx_buf_info *rbi)
+{
+	skb_frag_t *frag = skb_shinfo(skb)->frags + skb_shinfo(skb)->nr_frags;
+
+	__skb_frag_set_page(frag, rbi->page);
+	skb_frag_off_set(frag, 0);
+	skb_frag_size_set(frag, rcd->len);
+	skb->data_len += rcd->len;
+}
+)").has_value());
+  propose::Edit e;
+  e.smpl = propose::merge_smpl(r);
+  ASSERT_TRUE(propose::apply_edit(e, tmp->path(), tmp->path() / "s"));
+  auto after = util::read_file(tmp->path() / "x.c");
+  ASSERT_TRUE(after.has_value());
+  EXPECT_NE(after->find("\tskb_frag_fill_page_desc(frag, rbi->page, 0, rcd->len);\n\tskb->data_len"), std::string::npos)
+      << *after;
+  EXPECT_EQ(after->find("skb_frag_off_set"), std::string::npos) << *after;
 }
 
 TEST(StmtTemplate, EnclosingStatementStopsAtControlHeaders) {

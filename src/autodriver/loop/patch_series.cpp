@@ -35,7 +35,8 @@ util::Expected<std::vector<std::string>> write_patch_series(const PortRequest& r
   if (auto c = util::copy_tree(req.tree, repo, util::SkipBuildProducts::yes); !c) return util::unexpected(c.error());
   for (auto args : std::vector<std::vector<std::string>>{{"init", "-q"}, {"add", "-A"}, {"commit", "-q", "-m", "original"}})
     if (auto r = git(repo, args); !r) return util::unexpected(r.error());
-  std::string driver = fs::absolute(req.tree).filename().string();
+  // Subjects name the module ("vmxnet3: adapt to ..."), else the tree's folder.
+  std::string driver = rep.modules.size() == 1 ? rep.modules[0] : fs::absolute(req.tree).filename().string();
   if (driver.empty() || driver == ".") driver = fs::absolute(req.tree).parent_path().filename().string();
   std::string validation =
       rep.ok ? fmt::format("Validated by autodriver: the series builds against {}{}{}, and passes the integrity gate.",

@@ -42,6 +42,7 @@ struct BuildState {
   std::set<std::string> signatures;
   int type_warnings = 0;                  ///< int-conversion / incompatible-pointer warnings
   int fatal = 0;                          ///< fatal errors (a missing header stops the file's compilation)
+  std::vector<std::string> modules;       ///< names of the .ko files built ("vmxnet3")
   /// Errors, plus type-safety warnings: an edit that compiles only by converting a pointer to
   /// an integer (a wrong rename) must not look like progress. A fatal error hides every error
   /// after it, so removing one is progress even when the compiler then finds more.
@@ -68,6 +69,7 @@ util::Expected<BuildState> build(const core::Kernel& k, const fs::path& tree, co
   s.ok = r->run.ok() && !r->modules.empty();
   s.timed_out = r->run.timed_out;
   s.all = r->diagnostics;
+  for (const auto& m : r->modules) s.modules.push_back(m.stem().string());
   for (const auto& d : r->diagnostics) {
     if (d.severity == core::Severity::error || d.severity == core::Severity::fatal) {
       if (d.severity == core::Severity::fatal) ++s.fatal;
@@ -149,6 +151,28 @@ util::Expected<void> write_snapshot(const fs::path& work, const std::vector<std:
 }
 
 } // namespace
+
+/// Replays `accepted` except entry `skip` on a fresh copy of the original tree, recording new
+/// snapshots (a later edit's snapshot of a shared file must not carry the dropped edit).
+util::Expected<std::vector<AcceptedEdit>> replay_without(const std::vector<AcceptedEdit>& accepted, std::size_t skip,
+                                                         const fs::path& original, const fs::path& tree,
+                                                         const fs::path& scratch) {
+  std::error_code ec;
+  fs::remove_all(tree, ec);
+  if (auto c = util::copy_tree(original, tree, util::SkipBuildProducts::yes); !c) return unexpected(c.error());
+  std::vector<AcceptedEdit> kept;
+  for (std::size_t i = 0; i < accepted.size(); ++i) {
+    if (i == skip) continue;
+    auto one = propose::apply_edit(accepted[i].edit, tree, scratch / "rules");
+    if (!one || one->changed_files.empty()) return unexpected(ErrorKind::parse, "edit no longer applies");
+    AcceptedEdit acc = accepted[i];
+    acc.snapshot.clear();
+    for (const auto& f : one->changed_files)
+      if (auto text = util::read_file(tree / f); text) acc.snapshot.push_back({f, *text});
+    kept.push_back(std::move(acc));
+  }
+  return kept;
+}
 
 util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn& progress) {
   auto start = Clock::now();
@@ -240,6 +264,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
     auto f = from_build.get();
     if (!f) return unexpected(f.error());
     step("build-from", {{"kernel", from->release}, {"ok", f->ok}, {"errors", diag_list(f->errors)}});
+    rep.modules = f->modules;
     if (!f->ok) {
       rep.status = "from-fails";
       rep.initial_errors = f->error_count();
@@ -386,6 +411,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
     if (!progressed) break;
     // `cur` is the build of a trial copy identical to the work tree: no rebuild needed.
     step("build-target", {{"iteration", iter}, {"ok", cur->ok}, {"errors", diag_list(cur->errors)}});
+    if (cur->ok && rep.modules.empty()) rep.modules = cur->modules;
   }
   rep.final_errors = cur->error_count();
   for (const auto& d : cur->errors) rep.remaining.push_back(d.file + ":" + std::to_string(d.line) + ": " + d.message);
@@ -402,6 +428,44 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
       for (const auto& sym : a.edit.symbols)
         if (sym.find(' ') == std::string::npos) ii.removed_symbols.push_back(sym);
     auto integ = gate::check_integrity(ii);
+    // Edits accepted together with others may include one the build never needed (a compat shim
+    // deleted from code the configuration does not compile): when the gate only blames lines no
+    // diagnostic points at, drop each accepted edit that touched a blamed file in turn (at most
+    // three, one build each) and keep the first series that still builds and passes.
+    bool only_unrelated = !integ.ok && std::all_of(integ.violations.begin(), integ.violations.end(),
+                                                   [](const auto& v) { return v.rule == "unrelated-change"; });
+    if (only_unrelated) {
+      std::set<std::string> blamed;
+      for (const auto& v : integ.violations) blamed.insert(v.file);
+      int tried = 0;
+      for (std::size_t i = 0; i < rep.accepted.size() && tried < 3; ++i) {
+        bool touches = std::any_of(rep.accepted[i].snapshot.begin(), rep.accepted[i].snapshot.end(),
+                                   [&](const auto& f) { return blamed.count(f.first) > 0; });
+        if (!touches || Clock::now() - start > req.budget) continue;
+        ++tried;
+        fs::path alt = scratch->path() / "without";
+        auto kept = replay_without(rep.accepted, i, req.tree, alt, scratch->path());
+        if (!kept) continue;
+        auto b = build(*to, alt, req);
+        if (!b) return unexpected(b.error());
+        gate::IntegrityInput ai = ii;
+        ai.candidate = alt;
+        ai.removed_symbols.clear();
+        for (const auto& a : *kept)
+          for (const auto& sym : a.edit.symbols)
+            if (sym.find(' ') == std::string::npos) ai.removed_symbols.push_back(sym);
+        auto again = b->ok ? gate::check_integrity(ai) : gate::IntegrityReport{};
+        step("integrity-repair", {{"dropped", rep.accepted[i].edit.change_id}, {"build_ok", b->ok},
+                                  {"integrity_ok", b->ok && again.ok}});
+        if (!b->ok || !again.ok) continue;
+        fs::remove_all(work, ec);
+        if (auto c = util::copy_tree(alt, work, util::SkipBuildProducts::no); !c) return unexpected(c.error());
+        rep.accepted = std::move(*kept);
+        *cur = std::move(*b);
+        integ = std::move(again);
+        break;
+      }
+    }
     rep.integrity = gate::to_json(integ);
     step("integrity", {{"ok", integ.ok}, {"violations", integ.violations.size()}});
     rep.status = integ.ok ? "ported" : "integrity-rejected";

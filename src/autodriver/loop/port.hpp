@@ -64,6 +64,7 @@ struct PortReport {
   nlohmann::json compat = nullptr;  ///< --compat: guard version and the builds on both kernels
   std::vector<std::string> remaining; ///< diagnostics still failing (messages)
   std::vector<std::string> patches;   ///< paths of the patch files
+  std::vector<std::string> modules;   ///< modules the driver builds (from kernel, else target), for patch subjects
   std::chrono::milliseconds elapsed{0};
 };
 

@@ -4,6 +4,7 @@
 // (call arguments dropped/added/reordered, callee renamed, designated member renamed/removed,
 // identifier replaced). The majority rule becomes a Coccinelle semantic patch.
 
+#include "autodriver/propose/call_merge.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/site_index.hpp"
 #include "autodriver/propose/stmt_template.hpp"
@@ -374,7 +375,7 @@ public:
     for (const auto& rel : util::list_files(ctx.original_tree)) driver_files.push_back(ctx.original_tree / rel);
     SiteIndex idx(ctx.old_src, ctx.new_src, ctx.leave_out, driver_files);
 
-    std::set<std::string> calls, idents;
+    std::set<std::string> calls, idents, merges;
     std::set<std::pair<std::string, std::string>> stmts; // symbol, where to look for it
     std::set<std::pair<std::string, std::string>> members;
     for (const auto& d : diags) {
@@ -387,7 +388,10 @@ public:
       case DiagKind::modpost_undefined_symbol:
       case DiagKind::incompatible_type:
         if (is_identifier(d.symbols[0])) calls.insert(d.symbols[0]);
-        if (d.kind == DiagKind::implicit_function_declaration && is_identifier(d.symbols[0])) stmts.insert({d.symbols[0], d.symbols[0]});
+        if (d.kind == DiagKind::implicit_function_declaration && is_identifier(d.symbols[0])) {
+          stmts.insert({d.symbols[0], d.symbols[0]});
+          merges.insert(d.symbols[0]);
+        }
         break;
       case DiagKind::int_conversion:
       case DiagKind::incompatible_pointer_type:
@@ -415,6 +419,7 @@ public:
     for (const auto& [type, member] : members) learn_member(idx, type, member, out);
     for (const auto& sym : idents) learn_identifier(idx, sym, out);
     for (const auto& [sym, where] : stmts) learn_statement(idx, sym, where, out);
+    for (const auto& sym : merges) learn_merge(idx, sym, out);
     return out;
   }
 
@@ -502,6 +507,31 @@ private:
       out.push_back(std::move(e));
     }
     util::log_debug("learned-rewrite: statements using {}: {} template(s)", sym, votes.size());
+  }
+
+  void learn_merge(SiteIndex& idx, const std::string& sym, std::vector<Edit>& out) {
+    int rank = 0;
+    for (const auto& m : learn_merges(idx, sym)) {
+      if (rank >= 2) break;
+      std::vector<std::string> names;
+      for (const auto& [c, n] : m.rule.calls) names.push_back(c + "()");
+      std::string list = names.size() == 2 ? names[0] + " and " + names[1]
+                                           : fmt::format("{} and {}", fmt::join(names.begin(), names.end() - 1, ", "),
+                                                         names.back());
+      Edit e;
+      e.proposer = "learned-rewrite";
+      e.change_id = "merge:" + sym;
+      e.label = "removed-with-replacement";
+      e.title = fmt::format("{} were merged into {}()", list, m.rule.callee);
+      e.smpl = merge_smpl(m.rule);
+      e.symbols = {sym, m.rule.callee};
+      e.support = m.count;
+      e.rank = rank++;
+      e.evidence = m.files;
+      e.description = fmt::format("{}. Learned from {} function(s) the kernel's own code changed this way, e.g. {}.",
+                                  e.title, m.count, fmt::join(m.files, ", "));
+      out.push_back(std::move(e));
+    }
   }
 
   void learn_identifier(SiteIndex& idx, const std::string& sym, std::vector<Edit>& out) {

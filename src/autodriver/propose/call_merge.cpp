@@ -1,0 +1,148 @@
+#include "autodriver/propose/call_merge.hpp"
+
+#include "autodriver/propose/c_tokens.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <optional>
+#include <set>
+
+namespace autodriver::propose {
+
+namespace {
+
+bool statement_call(const std::vector<Token>& toks, const Call& c) {
+  if (c.close_tok + 1 >= toks.size() || toks[c.close_tok + 1].text != ";" || c.name_tok == 0) return false;
+  const Token& prev = toks[c.name_tok - 1];
+  return prev.kind == TokKind::pp_line || prev.text == ";" || prev.text == "{" || prev.text == "}";
+}
+
+bool literal(const std::string& a) {
+  return !a.empty() && (std::isdigit(static_cast<unsigned char>(a[0])) || a == "NULL" || a == "true" || a == "false");
+}
+
+/// The rule one changed function shows for the removed call `c`, if its arguments all come from
+/// the old calls on the same first argument (or are literals).
+std::optional<MergeRule> merge_at(const std::vector<Token>& before, const std::vector<Call>& old_calls, const Call& c,
+                                  const std::vector<Call>& new_calls) {
+  const std::string& x = c.args[0];
+  std::set<std::string> old_callees;
+  for (const auto& oc : old_calls) old_callees.insert(oc.callee);
+  std::map<std::string, int> new_on_x; // callee -> calls on x in the new function
+  for (const auto& nc : new_calls)
+    if (!nc.args.empty() && nc.args[0] == x) ++new_on_x[nc.callee];
+  for (const auto& g : new_calls) {
+    if (old_callees.count(g.callee) || g.args.size() < 2 || g.args[0] != x) continue;
+    // The old statement calls on x that are gone: c first, then the others by name.
+    std::vector<const Call*> gone = {&c};
+    for (const auto& oc : old_calls)
+      if (&oc != &c && !oc.args.empty() && oc.args[0] == x && !new_on_x.count(oc.callee) && oc.callee != c.callee &&
+          statement_call(before, oc))
+        gone.push_back(&oc);
+    std::sort(gone.begin() + 1, gone.end(), [](const Call* a, const Call* b) { return a->callee < b->callee; });
+    MergeRule r;
+    r.callee = g.callee;
+    std::set<std::size_t> used = {0};
+    bool ok = true;
+    for (std::size_t i = 1; i < g.args.size() && ok; ++i) {
+      std::string t;
+      for (std::size_t k = 0; k < gone.size() && t.empty(); ++k)
+        for (std::size_t j = 1; j < gone[k]->args.size() && t.empty(); ++j)
+          if (gone[k]->args[j] == g.args[i]) {
+            t = fmt::format("${}.{}", k, j);
+            used.insert(k);
+          }
+      if (t.empty() && literal(g.args[i])) t = g.args[i];
+      if (t.empty()) ok = false;
+      r.args.push_back(t);
+    }
+    if (!ok || used.size() < 2) continue; // nothing merged: a plain replacement is learn_call's
+    // Keep only the calls that gave an argument (renumbered).
+    std::map<std::size_t, std::size_t> renum;
+    for (std::size_t k : used) {
+      renum[k] = r.calls.size();
+      r.calls.push_back({gone[k]->callee, gone[k]->args.size()});
+    }
+    for (auto& a : r.args)
+      if (a[0] == '$') {
+        auto dot = a.find('.');
+        a = fmt::format("${}{}", renum[std::stoul(a.substr(1, dot - 1))], a.substr(dot));
+      }
+    return r;
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+std::string MergeRule::key() const {
+  std::string k = callee + "(";
+  for (const auto& a : args) k += ", " + a;
+  k += ") <-";
+  for (const auto& [c, n] : calls) k += fmt::format(" {}/{}", c, n);
+  return k;
+}
+
+std::vector<LearnedMerge> learn_merges(SiteIndex& idx, const std::string& sym) {
+  std::map<std::string, LearnedMerge> by_key;
+  for (const auto& pair : idx.pairs_using(sym, 60, SiteIndex::Pairs::changed)) {
+    const auto& before = *pair.before;
+    const auto& after = *pair.after;
+    for (const auto& u : before.units) {
+      if (u.kind != UnitKind::function) continue;
+      const Unit* nu = after.unit(u.name);
+      if (!nu || nu->kind != UnitKind::function) continue;
+      auto old_calls = find_calls(before.tokens, u.first, u.last);
+      auto new_calls = find_calls(after.tokens, nu->first, nu->last);
+      for (const auto& c : old_calls) {
+        if (c.callee != sym || c.args.empty() || !statement_call(before.tokens, c)) continue;
+        auto r = merge_at(before.tokens, old_calls, c, new_calls);
+        if (!r) continue;
+        auto& m = by_key[r->key()];
+        m.rule = *r;
+        ++m.count;
+        if (m.files.size() < 5 && std::find(m.files.begin(), m.files.end(), before.rel) == m.files.end())
+          m.files.push_back(before.rel);
+      }
+    }
+  }
+  std::vector<LearnedMerge> out;
+  for (auto& [k, m] : by_key) out.push_back(std::move(m));
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.count > b.count; });
+  return out;
+}
+
+std::string merge_smpl(const MergeRule& r) {
+  std::vector<std::string> metas = {"X"};
+  auto meta = [](std::size_t k, std::size_t i) { return fmt::format("A{}_{}", k, i); };
+  for (std::size_t k = 0; k < r.calls.size(); ++k)
+    for (std::size_t i = 1; i < r.calls[k].second; ++i) metas.push_back(meta(k, i));
+  std::string call = r.callee + "(X";
+  for (const auto& a : r.args) {
+    if (a[0] == '$') {
+      auto dot = a.find('.');
+      call += ", " + meta(std::stoul(a.substr(1, dot - 1)), std::stoul(a.substr(dot + 1)));
+    } else {
+      call += ", " + a;
+    }
+  }
+  call += ");";
+  std::vector<std::size_t> order(r.calls.size());
+  for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::string out;
+  do {
+    out += "@@\nexpression " + fmt::format("{}", fmt::join(metas, ", ")) + ";\n@@\n";
+    for (std::size_t k : order) {
+      out += "- " + r.calls[k].first + "(X";
+      for (std::size_t i = 1; i < r.calls[k].second; ++i) out += ", " + meta(k, i);
+      out += ");\n";
+    }
+    out += "+ " + call + "\n\n";
+  } while (std::next_permutation(order.begin(), order.end()));
+  return out;
+}
+
+} // namespace autodriver::propose
