@@ -128,6 +128,28 @@ TEST_F(LearnFixture, HeaderMovedIsLearnedFromIncludes) {
   EXPECT_EQ(*util::read_file(tree / "drv.c"), "#include <linux/module.h>\n#include <linux/unaligned.h>\n");
 }
 
+TEST_F(LearnFixture, FlagDroppedFromOrChains) {
+  // 6.8 removed I2C_CLASS_SPD; the kernel's own adapters dropped it from their .class flags.
+  core::Diagnostic d;
+  d.kind = core::DiagKind::undeclared_identifier;
+  d.file = "x.c";
+  d.line = 3;
+  d.symbols = {"I2C_CLASS_SPD"};
+  auto edits = propose::make_learned_rewrite()->propose({d}, ctx);
+  const auto* e = find_edit(edits, "stmt:I2C_CLASS_SPD");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->support, 2);
+  EXPECT_NE(e->smpl.find("- E | I2C_CLASS_SPD"), std::string::npos) << e->smpl;
+  if (!have_spatch()) GTEST_SKIP() << "spatch not installed";
+  // jc42's initializer in 6.1 (the flag first).
+  ASSERT_TRUE(util::write_file(tree / "x.c", "static struct i2c_driver jc42_driver = {\n\t.class\t\t= I2C_CLASS_SPD | "
+                                             "I2C_CLASS_HWMON,\n\t.probe\t\t= jc42_probe,\n};\n").has_value());
+  ASSERT_TRUE(propose::apply_edit(*e, tree, ctx.scratch));
+  auto after = util::read_file(tree / "x.c");
+  ASSERT_TRUE(after.has_value());
+  EXPECT_NE(after->find(".class\t\t= I2C_CLASS_HWMON,"), std::string::npos) << *after;
+}
+
 TEST(CallbackSignature, IntToVoidRemoveCallback) {
   auto tmp = util::TempDir::create(util::scratch_root(), "test-cb-");
   ASSERT_TRUE(tmp);

@@ -307,6 +307,9 @@ void learn_identifier_votes(SiteIndex& idx, const std::string& sym, std::map<std
 
 /// The kernel's own functions that used `sym` and no longer do: each changed statement that used
 /// it, paired with what replaced it, anti-unified into a template (and its expression core).
+/// Vote key of "the flag was dropped from OR chains" (no template).
+const std::string k_or_drop = "or-drop";
+
 /// `where` picks the kernel files to read: the symbol itself, or for a member the struct's
 /// "struct tag" (a member name like `file` is everywhere; `struct fd` finds the files that use it).
 void learn_statement_votes(SiteIndex& idx, const std::string& sym, const std::string& where,
@@ -320,9 +323,18 @@ void learn_statement_votes(SiteIndex& idx, const std::string& sym, const std::st
     const auto& before = *pair.before;
     const auto& after = *pair.after;
     for (const auto& u : before.units) {
-      if (u.kind != UnitKind::function) continue;
       const Unit* nu = after.unit(u.name);
-      if (!nu || nu->kind != UnitKind::function) continue;
+      if (!nu || nu->kind != u.kind) continue;
+      // A flag dropped from an OR chain (`I2C_CLASS_HWMON | I2C_CLASS_SPD` -> `I2C_CLASS_HWMON`),
+      // in an initializer or a statement: the hunk is just `| FLAG` or `FLAG |`.
+      auto hunks = diff_tokens(before.tokens, u.body, u.last, after.tokens, nu->body, nu->last);
+      for (const auto& h : hunks) {
+        if (h.b_count != 0 || h.a_count != 2) continue;
+        const auto& t0 = before.tokens[h.a_first].text;
+        const auto& t1 = before.tokens[h.a_first + 1].text;
+        if ((t0 == "|" && t1 == sym) || (t0 == sym && t1 == "|")) add_vote(votes, k_or_drop, before.rel);
+      }
+      if (u.kind != UnitKind::function) continue;
       std::set<std::size_t> seen; // old statements already voted for
       // A deleted statement is evidence of a call removed without replacement only when the
       // function calls nothing new (else the work moved elsewhere, e.g. three calls merged into one).
@@ -331,7 +343,6 @@ void learn_statement_votes(SiteIndex& idx, const std::string& sym, const std::st
       bool calls_something_new = false;
       for (const auto& c : find_calls(after.tokens, nu->first, nu->last))
         if (!old_callees.count(c.callee)) calls_something_new = true;
-      auto hunks = diff_tokens(before.tokens, u.body, u.last, after.tokens, nu->body, nu->last);
       for (const auto& h : hunks) {
         if (h.a_count == 0) continue;
         bool has = false;
@@ -482,6 +493,23 @@ private:
     int rank = 0;
     for (const auto& [key, vote] : ranked(votes)) {
       if (rank >= 3) break;
+      if (key == k_or_drop) {
+        if (vote.count < 2) continue;
+        Edit e;
+        e.proposer = "learned-rewrite";
+        e.change_id = "stmt:" + sym;
+        e.label = "removed-with-replacement";
+        e.title = fmt::format("{} was removed: drop it from OR-ed flags", sym);
+        e.smpl = fmt::format("@@\nexpression E;\n@@\n(\n- E | {0}\n+ E\n|\n- {0} | E\n+ E\n)\n", sym);
+        e.symbols = {sym};
+        e.support = vote.count;
+        e.rank = rank++;
+        e.evidence = vote.files;
+        e.description = fmt::format("{}. Learned from {} OR-ed flag list(s) the kernel's own code dropped it from, e.g. {}.",
+                                    e.title, vote.count, fmt::join(vote.files, ", "));
+        out.push_back(std::move(e));
+        continue;
+      }
       const StmtTemplate& t = templates[key];
       if (t.after.empty() && vote.count < 2) continue; // one deletion is not a convention
       auto show = [](const std::vector<std::string>& side) {
