@@ -150,6 +150,48 @@ TEST_F(LearnFixture, FlagDroppedFromOrChains) {
   EXPECT_NE(after->find(".class\t\t= I2C_CLASS_HWMON,"), std::string::npos) << *after;
 }
 
+TEST(LearnedRewrite, MemberMovedIntoASubStruct) {
+  // 6.11 moved net_device.wol_enabled into net_device.ethtool; the kernel's own phy code (these
+  // lines of drivers/net/phy/phy.c and phylink.c) changed inside if conditions, where statement
+  // templates do not reach.
+  auto tmp = util::TempDir::create(util::scratch_root(), "member-path-");
+  ASSERT_TRUE(tmp.has_value());
+  const fs::path old_src = tmp->path() / "old", new_src = tmp->path() / "new";
+  fs::create_directories(old_src / "drivers/net/phy");
+  fs::create_directories(new_src / "drivers/net/phy");
+  const std::string phy = "static void phy_state_machine(struct phy_device *phydev)\n{\n\tstruct net_device *netdev = "
+                          "phydev->attached_dev;\n\n\tif (netdev->wol_enabled)\n\t\tphy_suspend(phydev);\n}\n";
+  const std::string link = "void phylink_ethtool_get_wol(struct phylink *pl, bool mac_wol)\n{\n\tif (mac_wol && "
+                           "(!pl->netdev || pl->netdev->wol_enabled)) {\n\t\tpl->wol = 1;\n\t}\n}\n";
+  auto moved = [](std::string t) {
+    t.replace(t.find("->wol_enabled"), 13, "->ethtool->wol_enabled");
+    return t;
+  };
+  ASSERT_TRUE(util::write_file(old_src / "drivers/net/phy/phy.c", phy).has_value());
+  ASSERT_TRUE(util::write_file(new_src / "drivers/net/phy/phy.c", moved(phy)).has_value());
+  ASSERT_TRUE(util::write_file(old_src / "drivers/net/phy/phylink.c", link).has_value());
+  ASSERT_TRUE(util::write_file(new_src / "drivers/net/phy/phylink.c", moved(link)).has_value());
+  propose::PortContext ctx;
+  ctx.old_src = old_src;
+  ctx.new_src = new_src;
+  ctx.tree = tmp->path() / "tree";
+  ctx.original_tree = ctx.tree;
+  ctx.scratch = tmp->path() / "s";
+  fs::create_directories(ctx.tree);
+  core::Diagnostic d;
+  d.kind = core::DiagKind::no_member;
+  d.file = "r8169_main.c";
+  d.line = 1507;
+  d.symbols = {"struct net_device", "wol_enabled"};
+  auto edits = propose::make_learned_rewrite()->propose({d}, ctx);
+  const propose::Edit* e = nullptr;
+  for (const auto& x : edits)
+    if (x.change_id == "stmt:wol_enabled" && x.rank == 0) e = &x;
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->support, 2);
+  EXPECT_EQ(e->smpl, "@@\nexpression E0;\n@@\n- E0->wol_enabled\n+ E0->ethtool->wol_enabled\n");
+}
+
 TEST(CallbackSignature, IntToVoidRemoveCallback) {
   auto tmp = util::TempDir::create(util::scratch_root(), "test-cb-");
   ASSERT_TRUE(tmp);

@@ -307,13 +307,57 @@ void learn_identifier_votes(SiteIndex& idx, const std::string& sym, std::map<std
 
 /// The kernel's own functions that used `sym` and no longer do: each changed statement that used
 /// it, paired with what replaced it, anti-unified into a template (and its expression core).
+/// A member access the kernel rewrote as another member path (`E->wol_enabled` ->
+/// `E->ethtool->wol_enabled`, `E.cpu_core_id` -> `E.topo.core_id`): the tokens around `op sym`
+/// are unchanged and what the new code has between them is `op ident (op ident)*`. Read off the
+/// diff's alignment, so an insertion (`ethtool ->`) counts as well as a replacement.
+void member_path_votes(const SourceFile& before, const SourceFile& after, const Unit& u, const Unit& nu,
+                       const std::vector<TokenHunk>& hunks, const std::string& sym,
+                       std::map<std::string, Vote>& votes, std::map<std::string, StmtTemplate>& templates) {
+  const auto& a = before.tokens;
+  const auto& b = after.tokens;
+  // New index of an old token outside every hunk (npos inside one).
+  auto mapped = [&](std::size_t i) -> std::size_t {
+    long delta = static_cast<long>(nu.body) - static_cast<long>(u.body);
+    for (const auto& h : hunks) {
+      if (i >= h.a_first && i < h.a_first + h.a_count) return std::string::npos;
+      if (h.a_first + h.a_count <= i)
+        delta = static_cast<long>(h.b_first + h.b_count) - static_cast<long>(h.a_first + h.a_count);
+      else
+        break;
+    }
+    return static_cast<std::size_t>(static_cast<long>(i) + delta);
+  };
+  for (std::size_t s = u.body + 2; s + 1 <= u.last; ++s) {
+    if (a[s].text != sym || (a[s - 1].text != "->" && a[s - 1].text != ".")) continue;
+    std::size_t l = mapped(s - 2), r = mapped(s + 1);
+    if (l == std::string::npos || r == std::string::npos || r <= l + 1 || r - l - 1 > 7) continue;
+    std::vector<std::string> path;
+    for (std::size_t k = l + 1; k < r; ++k) path.push_back(b[k].text);
+    bool chain = path.size() >= 2 && path.size() % 2 == 0;
+    for (std::size_t k = 0; chain && k < path.size(); ++k)
+      chain = k % 2 == 0 ? (path[k] == "->" || path[k] == ".") : b[l + 1 + k].kind == TokKind::ident;
+    if (!chain || (path.size() == 2 && path[1] == sym)) continue;
+    StmtTemplate t;
+    t.before = {"$0", a[s - 1].text, sym};
+    t.after = {"$0"};
+    t.after.insert(t.after.end(), path.begin(), path.end());
+    t.holes = 1;
+    t.expression = true;
+    add_vote(votes, "expr:" + t.key(), before.rel);
+    templates["expr:" + t.key()] = t;
+  }
+}
+
 /// Vote key of "the flag was dropped from OR chains" (no template).
 const std::string k_or_drop = "or-drop";
 
 /// `where` picks the kernel files to read: the symbol itself, or for a member the struct's
 /// "struct tag" (a member name like `file` is everywhere; `struct fd` finds the files that use it).
+/// Files in `read` are skipped (and added), so two searches never count a file twice.
 void learn_statement_votes(SiteIndex& idx, const std::string& sym, const std::string& where,
-                           std::map<std::string, Vote>& votes, std::map<std::string, StmtTemplate>& templates) {
+                           std::map<std::string, Vote>& votes, std::map<std::string, StmtTemplate>& templates,
+                           std::set<std::string>& read) {
   auto texts = [](const std::vector<Token>& toks, std::size_t a, std::size_t b) {
     std::vector<std::string> out;
     for (std::size_t k = a; k <= b; ++k) out.push_back(toks[k].text);
@@ -322,6 +366,7 @@ void learn_statement_votes(SiteIndex& idx, const std::string& sym, const std::st
   for (const auto& pair : idx.pairs_using(where, 60, SiteIndex::Pairs::changed)) {
     const auto& before = *pair.before;
     const auto& after = *pair.after;
+    if (!read.insert(before.rel).second) continue; // counted by an earlier search
     for (const auto& u : before.units) {
       const Unit* nu = after.unit(u.name);
       if (!nu || nu->kind != u.kind) continue;
@@ -335,6 +380,7 @@ void learn_statement_votes(SiteIndex& idx, const std::string& sym, const std::st
         if ((t0 == "|" && t1 == sym) || (t0 == sym && t1 == "|")) add_vote(votes, k_or_drop, before.rel);
       }
       if (u.kind != UnitKind::function) continue;
+      member_path_votes(before, after, u, *nu, hunks, sym, votes, templates);
       std::set<std::size_t> seen; // old statements already voted for
       // A deleted statement is evidence of a call removed without replacement only when the
       // function calls nothing new (else the work moved elsewhere, e.g. three calls merged into one).
@@ -489,7 +535,11 @@ private:
   void learn_statement(SiteIndex& idx, const std::string& sym, const std::string& where, std::vector<Edit>& out) {
     std::map<std::string, Vote> votes;
     std::map<std::string, StmtTemplate> templates;
-    learn_statement_votes(idx, sym, where, votes, templates);
+    std::set<std::string> read;
+    learn_statement_votes(idx, sym, where, votes, templates, read);
+    // A member the struct's users rarely touch (net_device.wol_enabled) is not in the first
+    // files using the struct: the files using the member's own name count too.
+    if (where != sym) learn_statement_votes(idx, sym, sym, votes, templates, read);
     int rank = 0;
     for (const auto& [key, vote] : ranked(votes)) {
       if (rank >= 3) break;
