@@ -81,7 +81,8 @@ std::vector<std::string> SiteIndex::files_using(const fs::path& tree, const std:
   if (tree.empty() || word.empty()) return out;
   util::RunRequest req;
   req.argv = {"grep", "-rlw", "--include=*.c", "-e", word, "--"};
-  for (const char* d : {"drivers", "sound", "net", "fs", "kernel", "mm", "block", "crypto", "lib", "virt", "security"})
+  for (const char* d : {"drivers", "sound", "net", "fs", "kernel", "mm", "block", "crypto", "lib", "virt", "security",
+                        "arch/x86"})
     if (fs::exists(tree / d)) req.argv.push_back(d);
   req.cwd = tree;
   req.timeout = 120s;
