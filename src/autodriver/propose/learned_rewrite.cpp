@@ -307,6 +307,23 @@ void learn_identifier_votes(SiteIndex& idx, const std::string& sym, std::map<std
 
 /// The kernel's own functions that used `sym` and no longer do: each changed statement that used
 /// it, paired with what replaced it, anti-unified into a template (and its expression core).
+/// Where an old token outside every diff hunk sits in the new sequence (npos inside a hunk):
+/// the diff's alignment, which holds even when the LCS splits one rewritten statement into a
+/// deletion and an insertion.
+struct Alignment {
+  const std::vector<TokenHunk>& hunks;
+  std::size_t a0, b0; ///< the ranges' first tokens (aligned)
+  std::size_t operator()(std::size_t i) const {
+    long delta = static_cast<long>(b0) - static_cast<long>(a0);
+    for (const auto& h : hunks) {
+      if (i >= h.a_first && i < h.a_first + h.a_count) return std::string::npos;
+      if (h.a_first + h.a_count > i) break;
+      delta = static_cast<long>(h.b_first + h.b_count) - static_cast<long>(h.a_first + h.a_count);
+    }
+    return static_cast<std::size_t>(static_cast<long>(i) + delta);
+  }
+};
+
 /// A member access the kernel rewrote as another member path (`E->wol_enabled` ->
 /// `E->ethtool->wol_enabled`, `E.cpu_core_id` -> `E.topo.core_id`): the tokens around `op sym`
 /// are unchanged and what the new code has between them is `op ident (op ident)*`. Read off the
@@ -316,18 +333,7 @@ void member_path_votes(const SourceFile& before, const SourceFile& after, const 
                        std::map<std::string, Vote>& votes, std::map<std::string, StmtTemplate>& templates) {
   const auto& a = before.tokens;
   const auto& b = after.tokens;
-  // New index of an old token outside every hunk (npos inside one).
-  auto mapped = [&](std::size_t i) -> std::size_t {
-    long delta = static_cast<long>(nu.body) - static_cast<long>(u.body);
-    for (const auto& h : hunks) {
-      if (i >= h.a_first && i < h.a_first + h.a_count) return std::string::npos;
-      if (h.a_first + h.a_count <= i)
-        delta = static_cast<long>(h.b_first + h.b_count) - static_cast<long>(h.a_first + h.a_count);
-      else
-        break;
-    }
-    return static_cast<std::size_t>(static_cast<long>(i) + delta);
-  };
+  const Alignment mapped{hunks, u.body, nu.body};
   for (std::size_t s = u.body + 2; s + 1 <= u.last; ++s) {
     if (a[s].text != sym || (a[s - 1].text != "->" && a[s - 1].text != ".")) continue;
     std::size_t l = mapped(s - 2), r = mapped(s + 1);
@@ -398,7 +404,12 @@ void learn_statement_votes(SiteIndex& idx, const std::string& sym, const std::st
         auto os = enclosing_statements(before.tokens, h.a_first, h.a_first + h.a_count - 1, u.body + 1, u.last);
         if (!os || !seen.insert(os->first).second) continue;
         std::vector<std::string> neu;
-        if (h.b_count > 0) {
+        // The new statement(s): what lies between the images of the tokens around the old ones.
+        const Alignment align{hunks, u.body, nu->body};
+        std::size_t l = align(os->first - 1), r = align(os->second + 1);
+        if (l != std::string::npos && r != std::string::npos && r > l + 1) {
+          neu = texts(after.tokens, l + 1, r - 1);
+        } else if (h.b_count > 0) {
           auto ns = enclosing_statements(after.tokens, h.b_first, h.b_first + h.b_count - 1, nu->body + 1, nu->last);
           if (!ns) continue;
           neu = texts(after.tokens, ns->first, ns->second);
