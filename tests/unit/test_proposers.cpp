@@ -576,6 +576,17 @@ vmxnet3_append_frag(struct sk_buff *skb, struct Vmxnet3_RxCompDesc *rcd,
   EXPECT_EQ(after->find("skb_frag_off_set"), std::string::npos) << *after;
 }
 
+TEST(CTokens, ChangedFunctions) {
+  const std::string before = "static int n;\nstatic int a(void)\n{\n\treturn 1;\n}\nstatic int b(void)\n{\n\treturn 2;\n}\n";
+  std::string after = before;
+  after.replace(after.find("return 2"), 8, "return 3");
+  EXPECT_EQ(propose::changed_functions(before, after), (std::set<std::string>{"b"}));
+  std::string top = before;
+  top.replace(top.find("static int n;"), 13, "static long n;");
+  EXPECT_EQ(propose::changed_functions(before, top), (std::set<std::string>{""}));
+  EXPECT_EQ(propose::changed_functions(before, "/* comment */\n" + before), (std::set<std::string>{""}));
+}
+
 TEST(StmtTemplate, EnclosingStatementStopsAtControlHeaders) {
   auto toks = propose::tokenize("{ if (a) dev->features |= NETIF_F_LLTX; x = (int)y; }");
   std::size_t lltx = 0, y = 0;

@@ -12,6 +12,7 @@
 #include "autodriver/loop/compat.hpp"
 #include "autodriver/loop/patch_series.hpp"
 #include "autodriver/propose/apply.hpp"
+#include "autodriver/propose/c_tokens.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/strings.hpp"
@@ -113,6 +114,8 @@ struct Trial {
   BuildState state;
   std::vector<std::pair<std::string, std::string>> snapshot;
   bool applied = false;
+  /// Per edit (in order): "file|function" it changed ("file|" for code outside functions).
+  std::vector<std::set<std::string>> touched;
 };
 
 /// Copy `work`, apply the edits in order, build. Returns the state and changed files' contents.
@@ -124,13 +127,25 @@ util::Expected<Trial> try_edits(const std::vector<const propose::Edit*>& edits, 
   if (auto c = util::copy_tree(work, t, util::SkipBuildProducts::yes); !c) return unexpected(c.error());
   Trial trial;
   std::set<std::string> changed;
+  std::map<std::string, std::string> texts; // files as the previous edits left them
   for (const auto* e : edits) {
+    trial.touched.emplace_back();
     auto a = propose::apply_edit(*e, t, dir->path() / "rules");
     if (!a) {
       util::log_debug("apply failed: {}", a.error().message);
       continue;
     }
-    for (const auto& f : a->changed_files) changed.insert(f);
+    for (const auto& f : a->changed_files) {
+      changed.insert(f);
+      auto text_of = [](const fs::path& path) {
+        auto r = util::read_file(path);
+        return r ? std::move(*r) : std::string();
+      };
+      if (!texts.count(f)) texts[f] = text_of(work / f);
+      std::string now = text_of(t / f);
+      for (const auto& fn : propose::changed_functions(texts[f], now)) trial.touched.back().insert(f + "|" + fn);
+      texts[f] = std::move(now);
+    }
   }
   if (changed.empty()) return trial;
   trial.applied = true;
@@ -149,8 +164,6 @@ util::Expected<void> write_snapshot(const fs::path& work, const std::vector<std:
     if (auto w = util::write_file(work / f, text); !w) return w;
   return {};
 }
-
-} // namespace
 
 /// Replays `accepted` except entry `skip` on a fresh copy of the original tree, recording new
 /// snapshots (a later edit's snapshot of a shared file must not carry the dropped edit).
@@ -173,6 +186,8 @@ util::Expected<std::vector<AcceptedEdit>> replay_without(const std::vector<Accep
   }
   return kept;
 }
+
+} // namespace
 
 util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn& progress) {
   auto start = Clock::now();
@@ -360,6 +375,29 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
         *cur = std::move(t->state);
         progressed = true;
         return {};
+      }
+      if (better && !no_new && depth == 0) {
+        // A near miss: drop the edits that touched the functions where the new errors are
+        // (a body retyped for one callback exposing another change) and try the rest once.
+        std::set<std::string> new_at;
+        for (const auto& d : t->state.errors)
+          if (!cur->signatures.count(error_signature(d))) new_at.insert(d.file + "|" + d.function);
+        std::vector<const propose::Edit*> rest;
+        for (std::size_t i = 0; i < set.size(); ++i) {
+          bool suspect = false;
+          for (const auto& where : i < t->touched.size() ? t->touched[i] : std::set<std::string>{}) {
+            auto file = where.substr(0, where.find('|'));
+            if (new_at.count(where) || new_at.count(file + "|")) suspect = true;
+          }
+          if (!suspect) rest.push_back(set[i]);
+        }
+        if (!rest.empty() && rest.size() < set.size()) {
+          note(fmt::format("{} of {} changes touched the functions of the new errors: trying the other {}",
+                           set.size() - rest.size(), set.size(), rest.size()));
+          bool before_progress = progressed;
+          if (auto r = try_set(rest, depth + 1); !r) return r;
+          if (progressed && !before_progress) return {};
+        }
       }
       if (!better || depth >= 3 || set.size() < 4) return {};
       std::vector<const propose::Edit*> lo(set.begin(), set.begin() + static_cast<long>(set.size() / 2));

@@ -1,6 +1,7 @@
 #include "autodriver/propose/c_tokens.hpp"
 
 #include <cctype>
+#include <map>
 #include <regex>
 #include <set>
 
@@ -344,6 +345,35 @@ bool has_word(std::string_view text, std::string_view word) {
     pos += word.size();
   }
   return false;
+}
+
+std::set<std::string> changed_functions(std::string_view before, std::string_view after) {
+  auto bt = tokenize(before), at = tokenize(after);
+  auto body = [](const std::vector<Token>& toks, const Unit& u) {
+    std::string out;
+    for (std::size_t k = u.first; k <= u.last && k < toks.size(); ++k) out += toks[k].text + ' ';
+    return out;
+  };
+  // Tokens outside functions, joined, and each function's tokens by name.
+  auto split = [&](const std::vector<Token>& toks, std::map<std::string, std::string>& fns) {
+    std::vector<bool> inside(toks.size(), false);
+    for (const auto& u : find_units(toks)) {
+      if (u.kind != UnitKind::function) continue;
+      fns[u.name] = body(toks, u);
+      for (std::size_t k = u.first; k <= u.last && k < toks.size(); ++k) inside[k] = true;
+    }
+    std::string rest;
+    for (std::size_t k = 0; k < toks.size(); ++k)
+      if (!inside[k]) rest += toks[k].text + ' ';
+    return rest;
+  };
+  std::map<std::string, std::string> old_fns, new_fns;
+  std::string old_rest = split(bt, old_fns), new_rest = split(at, new_fns);
+  std::set<std::string> out;
+  for (const auto& [name, text] : new_fns)
+    if (auto it = old_fns.find(name); it == old_fns.end() || it->second != text) out.insert(name);
+  if (out.empty() || old_rest != new_rest) out.insert("");
+  return out;
 }
 
 } // namespace autodriver::propose

@@ -2,6 +2,7 @@
 // A small C tokenizer and "unit" finder (top-level function definitions and initialized
 // declarations). Driver sources are data: this only reads them.
 
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,6 +69,10 @@ std::string join_tokens(const std::vector<Token>& toks, std::size_t first, std::
 
 /// `#include <x>` / `#include "x"` targets of the file, in order.
 std::vector<std::string> includes_of(const std::vector<Token>& toks);
+
+/// The functions whose tokens differ between two versions of a file, by name ("" stands for the
+/// code outside every function, also reported when nothing inside one changed).
+std::set<std::string> changed_functions(std::string_view before, std::string_view after);
 
 /// True if `word` occurs as a whole identifier in `text`.
 bool has_word(std::string_view text, std::string_view word);

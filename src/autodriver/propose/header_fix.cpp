@@ -87,9 +87,7 @@ public:
   std::vector<Edit> propose(const std::vector<core::Diagnostic>& diags, const PortContext& ctx) override {
     std::vector<Edit> out;
     if (ctx.new_src.empty()) return out;
-    std::vector<fs::path> driver_files;
-    for (const auto& rel : util::list_files(ctx.original_tree)) driver_files.push_back(ctx.original_tree / rel);
-    SiteIndex idx(ctx.old_src, ctx.new_src, ctx.leave_out, driver_files);
+    SiteIndex& idx = m_sites.get(ctx);
     std::set<std::string> seen;
     for (const auto& d : diags) {
       if (d.symbols.empty() || d.severity == core::Severity::note) continue;
@@ -111,6 +109,8 @@ public:
   }
 
 private:
+  SiteIndexCache m_sites;
+
   /// `struct drm_framebuffer base;` on the diagnostic's line -> "drm_framebuffer"; else `field`.
   static std::string field_type(const PortContext& ctx, const core::Diagnostic& d, const std::string& field) {
     auto text = util::read_file(ctx.tree / d.file);

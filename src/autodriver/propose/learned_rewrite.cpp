@@ -439,9 +439,7 @@ public:
   std::vector<Edit> propose(const std::vector<Diagnostic>& diags, const PortContext& ctx) override {
     std::vector<Edit> out;
     if (ctx.old_src.empty() || ctx.new_src.empty()) return out;
-    std::vector<fs::path> driver_files;
-    for (const auto& rel : util::list_files(ctx.original_tree)) driver_files.push_back(ctx.original_tree / rel);
-    SiteIndex idx(ctx.old_src, ctx.new_src, ctx.leave_out, driver_files);
+    SiteIndex& idx = m_sites.get(ctx);
 
     std::set<std::string> calls, idents, merges;
     std::set<std::pair<std::string, std::string>> stmts; // symbol, where to look for it
@@ -492,6 +490,8 @@ public:
   }
 
 private:
+  SiteIndexCache m_sites;
+
   void learn_call(SiteIndex& idx, const std::string& sym, std::vector<Edit>& out) {
     std::map<std::string, Vote> votes;
     int unchanged = 0;

@@ -79,6 +79,8 @@ std::shared_ptr<const SourceFile> SiteIndex::load(const fs::path& tree, const st
 std::vector<std::string> SiteIndex::files_using(const fs::path& tree, const std::string& word, std::size_t limit) {
   std::vector<std::string> out;
   if (tree.empty() || word.empty()) return out;
+  const std::string key = tree.string() + '\n' + word + '\n' + std::to_string(limit);
+  if (auto it = m_grep_cache.find(key); it != m_grep_cache.end()) return it->second;
   util::RunRequest req;
   req.argv = {"grep", "-rlw", "--include=*.c", "-e", word, "--"};
   for (const char* d : {"drivers", "sound", "net", "fs", "kernel", "mm", "block", "crypto", "lib", "virt", "security",
@@ -97,6 +99,7 @@ std::vector<std::string> SiteIndex::files_using(const fs::path& tree, const std:
     if (left_out(rel, tree)) continue;
     out.push_back(rel);
   }
+  m_grep_cache[key] = out;
   return out;
 }
 
@@ -119,7 +122,11 @@ std::vector<FilePair> SiteIndex::pairs_using(const std::string& word, std::size_
   for (const auto& rel : files_using(m_old, word, which == Pairs::changed ? 4000 : 400)) {
     if (out.size() >= limit) break;
     if (!fs::exists(m_new / rel)) continue;
-    if (which == Pairs::changed && same_file(m_old / rel, m_new / rel)) continue;
+    if (which == Pairs::changed) {
+      auto it = m_changed.find(rel);
+      if (it == m_changed.end()) it = m_changed.emplace(rel, !same_file(m_old / rel, m_new / rel)).first;
+      if (!it->second) continue;
+    }
     auto b = load(m_old, rel);
     auto a = load(m_new, rel);
     if (!b || !a) continue;
@@ -127,6 +134,18 @@ std::vector<FilePair> SiteIndex::pairs_using(const std::string& word, std::size_
     out.push_back({b, a});
   }
   return out;
+}
+
+SiteIndex& SiteIndexCache::get(const PortContext& ctx) {
+  std::string key = ctx.old_src.string() + '\n' + ctx.new_src.string() + '\n' + ctx.original_tree.string();
+  for (const auto& l : ctx.leave_out) key += '\n' + l;
+  if (!m_index || key != m_key) {
+    std::vector<fs::path> driver_files;
+    for (const auto& rel : util::list_files(ctx.original_tree)) driver_files.push_back(ctx.original_tree / rel);
+    m_index = std::make_unique<SiteIndex>(ctx.old_src, ctx.new_src, ctx.leave_out, driver_files);
+    m_key = std::move(key);
+  }
+  return *m_index;
 }
 
 } // namespace autodriver::propose

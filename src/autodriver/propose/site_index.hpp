@@ -3,6 +3,7 @@
 // the "before/after" pairs the learned rewrites come from. Leave-one-out is enforced here.
 
 #include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/propose/proposer.hpp"
 
 #include <filesystem>
 #include <map>
@@ -54,6 +55,19 @@ private:
   std::vector<std::string> m_leave_out;
   std::vector<std::pair<std::string, std::string>> m_driver_files; // basename, text
   std::map<std::string, std::shared_ptr<const SourceFile>> m_cache;
+  std::map<std::string, std::vector<std::string>> m_grep_cache; ///< tree + word -> files_using result
+  std::map<std::string, bool> m_changed;                        ///< rel -> differs between the trees
+};
+
+/// A proposer's SiteIndex kept across its calls in one port (same trees, leave-out and driver), so
+/// its grep, file and comparison caches carry over iterations instead of being rebuilt each time.
+class SiteIndexCache {
+public:
+  SiteIndex& get(const PortContext& ctx);
+
+private:
+  std::string m_key;
+  std::unique_ptr<SiteIndex> m_index;
 };
 
 } // namespace autodriver::propose
