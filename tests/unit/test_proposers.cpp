@@ -587,6 +587,41 @@ TEST(CTokens, ChangedFunctions) {
   EXPECT_EQ(propose::changed_functions(before, "/* comment */\n" + before), (std::set<std::string>{""}));
 }
 
+TEST(TargetApi, MemberSuccessorKeepsTheOldType) {
+  // 6.12 dropped block_device.bd_inode; bd_holder is as similar a name, but a void *.
+  auto tmp = util::TempDir::create(util::scratch_root(), "member-type-");
+  ASSERT_TRUE(tmp.has_value());
+  const fs::path old_src = tmp->path() / "old", new_src = tmp->path() / "new", tree = tmp->path() / "tree";
+  for (const auto& d : {old_src / "include/linux", new_src / "include/linux", tree}) fs::create_directories(d);
+  ASSERT_TRUE(util::write_file(old_src / "include/linux/blk_types.h",
+                               "struct block_device {\n\tsector_t bd_start_sect;\n\tstruct inode *bd_inode;\n"
+                               "\tvoid *bd_holder;\n};\n").has_value());
+  ASSERT_TRUE(util::write_file(new_src / "include/linux/blk_types.h",
+                               "struct block_device {\n\tsector_t bd_start_sect;\n\tvoid *bd_holder;\n"
+                               "\tstruct inode *bd_inodes;\n};\n").has_value());
+  ASSERT_TRUE(util::write_file(tree / "x.c", "sector_t size(struct block_device *b)\n{\n\treturn i_size_read(b->bd_inode);\n}\n")
+                  .has_value());
+  core::Kernel from, to;
+  from.build_dir = old_src;
+  to.build_dir = new_src;
+  propose::PortContext ctx;
+  ctx.from = &from;
+  ctx.to = &to;
+  ctx.old_src = old_src;
+  ctx.new_src = new_src;
+  ctx.tree = tree;
+  ctx.original_tree = tree;
+  ctx.scratch = tmp->path() / "s";
+  core::Diagnostic d;
+  d.kind = core::DiagKind::no_member;
+  d.file = "x.c";
+  d.line = 3;
+  d.symbols = {"struct block_device", "bd_inode"};
+  std::vector<std::string> titles;
+  for (const auto& e : propose::make_target_api()->propose({d}, ctx)) titles.push_back(e.title);
+  EXPECT_EQ(titles, (std::vector<std::string>{"struct block_device.bd_inode was renamed to .bd_inodes"}));
+}
+
 TEST(StmtTemplate, EnclosingStatementStopsAtControlHeaders) {
   auto toks = propose::tokenize("{ if (a) dev->features |= NETIF_F_LLTX; x = (int)y; }");
   std::size_t lltx = 0, y = 0;

@@ -501,11 +501,26 @@ private:
           if (u.kind == UnitKind::function && u.name == value) value_is_function = true;
       }
     auto fn_members = idx.function_pointer_members(tag);
+    // With the old kernel at hand, a successor has the type the member had: a similar name of
+    // another type (block_device.bd_inode -> bd_holder, a void *) compiles and is wrong.
+    auto squash = [](std::string t) {
+      t.erase(std::remove(t.begin(), t.end(), ' '), t.end());
+      return t;
+    };
+    std::string old_type;
+    std::map<std::string, std::string> new_types;
+    if (!ctx.old_src.empty() && ctx.from) {
+      TargetIndex old_idx(ctx.old_src, ctx.from->build_dir);
+      for (const auto& p : old_idx.struct_member_types(tag))
+        if (p.name == m) old_type = squash(p.type);
+      for (const auto& p : idx.struct_member_types(tag)) new_types[p.name] = squash(p.type);
+    }
     std::vector<std::pair<double, std::string>> cands;
     for (const auto& x : members) {
       double s = name_similarity(m, x);
       if (s < 0.5) continue;
       if (!value.empty() && value_is_function != (fn_members.count(x) > 0)) continue;
+      if (auto it = new_types.find(x); !old_type.empty() && it != new_types.end() && it->second != old_type) continue;
       cands.push_back({s, x});
     }
     std::sort(cands.begin(), cands.end(), [](auto& a, auto& b) { return a.first > b.first; });
