@@ -622,6 +622,44 @@ TEST(TargetApi, MemberSuccessorKeepsTheOldType) {
   EXPECT_EQ(titles, (std::vector<std::string>{"struct block_device.bd_inode was renamed to .bd_inodes"}));
 }
 
+TEST(TargetApi, ObsoleteAnnotationDropped) {
+  // dpdk-kmods' igb_uio.c as its maintainers wrote it for kernels before 3.8.
+  auto tmp = util::TempDir::create(util::scratch_root(), "annotation-");
+  ASSERT_TRUE(tmp.has_value());
+  const fs::path src = tmp->path() / "linux", tree = tmp->path() / "tree";
+  fs::create_directories(src / "include/linux");
+  fs::create_directories(tree);
+  ASSERT_TRUE(util::write_file(src / "include/linux/init.h", "#define __init __section(\".init.text\")\n").has_value());
+  ASSERT_TRUE(util::write_file(tree / "igb_uio.c", "static int __devinit\nigbuio_pci_probe(struct pci_dev *dev, const "
+                                                   "struct pci_device_id *id)\n{\n\treturn 0;\n}\n"
+                                                   "static int __init igbuio_pci_init_module(void)\n{\n\treturn 0;\n}\n")
+                  .has_value());
+  core::Kernel to;
+  to.build_dir = src;
+  propose::PortContext ctx;
+  ctx.to = &to;
+  ctx.new_src = src;
+  ctx.tree = tree;
+  ctx.original_tree = tree;
+  ctx.scratch = tmp->path() / "s";
+  core::Diagnostic d;
+  d.kind = core::DiagKind::syntax_error;
+  d.file = "igb_uio.c";
+  d.line = 2;
+  d.message = "expected '=', ',', ';', 'asm' or '__attribute__' before 'igbuio_pci_probe'";
+  auto edits = propose::make_target_api()->propose({d}, ctx);
+  ASSERT_EQ(edits.size(), 1u);
+  ASSERT_TRUE(propose::apply_edit(edits[0], tree, ctx.scratch));
+  auto after = util::read_file(tree / "igb_uio.c");
+  ASSERT_TRUE(after.has_value());
+  EXPECT_TRUE(after->starts_with("static int\nigbuio_pci_probe(")) << *after;
+  // An annotation the target defines is not the problem.
+  d.line = 6;
+  d.message = "expected '=', ',', ';', 'asm' or '__attribute__' before 'igbuio_pci_init_module'";
+  auto none = propose::make_target_api()->propose({d}, ctx);
+  EXPECT_TRUE(none.empty()) << none[0].title;
+}
+
 TEST(StmtTemplate, EnclosingStatementStopsAtControlHeaders) {
   auto toks = propose::tokenize("{ if (a) dev->features |= NETIF_F_LLTX; x = (int)y; }");
   std::size_t lltx = 0, y = 0;

@@ -184,14 +184,14 @@ const std::set<std::string>& TargetIndex::names() {
       auto text = util::read_file(it->path());
       if (!text) continue;
       auto toks = tokenize(*text);
-      for (std::size_t i = 0; i + 1 < toks.size(); ++i) {
+      for (std::size_t i = 0; i < toks.size(); ++i) {
         if (toks[i].kind == TokKind::pp_line) {
           static const std::regex k_def(R"(^#\s*define\s+([A-Za-z_]\w*))");
           std::smatch m;
           if (std::regex_search(toks[i].text, m, k_def)) m_names.insert(m[1].str());
           continue;
         }
-        if (toks[i].kind == TokKind::ident && toks[i + 1].text == "(" && i > 0 &&
+        if (toks[i].kind == TokKind::ident && i + 1 < toks.size() && toks[i + 1].text == "(" && i > 0 &&
             (toks[i - 1].kind == TokKind::ident || toks[i - 1].text == "*"))
           m_names.insert(toks[i].text);
       }
