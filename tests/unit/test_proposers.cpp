@@ -660,6 +660,48 @@ TEST(TargetApi, ObsoleteAnnotationDropped) {
   EXPECT_TRUE(none.empty()) << none[0].title;
 }
 
+TEST(InlineRemoved, LegacyWrappersWithoutAnOldKernel) {
+  // No --from: pci_free_consistent() and PCI_DMA_TODEVICE come from the kernel's own last
+  // pci-dma-compat.h (legacy_api), as xtrx-dkms used them before 5.18.
+  const fs::path root = fs::path(AD_FIXTURES) / "inline";
+  auto tmp = util::TempDir::create(util::scratch_root(), "legacy-");
+  ASSERT_TRUE(tmp.has_value());
+  fs::create_directories(tmp->path() / "tree");
+  ASSERT_TRUE(util::write_file(tmp->path() / "tree/x.c",
+                               "static void rel(struct xtrx_dev *d, struct buf *b, unsigned len)\n{\n"
+                               "\tpci_free_consistent(d->pdev, len, b->virt, b->phys);\n"
+                               "\tpci_unmap_single(d->pdev, b->phys, len, PCI_DMA_TODEVICE);\n}\n")
+                  .has_value());
+  core::Kernel to;
+  to.build_dir = root / "new";
+  propose::PortContext ctx;
+  ctx.new_src = root / "new";
+  ctx.to = &to;
+  ctx.tree = tmp->path() / "tree";
+  ctx.original_tree = ctx.tree;
+  ctx.scratch = tmp->path() / "s";
+  auto diag = [](core::DiagKind k, const std::string& sym) {
+    core::Diagnostic d;
+    d.kind = k;
+    d.file = "x.c";
+    d.line = 3;
+    d.symbols = {sym};
+    return d;
+  };
+  auto edits = propose::make_inline_removed()->propose(
+      {diag(core::DiagKind::implicit_function_declaration, "pci_free_consistent"),
+       diag(core::DiagKind::undeclared_identifier, "PCI_DMA_TODEVICE")},
+      ctx);
+  ASSERT_EQ(edits.size(), 2u);
+  if (util::find_program("spatch").empty()) GTEST_SKIP() << "spatch not installed";
+  for (const auto& e : edits) ASSERT_TRUE(propose::apply_edit(e, ctx.tree, ctx.scratch)) << e.title;
+  auto after = util::read_file(ctx.tree / "x.c");
+  ASSERT_TRUE(after.has_value());
+  EXPECT_NE(after->find("dma_free_coherent(&d->pdev->dev, len, b->virt, b->phys);"), std::string::npos) << *after;
+  EXPECT_NE(after->find("DMA_TO_DEVICE);"), std::string::npos) << *after;
+  EXPECT_EQ(after->find("PCI_DMA_TODEVICE"), std::string::npos) << *after;
+}
+
 TEST(StmtTemplate, EnclosingStatementStopsAtControlHeaders) {
   auto toks = propose::tokenize("{ if (a) dev->features |= NETIF_F_LLTX; x = (int)y; }");
   std::size_t lltx = 0, y = 0;

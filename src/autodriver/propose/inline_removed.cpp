@@ -1,12 +1,16 @@
 // inline-removed: a helper the old kernel defined in a header as a one-expression static inline
 // (or a function-like macro) and the target no longer declares anywhere: its calls become its old
 // body with the arguments in place. 6.12 moved `fd_is_open(fd, fdt)` into fs/file.c as a static
-// function; 6.1's <linux/fdtable.h> said `return test_bit(fd, fdt->open_fds);`. The target's
-// headers must not declare the name (then header-fix adds the include instead), and the body must
-// use each parameter at most once (an argument with side effects is not duplicated); the build
-// gate decides whether what the body uses still exists in the target.
+// function; 6.1's <linux/fdtable.h> said `return test_bit(fd, fdt->open_fds);`. An old alias
+// (`#define PCI_DMA_TODEVICE DMA_TO_DEVICE`) becomes a rename. The old kernel's headers come from
+// --from; wrappers the kernel removed before any kernel here come from legacy_api (its own last
+// definitions, e.g. pci-dma-compat.h). The target's headers must not declare the name (then
+// header-fix adds the include instead), and the body must use each parameter at most once (an
+// argument with side effects is not duplicated); the build gate decides whether what the body
+// uses still exists in the target.
 
 #include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/propose/legacy_api.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/target_decls.hpp"
 #include "autodriver/util/files.hpp"
@@ -19,6 +23,7 @@
 #include <cctype>
 #include <map>
 #include <optional>
+#include <regex>
 #include <set>
 
 namespace autodriver::propose {
@@ -54,73 +59,93 @@ std::optional<std::vector<std::string>> single_expression(const std::vector<Toke
   return out;
 }
 
-/// The definition of `name` in the old kernel's headers, when it is one expression.
-std::optional<OldBody> old_body(const fs::path& old_src, const std::string& name) {
-  util::RunRequest req;
-  req.argv = {"grep", "-rnE", "--include=*.h", "(^|[ *])" + name + "\\(|define " + name + "\\(", "include",
-              "arch/x86/include"};
-  req.cwd = old_src;
-  req.timeout = 60s;
-  auto r = util::run(req);
-  if (!r) return std::nullopt;
-  std::set<std::string> files;
-  for (auto l : util::split_lines(r->out)) {
-    auto c = l.find(':');
-    if (c != std::string_view::npos) files.emplace(l.substr(0, c));
+/// The definition of `name` in one header's text, when it is one expression.
+std::optional<OldBody> body_in(const std::string& text, const std::string& name, const std::string& where) {
+  auto toks = tokenize(text);
+  // A function-like macro: one pp_line token "#define name(a, b) body".
+  for (const auto& t : toks) {
+    if (t.kind != TokKind::pp_line) continue;
+    std::string def = t.text;
+    for (auto pos = def.find("\\\n"); pos != std::string::npos; pos = def.find("\\\n")) def.replace(pos, 2, " ");
+    auto p = def.find("define");
+    if (p == std::string::npos || def.compare(0, 1, "#") != 0) continue;
+    auto rest = std::string(util::trim(std::string_view(def).substr(p + 6)));
+    if (!rest.starts_with(name + "(")) continue;
+    auto close = rest.find(')');
+    if (close == std::string::npos) continue;
+    OldBody b;
+    b.is_macro = true;
+    for (const auto& prm : split_top_level(rest.substr(name.size() + 1, close - name.size() - 1))) b.params.push_back(prm);
+    for (const auto& bt : tokenize(rest.substr(close + 1))) b.expr.push_back(bt.text);
+    // An expression, not a statement macro.
+    bool bad = b.expr.empty();
+    for (const auto& x : b.expr)
+      if (x == ";" || x == "{" || x == "#" || x == "##" || x == "do") bad = true;
+    for (const auto& prm : b.params)
+      if (!is_ident(prm)) bad = true; // variadic macros
+    if (bad) continue;
+    b.where = fmt::format("{}:{}", where, t.line);
+    return b;
   }
-  for (const auto& rel : files) {
-    auto text = util::read_file(old_src / rel);
-    if (!text) continue;
-    auto toks = tokenize(*text);
-    // A function-like macro: one pp_line token "#define name(a, b) body".
-    for (const auto& t : toks) {
-      if (t.kind != TokKind::pp_line) continue;
-      std::string def = t.text;
-      for (auto pos = def.find("\\\n"); pos != std::string::npos; pos = def.find("\\\n")) def.replace(pos, 2, " ");
-      auto p = def.find("define");
-      if (p == std::string::npos || def.compare(0, 1, "#") != 0) continue;
-      auto rest = std::string(util::trim(std::string_view(def).substr(p + 6)));
-      if (!rest.starts_with(name + "(")) continue;
-      auto close = rest.find(')');
-      if (close == std::string::npos) continue;
-      OldBody b;
-      b.is_macro = true;
-      for (const auto& prm : split_top_level(rest.substr(name.size() + 1, close - name.size() - 1)))
-        b.params.push_back(prm);
-      auto body = tokenize(rest.substr(close + 1));
-      for (const auto& bt : body) b.expr.push_back(bt.text);
-      // An expression, not a statement macro.
-      bool bad = b.expr.empty();
-      for (const auto& x : b.expr)
-        if (x == ";" || x == "{" || x == "#" || x == "##" || x == "do") bad = true;
-      for (const auto& prm : b.params)
-        if (!is_ident(prm)) bad = true; // variadic macros
-      if (bad) continue;
-      b.where = fmt::format("{}:{}", rel, t.line);
-      return b;
-    }
-    for (const auto& u : find_units(toks)) {
-      if (u.kind != UnitKind::function || u.name != name) continue;
-      bool is_static = false;
-      for (std::size_t k = u.first; k < u.body; ++k)
-        if (toks[k].text == "static") is_static = true;
-      if (!is_static) continue; // an exported function: its body is not the driver's to copy
-      std::size_t close = matching_close(toks, u.body);
-      if (close == std::string::npos) continue;
-      auto expr = single_expression(toks, u.body, close);
-      if (!expr) continue;
-      std::string decl;
-      for (std::size_t k = u.first; k < u.body; ++k) decl += toks[k].text + " ";
-      auto proto = parse_prototype(decl, name);
-      if (!proto || proto->variadic) continue;
-      OldBody b;
-      for (const auto& prm : proto->params)
-        if (!(prm.name.empty() && prm.type == "void")) b.params.push_back(prm.name);
-      b.expr = std::move(*expr);
-      b.where = fmt::format("{}:{}", rel, toks[u.first].line);
-      return b;
+  for (const auto& u : find_units(toks)) {
+    if (u.kind != UnitKind::function || u.name != name) continue;
+    bool is_static = false;
+    for (std::size_t k = u.first; k < u.body; ++k)
+      if (toks[k].text == "static") is_static = true;
+    if (!is_static) continue; // an exported function: its body is not the driver's to copy
+    std::size_t close = matching_close(toks, u.body);
+    if (close == std::string::npos) continue;
+    auto expr = single_expression(toks, u.body, close);
+    if (!expr) continue;
+    std::string decl;
+    for (std::size_t k = u.first; k < u.body; ++k) decl += toks[k].text + " ";
+    auto proto = parse_prototype(decl, name);
+    if (!proto || proto->variadic) continue;
+    OldBody b;
+    for (const auto& prm : proto->params)
+      if (!(prm.name.empty() && prm.type == "void")) b.params.push_back(prm.name);
+    b.expr = std::move(*expr);
+    b.where = fmt::format("{}:{}", where, toks[u.first].line);
+    return b;
+  }
+  return std::nullopt;
+}
+
+/// `#define name OTHER` (an alias of one identifier) in one header's text.
+std::optional<std::pair<std::string, std::string>> alias_in(const std::string& text, const std::string& name,
+                                                            const std::string& where) {
+  static const std::regex k_alias(R"(^#\s*define\s+([A-Za-z_]\w*)\s+([A-Za-z_]\w*)\s*$)");
+  for (const auto& t : tokenize(text)) {
+    std::smatch m;
+    if (t.kind == TokKind::pp_line && std::regex_match(t.text, m, k_alias) && m[1].str() == name)
+      return std::make_pair(m[2].str(), fmt::format("{}:{}", where, t.line));
+  }
+  return std::nullopt;
+}
+
+/// The definition of `name` in the old kernel's headers, else in the table of compat wrappers
+/// the kernel removed before any kernel this machine has (legacy_api.hpp).
+template <typename Find>
+auto in_old_headers(const fs::path& old_src, const std::string& name, Find find) -> decltype(find(std::string(), std::string())) {
+  if (!old_src.empty()) {
+    util::RunRequest req;
+    req.argv = {"grep", "-rnwE", "--include=*.h", name, "include", "arch/x86/include"};
+    req.cwd = old_src;
+    req.timeout = 60s;
+    if (auto r = util::run(req)) {
+      std::set<std::string> files;
+      for (auto l : util::split_lines(r->out)) {
+        auto c = l.find(':');
+        if (c != std::string_view::npos) files.emplace(l.substr(0, c));
+      }
+      for (const auto& rel : files)
+        if (auto text = util::read_file(old_src / rel))
+          if (auto b = find(*text, rel)) return b;
     }
   }
+  for (const auto& h : legacy_headers())
+    if (has_word(h.text, name))
+      if (auto b = find(std::string(h.text), std::string(h.origin))) return b;
   return std::nullopt;
 }
 
@@ -166,16 +191,38 @@ public:
 
   std::vector<Edit> propose(const std::vector<core::Diagnostic>& diags, const PortContext& ctx) override {
     std::vector<Edit> out;
-    if (ctx.old_src.empty() || ctx.new_src.empty() || !ctx.to) return out;
-    std::set<std::string> names;
-    for (const auto& d : diags)
-      if (d.kind == core::DiagKind::implicit_function_declaration && !d.symbols.empty() && is_ident(d.symbols[0]))
-        names.insert(d.symbols[0]);
-    if (names.empty()) return out;
+    if (ctx.new_src.empty() || !ctx.to) return out;
+    std::set<std::string> names, idents;
+    for (const auto& d : diags) {
+      if (d.symbols.empty() || !is_ident(d.symbols[0])) continue;
+      if (d.kind == core::DiagKind::implicit_function_declaration) names.insert(d.symbols[0]);
+      if (d.kind == core::DiagKind::undeclared_identifier) idents.insert(d.symbols[0]);
+    }
+    if (names.empty() && idents.empty()) return out;
     TargetIndex target(ctx.new_src, ctx.to->build_dir);
+    // An old alias of another name (`#define PCI_DMA_TODEVICE DMA_TO_DEVICE`) is a rename.
+    for (const auto& name : idents) {
+      if (target.names().count(name)) continue;
+      auto a = in_old_headers(ctx.old_src, name,
+                              [&](const std::string& text, const std::string& where) { return alias_in(text, name, where); });
+      if (!a) continue;
+      Edit e;
+      e.proposer = "inline-removed";
+      e.change_id = "inline:" + name;
+      e.label = "rename";
+      e.title = fmt::format("{} was removed: use {}", name, a->first);
+      e.renames = {{name, a->first}};
+      e.symbols = {name, a->first};
+      e.support = 1;
+      e.evidence = {a->second};
+      e.description = fmt::format("{} is declared nowhere in the target kernel; {} defined it as an alias of {}.", name,
+                                  a->second, a->first);
+      out.push_back(std::move(e));
+    }
     for (const auto& name : names) {
       if (target.names().count(name)) continue; // declared elsewhere in the target: an include fixes it
-      auto b = old_body(ctx.old_src, name);
+      auto b = in_old_headers(ctx.old_src, name,
+                              [&](const std::string& text, const std::string& where) { return body_in(text, name, where); });
       if (!b) continue;
       auto expr = substituted(*b);
       if (!expr) continue;
@@ -217,7 +264,7 @@ public:
       e.support = 1;
       e.evidence = {b->where};
       e.description = fmt::format(
-          "{}() is declared nowhere in the target kernel's headers. The old kernel defined it at {} as `{}`; "
+          "{}() is declared nowhere in the target kernel's headers. {} defined it as `{}`; "
           "each call is replaced by that expression with its arguments in place.",
           name, b->where, join_c_tokens(b->expr));
       util::log_debug("inline-removed: {} -> {}", name, body);
