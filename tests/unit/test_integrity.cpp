@@ -5,6 +5,7 @@
 #include "autodriver/gate/c_scan.hpp"
 #include "autodriver/gate/gcc_parser.hpp"
 #include "autodriver/gate/integrity.hpp"
+#include "autodriver/util/files.hpp"
 #include "fixtures.hpp"
 
 #include <algorithm>
@@ -216,6 +217,32 @@ TEST(Integrity, UnrelatedChange) {
   EXPECT_TRUE(fired(r, "unrelated-change", "ppdev.c", line_of("unrelated-change", "ppdev.c", ": ioctl %u")))
       << dump(r);
   EXPECT_EQ(r.violations.size(), 1u) << dump(r);
+}
+
+TEST(Integrity, DiagnosedTopLevelLineMayBeReplaced) {
+  // tp-smapi's `static DECLARE_MUTEX(m);` (gcc: "type defaults to 'int' in declaration of
+  // 'DECLARE_MUTEX'") becomes DEFINE_SEMAPHORE: the item is named by the macro, so only the
+  // diagnostic on the line explains the change; the same change on a line without one does not.
+  auto tmp = util::TempDir::create(util::scratch_root(), "integrity-decl-");
+  ASSERT_TRUE(tmp.has_value());
+  const std::string original = "static DECLARE_MUTEX(thinkpad_ec_mutex);\nstatic int a;\nstatic int x;\n";
+  for (const char* side : {"original", "candidate"}) fs::create_directories(tmp->path() / side);
+  ASSERT_TRUE(util::write_file(tmp->path() / "original/ec.c", original).has_value());
+  ASSERT_TRUE(util::write_file(tmp->path() / "candidate/ec.c",
+                               "static DEFINE_SEMAPHORE(thinkpad_ec_mutex);\nstatic int a;\nstatic long x;\n")
+                  .has_value());
+  core::Diagnostic d;
+  d.kind = core::DiagKind::implicit_function_declaration;
+  d.file = "ec.c";
+  d.line = 1;
+  d.symbols = {"DECLARE_MUTEX"};
+  gate::IntegrityInput in;
+  in.original = tmp->path() / "original";
+  in.candidate = tmp->path() / "candidate";
+  in.diagnostics = {d};
+  auto r = gate::check_integrity(in);
+  EXPECT_FALSE(fired(r, "unrelated-change", "ec.c", 1)) << dump(r);
+  EXPECT_TRUE(fired(r, "unrelated-change", "ec.c", 3)) << dump(r);
 }
 
 TEST(Integrity, BadInputNeverThrows) {

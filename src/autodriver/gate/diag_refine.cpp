@@ -28,13 +28,15 @@ std::string source_line(std::map<std::string, std::string>& cache, const std::fi
 
 void refine_with_sources(std::vector<core::Diagnostic>& diags, const std::filesystem::path& tree) {
   static const std::regex k_macro_note(R"(^in expansion of macro '([^']+)')");
-  static const std::regex k_call_line(R"(^([A-Za-z_]\w*)\s*\()");
+  static const std::regex k_call_line(R"(^(?:static\s+)?([A-Za-z_]\w*)\s*\()");
   static const std::set<std::string> k_not_calls = {"if", "for", "while", "switch", "return", "sizeof", "typeof",
                                                     "__attribute__", "asm", "__asm__"};
   std::map<std::string, std::string> cache;
   for (auto& d : diags) {
-    if (d.kind != core::DiagKind::syntax_error || !d.function.empty() || d.severity == core::Severity::note) continue;
-    if (!d.message.starts_with("expected declaration specifiers")) continue;
+    if (!d.function.empty() || d.severity == core::Severity::note) continue;
+    bool syntax = d.kind == core::DiagKind::syntax_error && d.message.starts_with("expected declaration specifiers");
+    bool implicit_int = d.message.starts_with("type defaults to 'int' in declaration of '");
+    if (!syntax && !implicit_int) continue;
     std::string file = d.file;
     int line = d.line;
     std::set<std::string> expanded;
@@ -52,6 +54,8 @@ void refine_with_sources(std::vector<core::Diagnostic>& diags, const std::filesy
     if (!std::regex_search(text, m, k_call_line)) continue;
     std::string ident = m[1].str();
     if (k_not_calls.count(ident) || expanded.count(ident)) continue;
+    // "type defaults to 'int' in declaration of 'X'" names the call's own identifier.
+    if (implicit_int && d.message.find("'" + ident + "'") == std::string::npos) continue;
     d.file = file;
     d.line = line;
     d.column = 1;

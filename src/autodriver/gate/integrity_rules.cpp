@@ -423,7 +423,15 @@ void unrelated_rules(CFile& cf) {
       if (!ignorable(f.c, l)) cl.push_back(l), cs += nospace(f.c.code_line(l));
     if (ol.empty() && cl.empty()) continue;
     if (os == cs) continue; // whitespace-only
-    bool ok = std::all_of(ol.begin(), ol.end(), o_allowed) && std::all_of(cl.begin(), cl.end(), c_allowed);
+    // Lines a diagnostic points at may be replaced by anything the other rules let through (a
+    // top-level `static DECLARE_MUTEX(m);` becomes `static DEFINE_SEMAPHORE(m);`: the item's
+    // name is the macro's, so names alone would not tell).
+    auto diagnosed = [&](int l) {
+      return std::any_of(cf.dlines.begin(), cf.dlines.end(), [&](const auto& dl) { return dl.line == l; });
+    };
+    bool replaced_diagnosed = !ol.empty() && std::all_of(ol.begin(), ol.end(), diagnosed) && cl.size() <= ol.size() + 2;
+    bool ok = std::all_of(ol.begin(), ol.end(), o_allowed) &&
+              (replaced_diagnosed || std::all_of(cl.begin(), cl.end(), c_allowed));
     if (ok) continue;
     int at = !cl.empty() ? cl.front() : f.candidate_line(ol.front());
     const auto* it = !cl.empty() ? f.c.item_at(cl.front()) : f.o.item_at(ol.front());

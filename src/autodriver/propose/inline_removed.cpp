@@ -261,6 +261,7 @@ public:
         e.call = CallRewrite{name, b->params.size(), (*expr)[0], targs};
       }
       e.symbols = {name};
+      if (e.call) e.symbols.push_back(e.call->to); // the replacement's callee may appear wherever the name was
       e.support = 1;
       e.evidence = {b->where};
       e.description = fmt::format(

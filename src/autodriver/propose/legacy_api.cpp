@@ -119,11 +119,28 @@ static inline int pci_set_consistent_dma_mask(struct pci_dev *dev, u64 mask)
 }
 )";
 
+// include/linux/semaphore.h up to 2.6.36: the semaphore "mutex" helpers, renamed when the
+// mutex API took the name (2.6.37: DECLARE_MUTEX -> DEFINE_SEMAPHORE, a semaphore of count 1).
+constexpr std::string_view k_semaphore = R"(
+#define DECLARE_MUTEX(name)	DEFINE_SEMAPHORE(name)
+
+static inline void init_MUTEX(struct semaphore *sem)
+{
+	sema_init(sem, 1);
+}
+
+static inline void init_MUTEX_LOCKED(struct semaphore *sem)
+{
+	sema_init(sem, 0);
+}
+)";
+
 } // namespace
 
 const std::vector<LegacyHeader>& legacy_headers() {
   static const std::vector<LegacyHeader> k_headers = {
       {"linux<=5.17:include/linux/pci-dma-compat.h", k_pci_dma_compat},
+      {"linux<=2.6.36:include/linux/semaphore.h", k_semaphore},
   };
   return k_headers;
 }
