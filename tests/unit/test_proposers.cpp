@@ -702,6 +702,71 @@ TEST(InlineRemoved, LegacyWrappersWithoutAnOldKernel) {
   EXPECT_EQ(after->find("PCI_DMA_TODEVICE"), std::string::npos) << *after;
 }
 
+TEST(OpsSwap, FileOperationsTableBecomesProcOps) {
+  // bbswitch-dkms before 5.6 passed a struct file_operations to proc_create(); 6.1's proc_ops
+  // (its definition below is the kernel's) prefixes every member with proc_ and has no owner.
+  auto tmp = util::TempDir::create(util::scratch_root(), "ops-swap-");
+  ASSERT_TRUE(tmp.has_value());
+  const fs::path src = tmp->path() / "linux", tree = tmp->path() / "tree";
+  fs::create_directories(src / "include/linux");
+  fs::create_directories(tree);
+  ASSERT_TRUE(util::write_file(src / "include/linux/proc_fs.h", R"(struct proc_ops {
+	unsigned int proc_flags;
+	int	(*proc_open)(struct inode *, struct file *);
+	ssize_t	(*proc_read)(struct file *, char __user *, size_t, loff_t *);
+	ssize_t (*proc_read_iter)(struct kiocb *, struct iov_iter *);
+	ssize_t	(*proc_write)(struct file *, const char __user *, size_t, loff_t *);
+	loff_t	(*proc_lseek)(struct file *, loff_t, int);
+	int	(*proc_release)(struct inode *, struct file *);
+	__poll_t (*proc_poll)(struct file *, struct poll_table_struct *);
+	long	(*proc_ioctl)(struct file *, unsigned int, unsigned long);
+	int	(*proc_mmap)(struct file *, struct vm_area_struct *);
+} __randomize_layout;
+)").has_value());
+  ASSERT_TRUE(util::write_file(tree / "bbswitch.c", R"(static struct file_operations bbswitch_fops = {
+    .owner  = THIS_MODULE,
+    .open   = bbswitch_proc_open,
+    .read   = seq_read,
+    .llseek = seq_lseek,
+    .release= single_release
+};
+
+static int __init bbswitch_init(void)
+{
+    acpi_entry = proc_create("bbswitch", 0664, acpi_root_dir, &bbswitch_fops);
+    return 0;
+}
+)").has_value());
+  core::Kernel to;
+  to.build_dir = src;
+  propose::PortContext ctx;
+  ctx.to = &to;
+  ctx.new_src = src;
+  ctx.tree = tree;
+  ctx.original_tree = tree;
+  ctx.scratch = tmp->path() / "s";
+  core::Diagnostic d;
+  d.kind = core::DiagKind::incompatible_pointer_type;
+  d.file = "bbswitch.c";
+  d.line = 11;
+  d.message = "passing argument 4 of 'proc_create' from incompatible pointer type";
+  d.symbols = {"proc_create"};
+  d.notes.push_back({"/usr/src/linux-headers-6.1.0-57-common/include/linux/proc_fs.h", 114, 122,
+                     "expected 'const struct proc_ops *' but argument is of type 'struct file_operations *'"});
+  auto edits = propose::make_ops_swap()->propose({d}, ctx);
+  ASSERT_EQ(edits.size(), 1u);
+  ASSERT_TRUE(propose::apply_edit(edits[0], tree, ctx.scratch));
+  auto after = util::read_file(tree / "bbswitch.c");
+  ASSERT_TRUE(after.has_value());
+  EXPECT_TRUE(after->starts_with(R"(static struct proc_ops bbswitch_fops = {
+    .proc_open   = bbswitch_proc_open,
+    .proc_read   = seq_read,
+    .proc_lseek = seq_lseek,
+    .proc_release= single_release
+};
+)")) << *after;
+}
+
 TEST(StmtTemplate, EnclosingStatementStopsAtControlHeaders) {
   auto toks = propose::tokenize("{ if (a) dev->features |= NETIF_F_LLTX; x = (int)y; }");
   std::size_t lltx = 0, y = 0;

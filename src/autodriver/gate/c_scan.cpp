@@ -281,6 +281,31 @@ ScannedFile scan(std::string_view text) {
     if (i + 1 < f.code.size()) f.text += '\n';
   }
 
+  // Lines of later #elif/#else branches: their brackets repeat the first branch's (`#if A`
+  // `if (x) {` `#else` `if (y) {` `#endif`) and are not counted, or every item after them would
+  // be taken for part of one function.
+  std::vector<bool> later(f.code.size(), false);
+  {
+    std::vector<bool> stack;
+    for (std::size_t i = 0; i < f.code.size(); ++i) {
+      std::string_view l = f.code[i];
+      auto b = l.find_first_not_of(" \t");
+      if (f.preproc[i] && b != std::string_view::npos && l[b] == '#') {
+        auto w = l.find_first_not_of(" \t", b + 1);
+        std::string_view rest = w == std::string_view::npos ? std::string_view() : l.substr(w);
+        if (rest.starts_with("if")) stack.push_back(false);
+        else if ((rest.starts_with("elif") || rest.starts_with("else")) && !stack.empty()) stack.back() = true;
+        else if (rest.starts_with("endif") && !stack.empty()) stack.pop_back();
+        continue;
+      }
+      later[i] = std::find(stack.begin(), stack.end(), true) != stack.end();
+    }
+  }
+  auto counted = [&](std::size_t offset) {
+    int line = f.line_of(offset);
+    return line < 1 || static_cast<std::size_t>(line) > later.size() || !later[static_cast<std::size_t>(line) - 1];
+  };
+
   const std::string& t = f.text;
   std::size_t start = std::string::npos;
   int paren = 0, brace = 0;
@@ -302,6 +327,7 @@ ScannedFile scan(std::string_view text) {
       if (ch == ';') continue;
       start = i;
     }
+    if ((ch == '(' || ch == ')' || ch == '{' || ch == '}') && !counted(i)) continue;
     if (ch == '(') {
       ++paren;
     } else if (ch == ')') {
@@ -312,6 +338,7 @@ ScannedFile scan(std::string_view text) {
         int depth = 1;
         std::size_t j = i + 1;
         for (; j < t.size() && depth > 0; ++j) {
+          if ((t[j] == '{' || t[j] == '}') && !counted(j)) continue;
           if (t[j] == '{') ++depth;
           else if (t[j] == '}') --depth;
         }

@@ -157,13 +157,16 @@ struct CFile {
   std::set<std::string> file_idents;       ///< identifiers named by diagnostics pointing into this file
   std::set<std::string> o_functions;
   std::set<std::string> allowed_names;     ///< items whose edits are explained by a diagnostic
+  std::set<std::string> o_tables;          ///< top-level declarations (tables, variables) of the original
   std::vector<std::pair<int, int>> allowed_ranges;
 
   CFile(Context& c, const FilePair& fp) : ctx(c), f(fp) {
     dlines = diag_lines(ctx, f.rel);
     for (const auto& dl : dlines) collect_idents(*dl.diag, file_idents);
-    for (const auto& it : f.o.items)
+    for (const auto& it : f.o.items) {
       if (it.kind == cscan::ItemKind::function && !it.name.empty()) o_functions.insert(it.name);
+      if (it.kind == cscan::ItemKind::declaration && !it.name.empty()) o_tables.insert(it.name);
+    }
   }
 
   bool diag_into(const cscan::TopItem& it, std::set<std::string>* idents = nullptr) const {
@@ -358,6 +361,9 @@ void ops_rules(CFile& cf) {
       if (cf.ctx.removed.count(id) || cf.file_idents.count(id)) value_named = true;
     bool member_named = cf.file_idents.count(a.member) > 0;
     if (value_named) continue;
+    // The same value still set in the same table under another member: the member was renamed
+    // (`.open = f` -> `.proc_open = f` when the table's struct type changed).
+    if (vids.size() == 1 && values_in_scope[a.scope].count(uncast(a.value))) continue;
     if (removed || member_named) {
       // A callback of this file must stay wired up: renaming the member is fine, dropping it is not.
       std::string fn = vids.size() == 1 ? vids[0] : std::string();
@@ -385,9 +391,10 @@ void unrelated_rules(CFile& cf) {
     } else {
       cf.allowed_ranges.emplace_back(dl.line, dl.line);
     }
-    // a callback assigned on the diagnostic's line (`.remove = foo_remove`): its definition may change
+    // a callback assigned on the diagnostic's line (`.remove = foo_remove`): its definition may
+    // change; so may a table the line passes (`proc_create(..., &fops)`: its struct type changed)
     for (const auto& id : cscan::identifiers(f.o.code_line(dl.line)))
-      if (cf.o_functions.count(id)) cf.allowed_names.insert(id);
+      if (cf.o_functions.count(id) || cf.o_tables.count(id)) cf.allowed_names.insert(id);
   }
   for (const auto& fn : cf.o_functions)
     if (cf.ctx.diag_idents.count(fn) || cf.ctx.diag_functions.count(fn)) cf.allowed_names.insert(fn);

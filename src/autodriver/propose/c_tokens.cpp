@@ -112,6 +112,9 @@ std::vector<Token> tokenize(std::string_view s) {
     t.end = i;
     out.push_back(std::move(t));
   }
+  // Mark the tokens of later branches (#elif / #else) of preprocessor conditionals.
+  auto mask = first_branch_mask(out);
+  for (std::size_t k = 0; k < out.size(); ++k) out[k].later_branch = !mask[k];
   return out;
 }
 
@@ -129,7 +132,9 @@ std::size_t matching_close(const std::vector<Token>& toks, std::size_t open) {
   std::string c = o == "(" ? ")" : o == "[" ? "]" : "}";
   int depth = 0;
   for (std::size_t i = open; i < toks.size(); ++i) {
-    if (toks[i].kind != TokKind::punct) continue;
+    // Brackets of a later #else branch repeat those of the first (`#if A` `if (x) {` `#else`
+    // `if (y) {` `#endif`): counting both would unbalance everything after.
+    if (toks[i].kind != TokKind::punct || (toks[i].later_branch && i != open)) continue;
     if (toks[i].text == o) ++depth;
     else if (toks[i].text == c && --depth == 0) return i;
   }

@@ -17,6 +17,7 @@ struct Token {
   int line = 0;          ///< 1-based
   std::size_t begin = 0; ///< byte offsets into the source
   std::size_t end = 0;
+  bool later_branch = false; ///< inside an #elif / #else branch of a preprocessor conditional
 };
 
 /// Tokens of C source; comments dropped; a preprocessor directive is one pp_line token.
@@ -61,7 +62,8 @@ std::vector<Designated> designated_members(const std::vector<Token>& toks, const
 /// block (`#if A` `if (x) {` `#else` `if (y) {` `#endif`).
 std::vector<bool> first_branch_mask(const std::vector<Token>& toks);
 
-/// Index of the bracket closing the '(' / '[' / '{' at `open`, or npos when unbalanced.
+/// Index of the bracket closing the '(' / '[' / '{' at `open`, or npos when unbalanced. Brackets
+/// in later #elif/#else branches do not count (the first branch's nesting is the file's).
 std::size_t matching_close(const std::vector<Token>& toks, std::size_t open);
 
 /// Tokens [first, last] joined with single spaces.

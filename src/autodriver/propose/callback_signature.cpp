@@ -103,10 +103,9 @@ struct FnDecl {
 std::vector<FnDecl> fn_decls(const std::vector<Token>& toks, const std::string& fn) {
   std::vector<FnDecl> out;
   int depth = 0;
-  const auto counted = first_branch_mask(toks);
   for (std::size_t i = 0; i + 1 < toks.size(); ++i) {
-    if (toks[i].text == "{" && counted[i]) ++depth;
-    if (toks[i].text == "}" && counted[i]) --depth;
+    if (toks[i].text == "{" && !toks[i].later_branch) ++depth;
+    if (toks[i].text == "}" && !toks[i].later_branch) --depth;
     if (depth != 0 || toks[i].text != fn || toks[i + 1].text != "(") continue;
     if (i == 0 || (toks[i - 1].kind != TokKind::ident && toks[i - 1].text != "*")) continue;
     FnDecl d;

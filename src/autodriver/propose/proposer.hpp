@@ -103,5 +103,6 @@ std::unique_ptr<Proposer> make_header_fix();
 std::unique_ptr<Proposer> make_compat_kb();
 std::unique_ptr<Proposer> make_target_api();
 std::unique_ptr<Proposer> make_inline_removed();
+std::unique_ptr<Proposer> make_ops_swap();
 
 } // namespace autodriver::propose
