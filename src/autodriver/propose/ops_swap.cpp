@@ -34,20 +34,6 @@ std::string struct_tag(const std::string& type) {
   return std::regex_search(type, m, k_tag) ? m[1].str() : std::string();
 }
 
-/// 1 - edit distance / longer length ("llseek" and "lseek": 0.83).
-double edit_similarity(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  std::size_t n = std::max(a.size(), b.size());
-  return n == 0 ? 1.0 : 1.0 - static_cast<double>(prev[b.size()]) / static_cast<double>(n);
-}
-
 /// The longest prefix ending in '_' that every member shares ("proc_").
 std::string common_prefix(const std::vector<std::string>& names) {
   if (names.empty()) return {};
@@ -139,7 +125,7 @@ private:
           bool tie = false;
           for (const auto& x : to_members) {
             std::string bare = x.substr(x.starts_with(prefix) ? prefix.size() : 0);
-            double s = bare == dm.member ? 1.0 : std::max(name_similarity(dm.member, bare), edit_similarity(dm.member, bare));
+            double s = name_similarity(dm.member, bare); // token overlap or edit distance: "llseek" ~ "lseek"
             if (s > best_s) best_s = s, best = x, tie = false;
             else if (s == best_s) tie = true;
           }
