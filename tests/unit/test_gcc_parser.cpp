@@ -182,3 +182,24 @@ TEST(GccParser, FileScopeCallOfMovedMacroBecomesImplicitDeclaration) {
   gate::refine_with_sources(kept, dir->path());
   EXPECT_EQ(count(kept, DiagKind::syntax_error), 1);
 }
+
+// tp-smapi on 6.12: DEFINE_SEMAPHORE takes two arguments now; called with one it stays
+// unexpanded and gcc also says "type defaults to 'int'": that is the macro's arity, not a name
+// the target lacks.
+TEST(GccParser, MacroCalledWithTooFewArgumentsStaysAnArityError) {
+  auto dir = util::TempDir::create(util::scratch_root(), "refine-arity-");
+  ASSERT_TRUE(dir.has_value());
+  ASSERT_TRUE(util::write_file(dir->path() / "thinkpad_ec.c", "\n\nstatic DEFINE_SEMAPHORE(thinkpad_ec_mutex);\n").has_value());
+  auto ds = gate::parse_build_output(
+      "/t/thinkpad_ec.c:3:42: error: macro \"DEFINE_SEMAPHORE\" requires 2 arguments, but only 1 given\n"
+      "/t/thinkpad_ec.c:3:8: error: type defaults to 'int' in declaration of 'DEFINE_SEMAPHORE' [-Werror=implicit-int]\n",
+      gate::ParseOptions{"/t", "gcc"});
+  ASSERT_EQ(ds.size(), 2u);
+  gate::refine_with_sources(ds, dir->path());
+  EXPECT_EQ(count(ds, DiagKind::implicit_function_declaration), 0);
+  EXPECT_EQ(count(ds, DiagKind::too_few_arguments), 1);
+  // Without the arity error the same line is a call of a name the target does not define.
+  ds.erase(ds.begin());
+  gate::refine_with_sources(ds, dir->path());
+  EXPECT_NE(find(ds, DiagKind::implicit_function_declaration, "DEFINE_SEMAPHORE"), nullptr);
+}

@@ -767,6 +767,17 @@ static int __init bbswitch_init(void)
 )")) << *after;
 }
 
+TEST(CTokens, CallInsideAnElseBranchClosesThere) {
+  // falcosecurity-scap's main.c: the call sits in the #else branch of a version check.
+  auto toks = propose::tokenize("if (close_fd < 0 ||\n#if A\n    !FD_ISSET(close_fd, fdt->open_fds)\n#else\n"
+                                "    !fd_is_open(close_fd, fdt)\n#endif\n    ) {\n\tdrop = true;\n}\n");
+  auto calls = propose::find_calls(toks, 0, toks.size() - 1);
+  auto it = std::find_if(calls.begin(), calls.end(), [](const auto& c) { return c.callee == "fd_is_open"; });
+  ASSERT_NE(it, calls.end());
+  EXPECT_EQ(it->args, (std::vector<std::string>{"close_fd", "fdt"}));
+  EXPECT_EQ(toks[it->close_tok].line, 5);
+}
+
 TEST(StmtTemplate, EnclosingStatementStopsAtControlHeaders) {
   auto toks = propose::tokenize("{ if (a) dev->features |= NETIF_F_LLTX; x = (int)y; }");
   std::size_t lltx = 0, y = 0;

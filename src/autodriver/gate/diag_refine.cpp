@@ -32,6 +32,13 @@ void refine_with_sources(std::vector<core::Diagnostic>& diags, const std::filesy
   static const std::set<std::string> k_not_calls = {"if", "for", "while", "switch", "return", "sizeof", "typeof",
                                                     "__attribute__", "asm", "__asm__"};
   std::map<std::string, std::string> cache;
+  // A macro called with the wrong number of arguments is left unexpanded and reads as a K&R
+  // declaration too; gcc said so on the same line ("macro "X" requires 2 arguments").
+  std::set<std::string> macro_arity;
+  for (const auto& d : diags)
+    if ((d.kind == core::DiagKind::too_few_arguments || d.kind == core::DiagKind::too_many_arguments) &&
+        d.message.starts_with("macro ") && !d.symbols.empty())
+      macro_arity.insert(d.file + ":" + std::to_string(d.line) + ":" + d.symbols[0]);
   for (auto& d : diags) {
     if (!d.function.empty() || d.severity == core::Severity::note) continue;
     bool syntax = d.kind == core::DiagKind::syntax_error && d.message.starts_with("expected declaration specifiers");
@@ -54,6 +61,7 @@ void refine_with_sources(std::vector<core::Diagnostic>& diags, const std::filesy
     if (!std::regex_search(text, m, k_call_line)) continue;
     std::string ident = m[1].str();
     if (k_not_calls.count(ident) || expanded.count(ident)) continue;
+    if (macro_arity.count(file + ":" + std::to_string(line) + ":" + ident)) continue;
     // "type defaults to 'int' in declaration of 'X'" names the call's own identifier.
     if (implicit_int && d.message.find("'" + ident + "'") == std::string::npos) continue;
     d.file = file;

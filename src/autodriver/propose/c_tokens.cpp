@@ -134,7 +134,8 @@ std::size_t matching_close(const std::vector<Token>& toks, std::size_t open) {
   for (std::size_t i = open; i < toks.size(); ++i) {
     // Brackets of a later #else branch repeat those of the first (`#if A` `if (x) {` `#else`
     // `if (y) {` `#endif`): counting both would unbalance everything after.
-    if (toks[i].kind != TokKind::punct || (toks[i].later_branch && i != open)) continue;
+    // (A bracket opened inside a later branch closes there: count everything then.)
+    if (toks[i].kind != TokKind::punct || (toks[i].later_branch && !toks[open].later_branch)) continue;
     if (toks[i].text == o) ++depth;
     else if (toks[i].text == c && --depth == 0) return i;
   }
