@@ -138,6 +138,9 @@ static util::Expected<void> apply_renames(const std::vector<std::pair<std::strin
 }
 
 /// Token-level call rewrite: every `from(...)` with `arity` arguments becomes `to(templated args)`.
+static util::Expected<ApplyResult> apply_edit_parts(const Edit& edit, const fs::path& tree, const fs::path& scratch,
+                                                    const std::vector<std::string>& files);
+
 static util::Expected<void> apply_call_rewrite(const CallRewrite& cr, const fs::path& tree,
                                                const std::vector<std::string>& files) {
   for (const auto& f : files) {
@@ -190,8 +193,22 @@ static util::Expected<void> apply_call_rewrite(const CallRewrite& cr, const fs::
 }
 
 util::Expected<ApplyResult> apply_edit(const Edit& edit, const fs::path& tree, const fs::path& scratch) {
-  ApplyResult res;
   auto files = c_files(tree);
+  // All or nothing: an edit whose SmPL ran but whose line edits then failed must not leave the
+  // SmPL's changes behind (they would reach the tree with no patch to show for them).
+  std::map<std::string, std::string> texts;
+  for (const auto& f : files)
+    if (auto t = util::read_file(tree / f)) texts[f] = std::move(*t);
+  auto r = apply_edit_parts(edit, tree, scratch, files);
+  if (!r)
+    for (const auto& [f, t] : texts)
+      if (auto now = util::read_file(tree / f); !now || *now != t) (void)util::write_file(tree / f, t);
+  return r;
+}
+
+static util::Expected<ApplyResult> apply_edit_parts(const Edit& edit, const fs::path& tree, const fs::path& scratch,
+                                                    const std::vector<std::string>& files) {
+  ApplyResult res;
   auto before = hashes(tree, files);
   if (!edit.smpl.empty()) {
     std::error_code ec;
