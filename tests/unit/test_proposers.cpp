@@ -778,6 +778,39 @@ TEST(CTokens, CallInsideAnElseBranchClosesThere) {
   EXPECT_EQ(toks[it->close_tok].line, 5);
 }
 
+TEST(ApplyEdit, OldKernelBranchesKeepTheirOldApi) {
+  // xtrx-dkms: one call to port, and the same call in the < 5.18 branch of a compat block, which
+  // must stay as the maintainers wrote it (it is what old kernels build).
+  const std::string text = "static void a(struct xtrx_dev *d)\n{\n"
+                           "\tpci_free_consistent(d->pdev, d->len, d->virt, d->phys);\n}\n\n"
+                           "static void b(struct xtrx_dev *d)\n{\n"
+                           "#if LINUX_VERSION_CODE < KERNEL_VERSION(5, 18, 0)\n"
+                           "\tpci_free_consistent(d->pdev, d->len, d->virt, d->phys);\n"
+                           "#else\n"
+                           "\tdma_free_coherent(&d->pdev->dev, d->len, d->virt, d->phys);\n"
+                           "#endif\n}\n";
+  const long v61 = (6 << 16) + (1 << 8) + 192;
+  auto dead = propose::version_dead_lines(text, v61);
+  ASSERT_EQ(dead.size(), 13u);
+  EXPECT_FALSE(dead[2]);
+  EXPECT_TRUE(dead[8]);
+  EXPECT_FALSE(dead[10]);
+  EXPECT_FALSE(propose::version_dead_lines(text, (5 << 16) + (10 << 8))[8]);
+  auto tmp = util::TempDir::create(util::scratch_root(), "dead-branch-");
+  ASSERT_TRUE(tmp.has_value());
+  ASSERT_TRUE(util::write_file(tmp->path() / "xtrx.c", text).has_value());
+  propose::Edit e;
+  e.call = propose::CallRewrite{"pci_free_consistent", 4, "dma_free_coherent", {"& $0 -> dev", "$1", "$2", "$3"}};
+  auto r = propose::apply_edit(e, tmp->path(), tmp->path() / "s", {v61});
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->changed_files, (std::vector<std::string>{"xtrx.c"}));
+  auto after = util::read_file(tmp->path() / "xtrx.c");
+  ASSERT_TRUE(after.has_value());
+  std::string want = text;
+  want.replace(want.find("pci_free_consistent(d->pdev,"), 28, "dma_free_coherent(& d->pdev -> dev,");
+  EXPECT_EQ(*after, want);
+}
+
 TEST(StmtTemplate, EnclosingStatementStopsAtControlHeaders) {
   auto toks = propose::tokenize("{ if (a) dev->features |= NETIF_F_LLTX; x = (int)y; }");
   std::size_t lltx = 0, y = 0;

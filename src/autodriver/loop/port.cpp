@@ -130,7 +130,7 @@ util::Expected<Trial> try_edits(const std::vector<const propose::Edit*>& edits, 
   std::map<std::string, std::string> texts; // files as the previous edits left them
   for (const auto* e : edits) {
     trial.touched.emplace_back();
-    auto a = propose::apply_edit(*e, t, dir->path() / "rules");
+    auto a = propose::apply_edit(*e, t, dir->path() / "rules", {propose::linux_version_code(to.build_dir)});
     if (!a) {
       util::log_debug("apply failed: {}", a.error().message);
       continue;
@@ -169,14 +169,14 @@ util::Expected<void> write_snapshot(const fs::path& work, const std::vector<std:
 /// snapshots (a later edit's snapshot of a shared file must not carry the dropped edit).
 util::Expected<std::vector<AcceptedEdit>> replay_without(const std::vector<AcceptedEdit>& accepted, std::size_t skip,
                                                          const fs::path& original, const fs::path& tree,
-                                                         const fs::path& scratch) {
+                                                         const fs::path& scratch, const propose::ApplyOptions& options) {
   std::error_code ec;
   fs::remove_all(tree, ec);
   if (auto c = util::copy_tree(original, tree, util::SkipBuildProducts::yes); !c) return unexpected(c.error());
   std::vector<AcceptedEdit> kept;
   for (std::size_t i = 0; i < accepted.size(); ++i) {
     if (i == skip) continue;
-    auto one = propose::apply_edit(accepted[i].edit, tree, scratch / "rules");
+    auto one = propose::apply_edit(accepted[i].edit, tree, scratch / "rules", options);
     if (!one || one->changed_files.empty()) return unexpected(ErrorKind::parse, "edit no longer applies");
     AcceptedEdit acc = accepted[i];
     acc.snapshot.clear();
@@ -363,7 +363,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
         // Re-apply one by one on the work tree to record one snapshot (patch) per change.
         int before = cur->error_count();
         for (const auto* e : set) {
-          auto one = propose::apply_edit(*e, work, scratch->path() / "rules");
+          auto one = propose::apply_edit(*e, work, scratch->path() / "rules", {propose::linux_version_code(to->build_dir)});
           if (!one || one->changed_files.empty()) continue;
           AcceptedEdit acc{*e, {}, before, t->state.error_count()};
           for (const auto& f : one->changed_files)
@@ -482,7 +482,8 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
         if (!touches || Clock::now() - start > req.budget) continue;
         ++tried;
         fs::path alt = scratch->path() / "without";
-        auto kept = replay_without(rep.accepted, i, req.tree, alt, scratch->path());
+        auto kept = replay_without(rep.accepted, i, req.tree, alt, scratch->path(),
+                                   {propose::linux_version_code(to->build_dir)});
         if (!kept) continue;
         auto b = build(*to, alt, req);
         if (!b) return unexpected(b.error());

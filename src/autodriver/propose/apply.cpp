@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <regex>
 
 namespace autodriver::propose {
 
@@ -192,17 +193,125 @@ static util::Expected<void> apply_call_rewrite(const CallRewrite& cr, const fs::
   return {};
 }
 
-util::Expected<ApplyResult> apply_edit(const Edit& edit, const fs::path& tree, const fs::path& scratch) {
+std::vector<bool> version_dead_lines(const std::string& text, long code) {
+  auto lines = util::split_lines(text);
+  std::vector<bool> dead(lines.size(), false);
+  static const std::regex k_dir(R"(^\s*#\s*(if|ifdef|ifndef|elif|else|endif)\b(.*)$)");
+  static const std::regex k_cmp(
+      R"(^\s*\(*\s*LINUX_VERSION_CODE\s*(<=|>=|<|>|==|!=)\s*KERNEL_VERSION\s*\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)\s*\)*\s*(?:/[/*].*)?$)");
+  struct Frame {
+    bool parent_dead = false, any_true = false, dead = false;
+  };
+  std::vector<Frame> stack;
+  auto decide = [&](const std::string& cond) -> int { // 1 true, 0 false, -1 unknown
+    std::smatch m;
+    if (!std::regex_match(cond, m, k_cmp)) return -1;
+    long v = (std::stol(m[2].str()) << 16) + (std::stol(m[3].str()) << 8) + std::min(255L, std::stol(m[4].str()));
+    const std::string op = m[1].str();
+    bool r = op == "<" ? code < v : op == "<=" ? code <= v : op == ">" ? code > v : op == ">=" ? code >= v
+           : op == "==" ? code == v : code != v;
+    return r ? 1 : 0;
+  };
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    std::string l(lines[i]);
+    std::smatch m;
+    if (std::regex_match(l, m, k_dir)) {
+      std::string d = m[1].str(), cond = m[2].str();
+      while (i + 1 < lines.size() && !l.empty() && l.back() == '\\') l = std::string(lines[++i]); // continuation
+      bool parent = !stack.empty() && stack.back().dead;
+      if (d == "if" || d == "ifdef" || d == "ifndef") {
+        int v = d == "if" ? decide(cond) : -1;
+        stack.push_back({parent, v == 1, parent || v == 0});
+      } else if (d == "elif" && !stack.empty()) {
+        auto& f = stack.back();
+        int v = decide(cond);
+        f.dead = f.parent_dead || f.any_true || v == 0;
+        f.any_true = f.any_true || v == 1;
+      } else if (d == "else" && !stack.empty()) {
+        auto& f = stack.back();
+        f.dead = f.parent_dead || f.any_true;
+      } else if (d == "endif" && !stack.empty()) {
+        stack.pop_back();
+      }
+      continue;
+    }
+    dead[i] = !stack.empty() && stack.back().dead;
+  }
+  return dead;
+}
+
+long linux_version_code(const fs::path& build_dir) {
+  auto text = util::read_file(build_dir / "include/generated/uapi/linux/version.h");
+  if (!text) return 0;
+  static const std::regex k_code(R"(#define\s+LINUX_VERSION_CODE\s+(\d+))");
+  std::smatch m;
+  return std::regex_search(*text, m, k_code) ? std::stol(m[1].str()) : 0;
+}
+
+util::Expected<ApplyResult> apply_edit(const Edit& edit, const fs::path& tree, const fs::path& scratch,
+                                       const ApplyOptions& options) {
   auto files = c_files(tree);
   // All or nothing: an edit whose SmPL ran but whose line edits then failed must not leave the
   // SmPL's changes behind (they would reach the tree with no patch to show for them).
   std::map<std::string, std::string> texts;
   for (const auto& f : files)
     if (auto t = util::read_file(tree / f)) texts[f] = std::move(*t);
-  auto r = apply_edit_parts(edit, tree, scratch, files);
-  if (!r)
+  auto restore = [&] {
     for (const auto& [f, t] : texts)
       if (auto now = util::read_file(tree / f); !now || *now != t) (void)util::write_file(tree / f, t);
+  };
+  // Old-kernel branches the target's version rules out are hidden behind marker comments while
+  // the edit runs, then put back as they were.
+  std::map<std::string, std::vector<std::string>> hidden; // file -> original lines by marker index
+  if (options.version_code > 0 && edit.text_edits.empty())
+    for (const auto& [f, t] : texts) {
+      if (t.find("LINUX_VERSION_CODE") == std::string::npos) continue;
+      auto dead = version_dead_lines(t, options.version_code);
+      if (std::find(dead.begin(), dead.end(), true) == dead.end()) continue;
+      auto lines = util::split_lines(t);
+      std::string masked;
+      auto& keep = hidden[f];
+      for (std::size_t i = 0; i < lines.size(); ++i) {
+        if (dead[i]) {
+          masked += fmt::format("/*@@AD-KEEP-{}@@*/", keep.size());
+          keep.emplace_back(lines[i]);
+        } else {
+          masked += lines[i];
+        }
+        if (i + 1 < lines.size() || (!t.empty() && t.back() == '\n')) masked += '\n';
+      }
+      if (auto w = util::write_file(tree / f, masked); !w) {
+        restore();
+        return util::unexpected(w.error());
+      }
+    }
+  auto r = apply_edit_parts(edit, tree, scratch, files);
+  for (const auto& [f, keep] : hidden) {
+    auto now = util::read_file(tree / f);
+    bool ok = now.has_value();
+    std::string out = ok ? *now : std::string();
+    for (std::size_t k = 0; ok && k < keep.size(); ++k) {
+      std::string marker = fmt::format("/*@@AD-KEEP-{}@@*/", k);
+      auto pos = out.find(marker);
+      if (pos == std::string::npos) ok = false;
+      else out.replace(pos, marker.size(), keep[k]);
+    }
+    if (!ok) {
+      restore();
+      return util::unexpected(util::ErrorKind::parse, "the edit removed lines of an old-kernel branch");
+    }
+    (void)util::write_file(tree / f, out);
+  }
+  if (!r) {
+    restore();
+    return r;
+  }
+  if (!hidden.empty()) {
+    // changed_files was computed on the masked texts: recompute against the originals.
+    r->changed_files.clear();
+    for (const auto& [f, t] : texts)
+      if (auto now = util::read_file(tree / f); now && *now != t) r->changed_files.push_back(f);
+  }
   return r;
 }
 

@@ -15,10 +15,24 @@ struct ApplyResult {
   std::string tool_output;                ///< spatch's messages, if any
 };
 
-/// Applies `edit` in place to `tree`. An edit that changes nothing is not an error (empty
-/// changed_files); spatch failing to run or timing out is.
+struct ApplyOptions {
+  /// The target's LINUX_VERSION_CODE; when set, lines in `#if LINUX_VERSION_CODE ...` branches that
+  /// version rules out are hidden from the edit (an old-kernel branch keeps its old API).
+  long version_code = 0;
+};
+
+/// Applies `edit` in place to `tree`, all or nothing. An edit that changes nothing is not an error
+/// (empty changed_files); spatch failing to run or timing out is.
 util::Expected<ApplyResult> apply_edit(const Edit& edit, const std::filesystem::path& tree,
-                                       const std::filesystem::path& scratch);
+                                       const std::filesystem::path& scratch, const ApplyOptions& options = {});
+
+/// For each line of `text`: true inside a branch of `#if`/`#elif`/`#else` that LINUX_VERSION_CODE
+/// == `version_code` rules out (only conditions that are one LINUX_VERSION_CODE comparison with
+/// KERNEL_VERSION(a, b, c) are decided; anything else counts as live).
+std::vector<bool> version_dead_lines(const std::string& text, long version_code);
+
+/// LINUX_VERSION_CODE of a kernel build dir (include/generated/uapi/linux/version.h), 0 if unknown.
+long linux_version_code(const std::filesystem::path& build_dir);
 
 /// C sources and headers of a tree (relative paths), the files spatch is run on.
 std::vector<std::string> c_files(const std::filesystem::path& tree);
