@@ -120,7 +120,8 @@ struct Trial {
 
 /// Copy `work`, apply the edits in order, build. Returns the state and changed files' contents.
 util::Expected<Trial> try_edits(const std::vector<const propose::Edit*>& edits, const fs::path& work,
-                                const fs::path& scratch, const core::Kernel& to, const PortRequest& req) {
+                                const fs::path& scratch, const core::Kernel& to, const PortRequest& req,
+                                const propose::ApplyOptions& apply_options) {
   auto dir = util::TempDir::create(scratch, "trial-");
   if (!dir) return unexpected(dir.error());
   fs::path t = dir->path() / "tree";
@@ -128,19 +129,19 @@ util::Expected<Trial> try_edits(const std::vector<const propose::Edit*>& edits, 
   Trial trial;
   std::set<std::string> changed;
   std::map<std::string, std::string> texts; // files as the previous edits left them
+  auto text_of = [](const fs::path& path) {
+    auto r = util::read_file(path);
+    return r ? std::move(*r) : std::string();
+  };
   for (const auto* e : edits) {
     trial.touched.emplace_back();
-    auto a = propose::apply_edit(*e, t, dir->path() / "rules", {propose::linux_version_code(to.build_dir)});
+    auto a = propose::apply_edit(*e, t, dir->path() / "rules", apply_options);
     if (!a) {
       util::log_debug("apply failed: {}", a.error().message);
       continue;
     }
     for (const auto& f : a->changed_files) {
       changed.insert(f);
-      auto text_of = [](const fs::path& path) {
-        auto r = util::read_file(path);
-        return r ? std::move(*r) : std::string();
-      };
       if (!texts.count(f)) texts[f] = text_of(work / f);
       std::string now = text_of(t / f);
       for (const auto& fn : propose::changed_functions(texts[f], now)) trial.touched.back().insert(f + "|" + fn);
@@ -207,6 +208,8 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
   if (!to) return unexpected(to.error());
   if (!to->has_headers())
     return unexpected(ErrorKind::not_found, fmt::format("kernel {}: no build directory: run `autodriver kernel fetch {}`", req.to, req.to));
+  // Edits never touch the branches of `#if LINUX_VERSION_CODE` blocks the target rules out.
+  const propose::ApplyOptions apply_options{propose::linux_version_code(to->build_dir)};
   std::optional<core::Kernel> from;
   if (!req.from.empty()) {
     auto f = kernel::resolve_kernel(req.from);
@@ -352,7 +355,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
     std::function<util::Expected<void>(const std::vector<const propose::Edit*>&, int)> try_set;
     try_set = [&](const std::vector<const propose::Edit*>& set, int depth) -> util::Expected<void> {
       if (set.size() < 2 || Clock::now() - start > req.budget) return {};
-      auto t = try_edits(set, work, scratch->path(), *to, req);
+      auto t = try_edits(set, work, scratch->path(), *to, req, apply_options);
       if (!t) return unexpected(t.error());
       bool no_new = std::all_of(t->state.signatures.begin(), t->state.signatures.end(),
                                 [&](const auto& sg) { return cur->signatures.count(sg) > 0; });
@@ -363,7 +366,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
         // Re-apply one by one on the work tree to record one snapshot (patch) per change.
         int before = cur->error_count();
         for (const auto* e : set) {
-          auto one = propose::apply_edit(*e, work, scratch->path() / "rules", {propose::linux_version_code(to->build_dir)});
+          auto one = propose::apply_edit(*e, work, scratch->path() / "rules", apply_options);
           if (!one || one->changed_files.empty()) continue;
           AcceptedEdit acc{*e, {}, before, t->state.error_count()};
           for (const auto& f : one->changed_files)
@@ -417,7 +420,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
         int tries = 0;
         for (const auto* e : g) {
           if (++tries > 3) break;
-          auto t = try_edits({e}, work, scratch->path(), *to, req);
+          auto t = try_edits({e}, work, scratch->path(), *to, req, apply_options);
           if (!t) return unexpected(t.error());
           step("try", {{"iteration", iter}, {"change", id}, {"rank", e->rank}, {"proposer", e->proposer},
                        {"errors_before", cur->error_count()}, {"errors_after", t->applied ? t->state.error_count() : -1}});
@@ -482,8 +485,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
         if (!touches || Clock::now() - start > req.budget) continue;
         ++tried;
         fs::path alt = scratch->path() / "without";
-        auto kept = replay_without(rep.accepted, i, req.tree, alt, scratch->path(),
-                                   {propose::linux_version_code(to->build_dir)});
+        auto kept = replay_without(rep.accepted, i, req.tree, alt, scratch->path(), apply_options);
         if (!kept) continue;
         auto b = build(*to, alt, req);
         if (!b) return unexpected(b.error());

@@ -138,10 +138,10 @@ static util::Expected<void> apply_renames(const std::vector<std::pair<std::strin
   return {};
 }
 
-/// Token-level call rewrite: every `from(...)` with `arity` arguments becomes `to(templated args)`.
 static util::Expected<ApplyResult> apply_edit_parts(const Edit& edit, const fs::path& tree, const fs::path& scratch,
                                                     const std::vector<std::string>& files);
 
+/// Token-level call rewrite: every `from(...)` with `arity` arguments becomes `to(templated args)`.
 static util::Expected<void> apply_call_rewrite(const CallRewrite& cr, const fs::path& tree,
                                                const std::vector<std::string>& files) {
   for (const auto& f : files) {
