@@ -393,6 +393,23 @@ std::vector<std::string> tok_texts(const std::string& s) {
   for (const auto& t : propose::tokenize(s)) out.push_back(t.text);
   return out;
 }
+
+/// A port of the driver tree `tree` to the kernel source `src` (its own build dir in these
+/// fixtures), without an old kernel.
+struct TargetOnly {
+  core::Kernel to;
+  propose::PortContext ctx;
+  TargetOnly(const fs::path& src, const fs::path& tree, const fs::path& scratch) {
+    to.build_dir = src;
+    ctx.to = &to;
+    ctx.new_src = src;
+    ctx.tree = tree;
+    ctx.original_tree = tree;
+    ctx.scratch = scratch;
+  }
+  TargetOnly(const TargetOnly&) = delete;
+  TargetOnly& operator=(const TargetOnly&) = delete;
+};
 } // namespace
 
 TEST(StmtTemplate, AntiUnifiesTheKernelsOwnRewrites) {
@@ -488,15 +505,10 @@ TEST(InlineRemoved, CallBecomesTheOldHeadersBody) {
   auto tmp = util::TempDir::create(util::scratch_root(), "inline-");
   ASSERT_TRUE(tmp.has_value());
   ASSERT_TRUE(util::copy_tree(root / "driver", tmp->path() / "tree", util::SkipBuildProducts::yes));
-  core::Kernel to;
-  to.build_dir = root / "new";
-  propose::PortContext ctx;
+  TargetOnly port(root / "new", tmp->path() / "tree", tmp->path() / "s");
+  auto& ctx = port.ctx;
   ctx.old_src = root / "old";
-  ctx.new_src = root / "new";
-  ctx.to = &to;
-  ctx.tree = tmp->path() / "tree";
   ctx.original_tree = root / "driver";
-  ctx.scratch = tmp->path() / "s";
   core::Diagnostic d;
   d.kind = core::DiagKind::implicit_function_declaration;
   d.file = "drop.c";
@@ -634,14 +646,8 @@ TEST(TargetApi, ObsoleteAnnotationDropped) {
                                                    "struct pci_device_id *id)\n{\n\treturn 0;\n}\n"
                                                    "static int __init igbuio_pci_init_module(void)\n{\n\treturn 0;\n}\n")
                   .has_value());
-  core::Kernel to;
-  to.build_dir = src;
-  propose::PortContext ctx;
-  ctx.to = &to;
-  ctx.new_src = src;
-  ctx.tree = tree;
-  ctx.original_tree = tree;
-  ctx.scratch = tmp->path() / "s";
+  TargetOnly port(src, tree, tmp->path() / "s");
+  const auto& ctx = port.ctx;
   core::Diagnostic d;
   d.kind = core::DiagKind::syntax_error;
   d.file = "igb_uio.c";
@@ -672,14 +678,8 @@ TEST(InlineRemoved, LegacyWrappersWithoutAnOldKernel) {
                                "\tpci_free_consistent(d->pdev, len, b->virt, b->phys);\n"
                                "\tpci_unmap_single(d->pdev, b->phys, len, PCI_DMA_TODEVICE);\n}\n")
                   .has_value());
-  core::Kernel to;
-  to.build_dir = root / "new";
-  propose::PortContext ctx;
-  ctx.new_src = root / "new";
-  ctx.to = &to;
-  ctx.tree = tmp->path() / "tree";
-  ctx.original_tree = ctx.tree;
-  ctx.scratch = tmp->path() / "s";
+  TargetOnly port(root / "new", tmp->path() / "tree", tmp->path() / "s");
+  const auto& ctx = port.ctx;
   auto diag = [](core::DiagKind k, const std::string& sym) {
     core::Diagnostic d;
     d.kind = k;
@@ -737,14 +737,8 @@ static int __init bbswitch_init(void)
     return 0;
 }
 )").has_value());
-  core::Kernel to;
-  to.build_dir = src;
-  propose::PortContext ctx;
-  ctx.to = &to;
-  ctx.new_src = src;
-  ctx.tree = tree;
-  ctx.original_tree = tree;
-  ctx.scratch = tmp->path() / "s";
+  TargetOnly port(src, tree, tmp->path() / "s");
+  const auto& ctx = port.ctx;
   core::Diagnostic d;
   d.kind = core::DiagKind::incompatible_pointer_type;
   d.file = "bbswitch.c";
