@@ -19,10 +19,14 @@ done
 py "$WORK/$(basename x/usr/src/vpoll-*).json" "any(a['proposer'] == 'callback-signature' for a in d['accepted'])"
 py "$WORK/$(basename x/usr/src/v4l2loopback-*).json" "any('strscpy' in a['symbols'] for a in d['accepted'])"
 
-# --compat: guards at 6.12.0, verified by building on both kernels.
-"$AD" port x/usr/src/vpoll-* --from 6.1 --to 6.12 --compat -o "$WORK/compat.out" --json > "$WORK/compat.json" || fail "compat port failed"
+# --compat: guards at the KB's boundary when it lies in (6.1.192, 6.12.117] (vpoll's own entries
+# left out), else at 6.12.0; verified by building on both kernels.
+"$AD" port x/usr/src/vpoll-* --from 6.1 --to 6.12 --compat --kb-leave-out vpoll-dkms -o "$WORK/compat.out" --json > "$WORK/compat.json" || fail "compat port failed"
 py "$WORK/compat.json" "d['compat']['ok'] is True and all(d['compat']['builds'].values()) and len(d['compat']['builds']) == 2"
-grep -q "#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0)" "$WORK/compat.out/tree/vpoll.c" || fail "no version guard"
+py "$WORK/compat.json" "len(d['compat']['guards']) >= 1 and all((6,1,192) < tuple(map(int, g['version'].split('.'))) <= (6,12,117) for g in d['compat']['guards'])" "guard versions between the kernels"
+py "$WORK/compat.json" "all(g['source'] == 'target' or g['source'].startswith('kb:') and 'vpoll' not in g['source'] for g in d['compat']['guards'])" "guard provenance"
+g=$(python3 -c "import json; print(json.load(open('$WORK/compat.json'))['compat']['guards'][0]['guard'])")
+grep -qF "#if $g" "$WORK/compat.out/tree/vpoll.c" || fail "no version guard '$g'"
 grep -q "class_create(THIS_MODULE" "$WORK/compat.out/tree/vpoll.c" || fail "the old branch is gone"
 "$AD" check "$WORK/compat.out/tree" -k 6.1 -k 6.12 --no-sparse --json > "$WORK/check.json" || fail "compat tree does not build on both"
 echo PASS

@@ -6,6 +6,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <set>
 #include <regex>
 #include <vector>
 
@@ -63,28 +67,35 @@ std::vector<Hunk> diff_lines(const std::vector<std::string>& a, const std::vecto
 
 } // namespace
 
-std::string compat_merge(const std::string& original, const std::string& ported, const std::string& version) {
+std::string compat_merge(const std::string& original, const std::string& ported, const GuardFor& guard_for,
+                         std::vector<Guard>* guards) {
   if (original == ported) return ported;
   auto a = lines_of(original), b = lines_of(ported);
   auto hunks = diff_lines(a, b);
-  std::string kv = kernel_version_macro(version);
   std::vector<std::string> out;
   std::size_t ai = 0;
   for (const auto& h : hunks) {
     while (ai < h.a_first) out.push_back(a[ai++]);
+    std::vector<std::string> olds(a.begin() + static_cast<std::ptrdiff_t>(h.a_first),
+                                  a.begin() + static_cast<std::ptrdiff_t>(h.a_first + h.a_count));
+    std::vector<std::string> news(b.begin() + static_cast<std::ptrdiff_t>(h.b_first),
+                                  b.begin() + static_cast<std::ptrdiff_t>(h.b_first + h.b_count));
+    GuardChoice g = guard_for(olds, news);
+    std::string kv = kernel_version_macro(g.version);
+    if (guards) guards->push_back({static_cast<int>(out.size()) + 1, g});
     if (h.b_count && h.a_count) {
       out.push_back(fmt::format("#if LINUX_VERSION_CODE >= {}", kv));
-      for (std::size_t k = 0; k < h.b_count; ++k) out.push_back(b[h.b_first + k]);
+      out.insert(out.end(), news.begin(), news.end());
       out.push_back("#else");
-      for (std::size_t k = 0; k < h.a_count; ++k) out.push_back(a[h.a_first + k]);
+      out.insert(out.end(), olds.begin(), olds.end());
       out.push_back("#endif");
     } else if (h.b_count) {
       out.push_back(fmt::format("#if LINUX_VERSION_CODE >= {}", kv));
-      for (std::size_t k = 0; k < h.b_count; ++k) out.push_back(b[h.b_first + k]);
+      out.insert(out.end(), news.begin(), news.end());
       out.push_back("#endif");
     } else {
       out.push_back(fmt::format("#if LINUX_VERSION_CODE < {}", kv));
-      for (std::size_t k = 0; k < h.a_count; ++k) out.push_back(a[h.a_first + k]);
+      out.insert(out.end(), olds.begin(), olds.end());
       out.push_back("#endif");
     }
     ai = h.a_first + h.a_count;
@@ -96,11 +107,78 @@ std::string compat_merge(const std::string& original, const std::string& ported,
   bool has = std::any_of(out.begin(), out.end(), [](const auto& l) { return std::regex_search(l, k_version_h); });
   if (!has) {
     auto it = std::find_if(out.begin(), out.end(), [](const auto& l) { return std::regex_search(l, k_include); });
-    out.insert(it == out.end() ? out.begin() : it, "#include <linux/version.h>");
+    auto at = it == out.end() ? out.begin() : it;
+    int inserted_at = static_cast<int>(at - out.begin()) + 1;
+    out.insert(at, "#include <linux/version.h>");
+    if (guards)
+      for (auto& g : *guards)
+        if (g.line >= inserted_at) ++g.line;
   }
   std::string s;
   for (const auto& l : out) s += l + "\n";
   return s;
+}
+
+std::string compat_merge(const std::string& original, const std::string& ported, const std::string& version) {
+  return compat_merge(original, ported, [&](const auto&, const auto&) { return GuardChoice{version, "target"}; });
+}
+
+namespace {
+
+std::set<std::string> identifiers(const std::vector<std::string>& lines) {
+  static const std::regex k_ident(R"([A-Za-z_][A-Za-z0-9_]*)");
+  std::set<std::string> out;
+  for (const auto& l : lines)
+    for (auto it = std::sregex_iterator(l.begin(), l.end(), k_ident); it != std::sregex_iterator(); ++it)
+      out.insert(it->str());
+  return out;
+}
+
+long version_code_of(const propose::KVersion& v) {
+  return (static_cast<long>(v.major) << 16) + (static_cast<long>(v.minor) << 8) + std::min(v.patch, 255);
+}
+
+} // namespace
+
+GuardFor kb_guards(const propose::Kb& kb, long after_code, long to_code, std::string fallback) {
+  // old-side symbol (first in KbChange::symbols) -> its entries.
+  auto by_symbol = std::make_shared<std::map<std::string, std::vector<const propose::KbEntry*>>>();
+  for (const auto& e : kb.entries)
+    if (!e.change.symbols.empty()) (*by_symbol)[e.change.symbols.front()].push_back(&e);
+  return [by_symbol, after_code, to_code, fallback](const std::vector<std::string>& olds,
+                                                     const std::vector<std::string>& news) -> GuardChoice {
+    auto io = identifiers(olds), in = identifiers(news);
+    std::set<std::string> changed;
+    std::set_symmetric_difference(io.begin(), io.end(), in.begin(), in.end(), std::inserter(changed, changed.end()));
+    // Votes per boundary from the entries whose old-side symbol the hunk names: twice when the
+    // hunk removes or adds that identifier (a rename), once when it stays (its arguments or
+    // members changed: class_create(THIS_MODULE, n) -> class_create(n)); each entry votes once.
+    std::set<std::string> named = io;
+    named.insert(in.begin(), in.end());
+    std::map<std::string, std::pair<int, const propose::KbEntry*>> votes;
+    std::set<const propose::KbEntry*> seen;
+    for (const auto& id : named) {
+      auto it = by_symbol->find(id);
+      if (it == by_symbol->end()) continue;
+      for (const auto* e : it->second) {
+        auto v = propose::parse_kversion(e->boundary);
+        long code = version_code_of(v);
+        if (code <= after_code || code > to_code) continue;
+        if (e->change.symbols.empty() || e->change.symbols.front() != id || !seen.insert(e).second) continue;
+        bool strong = changed.count(id) > 0;
+        auto& slot = votes[v.str()];
+        slot.first += strong ? 2 : 1;
+        if (!slot.second) slot.second = e;
+      }
+    }
+    if (votes.empty()) return {fallback, "target"};
+    auto best = std::max_element(votes.begin(), votes.end(), [](const auto& x, const auto& y) {
+      if (x.second.first != y.second.first) return x.second.first < y.second.first;
+      return propose::parse_kversion(x.first) < propose::parse_kversion(y.first);
+    });
+    const auto* e = best->second.second;
+    return {best->first, fmt::format("kb:{} ({})", e->id, e->provenance.package)};
+  };
 }
 
 } // namespace autodriver::loop

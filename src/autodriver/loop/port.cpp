@@ -512,16 +512,33 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
     rep.status = integ.ok ? "ported" : "integrity-rejected";
     rep.ok = integ.ok;
     if (integ.ok && req.compat) {
-      // Keep the old kernel building: wrap every change in LINUX_VERSION_CODE guards at the
-      // target's version (the change happened after the old kernel and by the target).
+      // Keep the old kernel building: wrap every change in LINUX_VERSION_CODE guards. The version
+      // is the boundary maintainers' own blocks give for the change (compat KB) when it lies after
+      // the old kernel and by the target, else the target's version (the change happened in
+      // between). Either way both kernels take their own branch.
       std::string version = to->line + ".0";
+      propose::Kb kb;
+      fs::path kb_file = req.kb_path.empty() ? propose::default_kb_path() : req.kb_path;
+      if (std::error_code kec; fs::exists(kb_file, kec)) {
+        if (auto k = propose::load_kb(kb_file); k) kb = propose::without_packages(*k, req.kb_leave_out);
+        else util::log_info("compat: {}", k.error().message);
+      }
+      // The headers' own LINUX_VERSION_CODE (Debian's 6.1.0-57 is 6.1.192), not the release string.
+      auto code_of = [](const core::Kernel& k) { long c = propose::linux_version_code(k.build_dir); return c ? c : static_cast<long>(k.version_code()); };
+      auto guard_for = kb_guards(kb, from ? code_of(*from) : 0, code_of(*to), version);
+      nlohmann::json guards = nlohmann::json::array();
       fs::path ctree = scratch->path() / "compat";
       if (auto c = util::copy_tree(work, ctree, util::SkipBuildProducts::yes); !c) return unexpected(c.error());
       for (const auto& rel : propose::c_files(work)) {
         auto orig = util::read_file(req.tree / rel);
         auto now = util::read_file(work / rel);
-        if (orig && now && *orig != *now)
-          if (auto w = util::write_file(ctree / rel, compat_merge(*orig, *now, version)); !w) return unexpected(w.error());
+        if (orig && now && *orig != *now) {
+          std::vector<Guard> written;
+          if (auto w = util::write_file(ctree / rel, compat_merge(*orig, *now, guard_for, &written)); !w) return unexpected(w.error());
+          for (const auto& g : written)
+            guards.push_back({{"file", rel}, {"line", g.line}, {"version", g.choice.version},
+                              {"guard", "LINUX_VERSION_CODE >= " + kernel_version_macro(g.choice.version)}, {"source", g.choice.source}});
+        }
       }
       auto on_to = build(*to, ctree, req);
       if (!on_to) return unexpected(on_to.error());
@@ -534,7 +551,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
         both = both && on_from->ok;
       }
       rep.compat = {{"ok", both}, {"version", version}, {"guard", "LINUX_VERSION_CODE >= " + kernel_version_macro(version)},
-                    {"builds", builds}, {"verified_on_old_kernel", from.has_value()}};
+                    {"guards", guards}, {"builds", builds}, {"verified_on_old_kernel", from.has_value()}};
       step("compat", {{"ok", both}, {"builds", builds}});
       if (both) {
         gate::clean_build_products(ctree);
@@ -542,7 +559,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
         if (auto c = util::copy_tree(ctree, work, util::SkipBuildProducts::yes); !c) return unexpected(c.error());
         for (auto& a : rep.accepted)
           for (auto& [f, text] : a.snapshot)
-            if (auto orig = util::read_file(req.tree / f); orig) text = compat_merge(*orig, text, version);
+            if (auto orig = util::read_file(req.tree / f); orig) text = compat_merge(*orig, text, guard_for);
       } else {
         rep.ok = false;
         rep.status = "compat-failed";
