@@ -3,6 +3,9 @@
 
 #include "autodriver/gate/integrity_rules.hpp"
 
+#include "autodriver/gate/feature_switch.hpp"
+#include "autodriver/util/files.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -405,10 +408,12 @@ void unrelated_rules(CFile& cf) {
       if (!cf.o_functions.count(id) && best_function(f.c, id)) cf.allowed_names.insert(id);
   }
 
-  auto ignorable = [](const cscan::ScannedFile& s, int l) {
+  auto ignorable = [&cf](const cscan::ScannedFile& s, int l) {
     if (!s.has_code(l)) return true; // blank or comment only (commented-out code is code-disabled's)
     if (!s.is_preproc(l)) return false;
     auto [word, rest] = directive(s.code_line(l));
+    // a feature switch turned on: explained by the diagnostics in the branch it switches off
+    if (word == "define" && cf.ctx.feature_switches.count(defined_switch(s.code_line(l)))) return true;
     return word == "include" || is_compat_guard(s.code_line(l));
   };
   auto o_allowed = [&](int l) {
@@ -488,9 +493,17 @@ int FilePair::candidate_line(int o_line) const {
 
 Context::Context(const IntegrityInput& input, IntegrityReport& rep) : in(input), report(rep) {
   removed.insert(in.removed_symbols.begin(), in.removed_symbols.end());
+  std::map<std::string, std::vector<SwitchTest>> tests; // original file -> its switch tests
   for (const auto& d : in.diagnostics) {
     collect_idents(d, diag_idents);
     if (!d.function.empty()) diag_functions.insert(d.function);
+    if (d.file.empty() || d.file.front() == '/' || d.line <= 0) continue;
+    auto it = tests.find(d.file);
+    if (it == tests.end()) {
+      auto text = util::read_file(in.original / d.file);
+      it = tests.emplace(d.file, text ? switch_tests(*text) : std::vector<SwitchTest>{}).first;
+    }
+    for (const auto* t : switches_off_at(it->second, d.line)) feature_switches.insert(t->macro);
   }
 }
 

@@ -44,6 +44,9 @@ public:
   std::set<std::string> diag_idents;         ///< identifiers every diagnostic names (symbols, quoted text)
   std::set<std::string> diag_functions;      ///< "In function 'x'" of every diagnostic
   std::set<std::string> candidate_functions; ///< functions defined anywhere in the candidate
+  /// Driver-local feature macros (`#ifdef HAVE_X` ... `#else`) whose undefined branch holds a
+  /// diagnosed line: a `#define` of one switches to the maintainers' other implementation.
+  std::set<std::string> feature_switches;
 };
 
 bool is_c_source(const std::string& rel);

@@ -336,6 +336,38 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
     }
     note(fmt::format("iteration {}: {} error(s), {} candidate edit(s)", iter, cur->error_count(), edits.size()));
     if (edits.empty()) break;
+    // The driver's own feature switches first, each alone: a switch changes which code compiles,
+    // so the other proposals may be for code it switches off (a rename in the #else branch it
+    // retires); after one is kept the next iteration diagnoses the new build.
+    bool switched = false;
+    for (auto it = edits.begin(); it != edits.end();) {
+      if (it->proposer != "feature-switch") {
+        ++it;
+        continue;
+      }
+      auto t = try_edits({&*it}, work, scratch->path(), *to, req, apply_options);
+      if (!t) return unexpected(t.error());
+      step("try", {{"iteration", iter}, {"change", it->change_id}, {"rank", it->rank}, {"proposer", it->proposer},
+                   {"errors_before", cur->error_count()}, {"errors_after", t->applied ? t->state.error_count() : -1}});
+      settled.insert(it->change_id);
+      if (t->applied && trial_score(*cur, t->state) < cur->score()) {
+        if (auto w = write_snapshot(work, t->snapshot); !w) return unexpected(w.error());
+        rep.accepted.push_back({*it, t->snapshot, cur->error_count(), t->state.error_count()});
+        step("accept", {{"iteration", iter}, {"change", it->change_id}, {"proposer", it->proposer}, {"title", it->title}});
+        *cur = std::move(t->state);
+        switched = true;
+        if (cur->ok) break;
+      } else {
+        step("reject", {{"iteration", iter}, {"change", it->change_id}});
+      }
+      it = edits.erase(it);
+    }
+    if (switched) {
+      step("build-target", {{"iteration", iter}, {"ok", cur->ok}, {"errors", diag_list(cur->errors)}});
+      if (cur->ok && rep.modules.empty()) rep.modules = cur->modules;
+      continue;
+    }
+    if (edits.empty()) break;
     // Group alternatives by change; best first.
     std::map<std::string, std::vector<const propose::Edit*>> groups;
     for (const auto& e : edits) groups[e.change_id].push_back(&e);

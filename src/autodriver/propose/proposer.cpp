@@ -11,6 +11,7 @@ const std::vector<ProposerEntry>& proposer_table() {
       {"header-fix", "moved headers and declarations that need another #include, from the target tree", &make_header_fix},
       {"inline-removed", "calls of a one-expression helper the target removed become its old body (old kernel's headers)", &make_inline_removed},
       {"target-api", "repairs from the target kernel alone: arguments by type/name, renames, members", &make_target_api},
+      {"feature-switch", "the driver's own feature macro (#ifdef HAVE_X ... #else) switched on when the target's errors sit in its #else branch", &make_feature_switch},
       {"compat-kb", "old-API -> new-API forms learned from maintainers' #if LINUX_VERSION_CODE blocks (DKMS sources)", &make_compat_kb},
   };
   return k_table;

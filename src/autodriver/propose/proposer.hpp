@@ -104,5 +104,6 @@ std::unique_ptr<Proposer> make_compat_kb();
 std::unique_ptr<Proposer> make_target_api();
 std::unique_ptr<Proposer> make_inline_removed();
 std::unique_ptr<Proposer> make_ops_swap();
+std::unique_ptr<Proposer> make_feature_switch();
 
 } // namespace autodriver::propose
