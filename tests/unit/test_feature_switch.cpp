@@ -53,14 +53,16 @@ TEST(FeatureSwitchScan, TwoBranchTestsOnly) {
                            "#if HAVE_F\nint k;\n#else\nint l;\n#endif\n" // 28-32 value test
                            "#endif\n";
   auto tests = gate::switch_tests(text);
-  ASSERT_EQ(tests.size(), 3u);
+  ASSERT_EQ(tests.size(), 4u);
   EXPECT_EQ(tests[0].macro, "HAVE_A");
   EXPECT_EQ(tests[0].depth, 0);
   EXPECT_TRUE(tests[0].first_if_defined);
   EXPECT_EQ(tests[1].macro, "HAVE_B");
   EXPECT_FALSE(tests[1].first_if_defined);
-  EXPECT_EQ(tests[2].macro, "HAVE_F");
-  EXPECT_TRUE(tests[2].value_test);
+  EXPECT_EQ(tests[2].macro, "HAVE_C");
+  EXPECT_FALSE(tests[2].has_else);
+  EXPECT_EQ(tests[3].macro, "HAVE_F");
+  EXPECT_TRUE(tests[3].value_test);
   auto off = [&](int line) {
     std::vector<std::string> out;
     for (const auto* t : gate::switches_off_at(tests, line)) out.push_back(t->macro);
@@ -70,6 +72,11 @@ TEST(FeatureSwitchScan, TwoBranchTestsOnly) {
   EXPECT_TRUE(off(4).empty());                            // compiled only when HAVE_A is defined
   EXPECT_EQ(off(9), std::vector<std::string>{"HAVE_B"}); // first branch of !defined(HAVE_B)
   EXPECT_EQ(off(31), std::vector<std::string>{"HAVE_F"});
+  EXPECT_TRUE(off(14).empty()); // one-sided, and HAVE_C has no two-branch test: an option, not a switch
+  // one-sided fallback code of a macro that also switches two implementations (dpdk's
+  // `#ifndef HAVE_PCI_MSI_MASK_IRQ` helpers next to its `#ifdef ... #else` call site)
+  auto t2 = gate::switch_tests("#ifndef HAVE_M\nint helper;\n#endif\n#ifdef HAVE_M\nint a;\n#else\nint b;\n#endif\n");
+  ASSERT_EQ(gate::switches_off_at(t2, 2).size(), 1u);
   EXPECT_EQ(gate::defined_switch("#define HAVE_A"), "HAVE_A");
   EXPECT_EQ(gate::defined_switch("# define HAVE_A 1 /* why */"), "HAVE_A");
   EXPECT_EQ(gate::defined_switch("#define HAVE_A foo()"), "");

@@ -1,5 +1,6 @@
 #include "autodriver/gate/feature_switch.hpp"
 
+#include <algorithm>
 #include <regex>
 
 namespace autodriver::gate {
@@ -97,7 +98,8 @@ std::vector<SwitchTest> switch_tests(std::string_view text) {
       stack.pop_back();
       if (f.guard) --guards;
       f.test.endif_line = line_no;
-      if (f.simple && f.test.else_line && !f.guard && candidate_macro(f.test.macro)) out.push_back(std::move(f.test));
+      f.test.has_else = f.test.else_line > 0;
+      if (f.simple && !f.guard && candidate_macro(f.test.macro)) out.push_back(std::move(f.test));
     }
     seen_directive = true;
   }
@@ -108,7 +110,9 @@ std::vector<const SwitchTest*> switches_off_at(const std::vector<SwitchTest>& te
   std::vector<const SwitchTest*> out;
   for (const auto& t : tests) {
     if (line <= t.if_line || line >= t.endif_line || line == t.else_line) continue;
-    bool in_first = line < t.else_line;
+    if (!t.has_else && std::none_of(tests.begin(), tests.end(), [&](const SwitchTest& o) { return o.has_else && o.macro == t.macro; }))
+      continue;
+    bool in_first = !t.has_else || line < t.else_line;
     // compiled while M is undefined: the first branch of `#ifndef M`, the second of `#ifdef M`
     if (in_first != t.first_if_defined) out.push_back(&t);
   }

@@ -12,21 +12,24 @@
 
 namespace autodriver::gate {
 
-/// One two-branch test of one macro: `#ifdef M`, `#ifndef M`, `#if [!]defined(M)`, `#if [!]M`,
-/// with an `#else` and no `#elif`.
+/// One test of one macro: `#ifdef M`, `#ifndef M`, `#if [!]defined(M)`, `#if [!]M`, with no
+/// `#elif` (an `#else` is optional).
 struct SwitchTest {
   std::string macro;
   bool value_test = false;      ///< `#if M` / `#if !M` (the macro needs a value)
   bool first_if_defined = true; ///< the first branch is the one compiled when M is defined (and non-zero)
   int if_line = 0, else_line = 0, endif_line = 0; ///< 1-based
   int depth = 0;                ///< enclosing conditionals, an include guard not counted
+  bool has_else = false;
 };
 
-/// Every two-branch switch test of a file.
+/// Every switch test of a file.
 std::vector<SwitchTest> switch_tests(std::string_view text);
 
-/// The macros (driver-local candidates: not CONFIG_*, not reserved `__x`) of the tests whose
-/// branch compiled while the macro is undefined contains `line`.
+/// The tests (of driver-local candidates: not CONFIG_*, not reserved `__x`) whose branch compiled
+/// while the macro is undefined contains `line`. A one-sided test (`#ifndef M` fallback code, no
+/// `#else`) counts only when the file also tests M with two branches: then M is a switch between
+/// the maintainers' implementations, not an option.
 std::vector<const SwitchTest*> switches_off_at(const std::vector<SwitchTest>& tests, int line);
 
 /// `#define M` / `#define M 1` lines: the macro name, else empty.
