@@ -820,3 +820,40 @@ TEST(StmtTemplate, EnclosingStatementStopsAtControlHeaders) {
   ASSERT_TRUE(s);
   EXPECT_EQ(toks[s->first].text, "x"); // the cast's parentheses are skipped, not a boundary
 }
+
+TEST(TargetApi, AliasOfAnOldKernelsNameIsRemoved) {
+  // rtpengine-kernel-dkms maps the 2.6.35 name onto the old one for older kernels:
+  // `#define xt_action_param xt_target_param`; on a kernel without xt_target_param gcc names the
+  // old struct where the driver wrote the new one.
+  auto tmp = util::TempDir::create(util::scratch_root(), "alias-");
+  ASSERT_TRUE(tmp.has_value());
+  fs::path src = tmp->path() / "src", tree = tmp->path() / "tree";
+  fs::create_directories(src / "include/linux/netfilter");
+  fs::create_directories(tree);
+  ASSERT_TRUE(util::write_file(src / "include/linux/netfilter/x_tables.h",
+                               "struct xt_action_param {\n\tconst void *targinfo;\n\tint hotdrop;\n};\n"));
+  ASSERT_TRUE(util::write_file(tree / "xt_X.c", "#include <linux/netfilter/x_tables.h>\n"
+                                                "#define xt_action_param xt_target_param\n"
+                                                "#define my_flag other_flag\n"
+                                                "static unsigned int target(struct sk_buff *skb, const struct xt_action_param *par)\n"
+                                                "{\n\treturn par->targinfo ? 1 : 0;\n}\n"));
+  TargetOnly port(src, tree, tmp->path() / "s");
+  core::Diagnostic d;
+  d.kind = core::DiagKind::incomplete_type;
+  d.file = "xt_X.c";
+  d.line = 4;
+  d.message = "invalid use of undefined type 'const struct xt_target_param'";
+  d.symbols = {"struct xt_target_param"};
+  auto edits = propose::make_target_api()->propose({d}, port.ctx);
+  auto it = std::find_if(edits.begin(), edits.end(), [](const auto& e) { return e.change_id == "shim:xt_action_param"; });
+  ASSERT_NE(it, edits.end());
+  ASSERT_EQ(it->text_edits.size(), 1u);
+  EXPECT_EQ(it->text_edits[0].line, 2);
+  EXPECT_EQ(it->text_edits[0].remove, 1);
+  EXPECT_EQ(it->text_edits[0].text, "");
+  // gcc naming a name the driver does not alias, or an alias of a name the target lacks: nothing
+  d.message = "invalid use of undefined type 'const struct other_flag'";
+  d.symbols = {"struct other_flag"};
+  edits = propose::make_target_api()->propose({d}, port.ctx);
+  EXPECT_TRUE(std::none_of(edits.begin(), edits.end(), [](const auto& e) { return e.change_id.starts_with("shim:"); }));
+}

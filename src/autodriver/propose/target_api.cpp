@@ -4,6 +4,7 @@
 // pass most often; vanished names are replaced by similar names the target declares (ranked by
 // similarity and use); vanished members by similar members of the target's struct.
 
+#include "autodriver/propose/apply.hpp"
 #include "autodriver/propose/c_tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/target_decls.hpp"
@@ -102,6 +103,8 @@ public:
   std::string_view id() const override { return "target-api"; }
 
   std::vector<Edit> propose(const std::vector<core::Diagnostic>& diags, const PortContext& ctx) override {
+    m_aliases_loaded = false; // the tree changes between iterations
+    m_aliases.clear();
     std::vector<Edit> out;
     if (ctx.new_src.empty() || !ctx.to) return out;
     TargetIndex idx(ctx.new_src, ctx.to->build_dir);
@@ -133,7 +136,10 @@ public:
       }
       // Old-kernel compat shims (a `#define` or static inline the driver carries for kernels that
       // lacked the name) collide with the target's own definition once the target has it.
-      if (d.severity == core::Severity::error || d.severity == core::Severity::fatal) shim(idx, ctx, d, seen, out);
+      if (d.severity == core::Severity::error || d.severity == core::Severity::fatal) {
+        shim(idx, ctx, d, seen, out);
+        alias_shim(idx, ctx, d, seen, out);
+      }
     }
     return out;
   }
@@ -254,6 +260,52 @@ private:
       return;
     }
   }
+
+  /// A driver alias `#define A B` that maps the target's name A onto an older kernel's B
+  /// (`#define xt_action_param xt_target_param`, `#define v4l2_file_operations file_operations`):
+  /// gcc names B where the driver wrote A (on the diagnostic's line or in the message), and the
+  /// target declares A itself (a function, macro or struct). The alias goes; A is the target's.
+  void alias_shim(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d, std::set<std::string>& seen,
+                  std::vector<Edit>& out) {
+    if (d.file.empty() || d.file.front() == '/' || d.line <= 0) return;
+    if (!m_aliases_loaded) {
+      m_aliases_loaded = true;
+      static const std::regex k_alias(R"(^#\s*define\s+([A-Za-z_]\w*)\s+([A-Za-z_]\w*)\s*$)");
+      for (const auto& rel : c_files(ctx.tree)) {
+        auto text = util::read_file(ctx.tree / rel);
+        if (!text || text->find("define") == std::string::npos) continue;
+        for (const auto& t : tokenize(*text)) {
+          std::smatch m;
+          if (t.kind == TokKind::pp_line && std::regex_search(t.text, m, k_alias) && m[1].str() != m[2].str())
+            m_aliases.push_back({m[1].str(), m[2].str(), rel, t.line});
+        }
+      }
+    }
+    if (m_aliases.empty()) return;
+    auto text = util::read_file(ctx.tree / d.file);
+    if (!text) return;
+    auto lines = util::split_lines(*text);
+    if (static_cast<std::size_t>(d.line) > lines.size()) return;
+    std::string src(lines[static_cast<std::size_t>(d.line) - 1]);
+    for (const auto& a : m_aliases) {
+      if (!has_word(d.message, a.old_name) || (!has_word(src, a.name) && !has_word(d.message, a.name))) continue;
+      if (!idx.names().count(a.name) && idx.struct_members(a.name).empty()) continue;
+      if (!seen.insert("shim:" + a.name).second) continue;
+      Edit e = shim_edit(a.file, a.name, a.line, 1, "alias macro");
+      e.description = fmt::format("The driver maps {} onto {} with `#define {} {}` (for kernels that named it {}); gcc "
+                                  "reports {} where the driver wrote {}, and the target declares {} itself: the alias is removed.",
+                                  a.name, a.old_name, a.name, a.old_name, a.old_name, a.old_name, a.name, a.name);
+      e.symbols = {a.name, a.old_name};
+      out.push_back(std::move(e));
+    }
+  }
+
+  struct Alias {
+    std::string name, old_name, file;
+    int line = 0;
+  };
+  bool m_aliases_loaded = false;
+  std::vector<Alias> m_aliases;
 
   /// "conflicting types for 'f'" where both the definition and the earlier prototype are the
   /// driver's own: a port changed one side (or a maintainer's block held only the prototype), so
