@@ -135,12 +135,29 @@ static inline void init_MUTEX_LOCKED(struct semaphore *sem)
 }
 )";
 
+// include/media/v4l2-dev.h up to 5.6: the video device type VFL_TYPE_GRABBER, renamed
+// VFL_TYPE_VIDEO in 5.7 ("media: v4l2-dev: rename VFL_TYPE_GRABBER to _VIDEO") without keeping
+// the old name; stated as the alias that rename amounts to.
+constexpr std::string_view k_v4l2_dev = R"(
+#define VFL_TYPE_GRABBER	VFL_TYPE_VIDEO
+)";
+
+// include/linux/time32.h and timekeeping32.h up to 5.5: the y2038 work removed struct timespec
+// and ktime_get_ts() from kernel-internal use in 5.6; kernel code moved to struct timespec64
+// and ktime_get_ts64() (same layout on 64-bit). Stated as the aliases that move amounts to.
+constexpr std::string_view k_time32 = R"(
+#define timespec	timespec64
+#define ktime_get_ts	ktime_get_ts64
+)";
+
 } // namespace
 
 const std::vector<LegacyHeader>& legacy_headers() {
   static const std::vector<LegacyHeader> k_headers = {
       {"linux<=5.17:include/linux/pci-dma-compat.h", k_pci_dma_compat},
       {"linux<=2.6.36:include/linux/semaphore.h", k_semaphore},
+      {"linux<=5.6:include/media/v4l2-dev.h", k_v4l2_dev},
+      {"linux<=5.5:include/linux/time32.h", k_time32},
   };
   return k_headers;
 }

@@ -289,7 +289,7 @@ private:
     std::string src(lines[static_cast<std::size_t>(d.line) - 1]);
     for (const auto& a : m_aliases) {
       if (!has_word(d.message, a.old_name) || (!has_word(src, a.name) && !has_word(d.message, a.name))) continue;
-      if (!idx.names().count(a.name) && idx.struct_members(a.name).empty()) continue;
+      if (!idx.names().count(a.name) && idx.struct_members(a.name).empty() && !idx.in_headers(a.name)) continue;
       if (!seen.insert("shim:" + a.name).second) continue;
       Edit e = shim_edit(a.file, a.name, a.line, 1, "alias macro");
       e.description = fmt::format("The driver maps {} onto {} with `#define {} {}` (for kernels that named it {}); gcc "

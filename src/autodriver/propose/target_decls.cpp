@@ -205,6 +205,11 @@ const std::set<std::string>& TargetIndex::names() {
   return m_names;
 }
 
+bool TargetIndex::in_headers(const std::string& name) {
+  if (m_src.empty()) return false;
+  return !grep_kernel(m_src, {"-rlw", "-m1", "--include=*.h", "-e", name, "include", "arch/x86/include"}, 60s).empty();
+}
+
 std::vector<std::string> TargetIndex::struct_members(const std::string& tag) {
   std::vector<std::string> out;
   for (const auto& m : struct_member_types(tag)) out.push_back(m.name);

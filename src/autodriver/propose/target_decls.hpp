@@ -71,6 +71,10 @@ public:
   /// Only implementations whose parameter types are `types` (const and spaces ignored) count.
   CallbackUsage callback_usage(const std::string& member, const std::vector<std::string>& types);
 
+  /// Some header of the target's include dirs names `name` as a whole word (enum constants,
+  /// which names() does not list).
+  bool in_headers(const std::string& name);
+
   /// How many target .c files use `name` (capped grep).
   int usage_count(const std::string& name);
 
