@@ -857,3 +857,48 @@ TEST(TargetApi, AliasOfAnOldKernelsNameIsRemoved) {
   edits = propose::make_target_api()->propose({d}, port.ctx);
   EXPECT_TRUE(std::none_of(edits.begin(), edits.end(), [](const auto& e) { return e.change_id.starts_with("shim:"); }));
 }
+
+TEST(RemovedApi, SetFsSaveSwitchRestoreLinesGo) {
+  // lime-forensics' disk.c pattern; lines in a branch the target's version rules out stay.
+  auto tmp = util::TempDir::create(util::scratch_root(), "removed-");
+  ASSERT_TRUE(tmp.has_value());
+  fs::path src = tmp->path() / "src", tree = tmp->path() / "tree";
+  fs::create_directories(src / "include/linux");
+  fs::create_directories(tree);
+  ASSERT_TRUE(util::write_file(src / "include/linux/fs.h", "ssize_t kernel_write(struct file *, const void *, size_t, loff_t *);\n"));
+  const std::string text = "int setup(char *path)\n{\n"
+                           "    mm_segment_t fs;\n"                       // 3
+                           "    fs = get_fs();\n"                         // 4
+                           "    set_fs(KERNEL_DS);\n"                     // 5
+                           "    f = filp_open(path, O_WRONLY, 0444);\n"   // 6
+                           "#if LINUX_VERSION_CODE < KERNEL_VERSION(2,6,8)\n"
+                           "    set_fs(fs);\n"                            // 8: dead on the target
+                           "#endif\n"
+                           "    set_fs(fs);\n"                            // 10
+                           "    return 0;\n}\n";
+  ASSERT_TRUE(util::write_file(tree / "disk.c", text));
+  TargetOnly port(src, tree, tmp->path() / "s");
+  core::Kernel k;
+  k.build_dir = tmp->path() / "build";
+  fs::create_directories(k.build_dir / "include/generated/uapi/linux");
+  ASSERT_TRUE(util::write_file(k.build_dir / "include/generated/uapi/linux/version.h", "#define LINUX_VERSION_CODE 393664\n"));
+  port.ctx.to = &k;
+  core::Diagnostic d;
+  d.kind = core::DiagKind::unknown_type;
+  d.file = "disk.c";
+  d.line = 3;
+  d.message = "unknown type name 'mm_segment_t'";
+  d.symbols = {"mm_segment_t"};
+  auto edits = propose::make_removed_api()->propose({d}, port.ctx);
+  ASSERT_EQ(edits.size(), 1u);
+  std::vector<int> lines;
+  for (const auto& t : edits[0].text_edits) lines.push_back(t.line);
+  std::sort(lines.begin(), lines.end());
+  EXPECT_EQ(lines, (std::vector<int>{3, 4, 5, 10}));
+  EXPECT_NE(std::find(edits[0].symbols.begin(), edits[0].symbols.end(), "set_fs"), edits[0].symbols.end());
+  // nothing for a diagnostic about something else
+  d.message = "unknown type name 'foo_t'";
+  d.symbols = {"foo_t"};
+  d.line = 6;
+  EXPECT_TRUE(propose::make_removed_api()->propose({d}, port.ctx).empty());
+}

@@ -162,4 +162,20 @@ const std::vector<LegacyHeader>& legacy_headers() {
   return k_headers;
 }
 
+const std::vector<LegacyRemoval>& legacy_removals() {
+  // set_fs()/get_fs() switched the user-copy address limit to KERNEL_DS so that vfs_read/write
+  // and friends accepted kernel buffers. x86 lost them in 5.18 ("x86: remove set_fs", after
+  // kernel_read/kernel_write and the iov_iter work took kernel pointers); the kernel's own
+  // callers deleted the save/switch/restore lines.
+  static const std::vector<LegacyRemoval> k_removals = {
+      {"linux<=5.17:arch/x86/include/asm/uaccess.h",
+       "set_fs()/get_fs() and mm_segment_t were removed (x86, 5.18): the address-limit switch around kernel-buffer I/O "
+       "is gone, as in the kernel's own callers",
+       {"set_fs", "get_fs", "mm_segment_t", "KERNEL_DS", "USER_DS", "get_ds"},
+       {R"(^\s*set_fs\s*\([^;]*\)\s*;\s*$)", R"(^\s*[A-Za-z_]\w*\s*=\s*get_fs\s*\(\s*\)\s*;\s*$)",
+        R"(^\s*mm_segment_t\s+[A-Za-z_]\w*(\s*=\s*get_fs\s*\(\s*\))?\s*;\s*$)"}},
+  };
+  return k_removals;
+}
+
 } // namespace autodriver::propose

@@ -16,4 +16,15 @@ struct LegacyHeader {
 
 const std::vector<LegacyHeader>& legacy_headers();
 
+/// An interface the kernel removed together with its purpose, so that its callers' statements
+/// went too (not replaced): each statement form is deleted where a driver still has it.
+struct LegacyRemoval {
+  std::string_view origin;                  ///< "linux<=5.17:arch/x86/include/asm/uaccess.h"
+  std::string_view why;                     ///< one sentence for the patch body
+  std::vector<std::string_view> symbols;    ///< names whose diagnostics call for the removal
+  std::vector<std::string_view> statements; ///< whole-line statement forms (ECMAScript regex)
+};
+
+const std::vector<LegacyRemoval>& legacy_removals();
+
 } // namespace autodriver::propose

@@ -105,5 +105,6 @@ std::unique_ptr<Proposer> make_target_api();
 std::unique_ptr<Proposer> make_inline_removed();
 std::unique_ptr<Proposer> make_ops_swap();
 std::unique_ptr<Proposer> make_feature_switch();
+std::unique_ptr<Proposer> make_removed_api();
 
 } // namespace autodriver::propose
