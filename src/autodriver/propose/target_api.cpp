@@ -334,7 +334,6 @@ private:
     }
     if (depth != 0) return;
     std::string ret(util::trim(hm[1].str()));
-    std::string header = ret + (ret.ends_with("*") ? "" : " ") + name + "(" + params + ")";
     auto decl_text = util::read_file(ctx.tree / prev->file);
     if (!decl_text) return;
     // The prototype: the tokens of the statement that starts on the note's line, up to its ';'.
@@ -357,6 +356,51 @@ private:
     bool names_it = false;
     for (std::size_t i = first; i < last; ++i) names_it = names_it || (pt[i].kind == TokKind::ident && pt[i].text == name);
     if (!names_it) return;
+    // A parameter the prototype spells with a typedef where gcc prints the function-pointer type
+    // it stands for (`io_notify_fn` vs `void (*)(long unsigned int, void *)`) keeps the typedef.
+    auto split_top = [](const std::vector<std::string>& toks) {
+      std::vector<std::string> parts(1);
+      int depth = 0;
+      for (const auto& t : toks) {
+        if (t == "(" || t == "[") ++depth;
+        if (t == ")" || t == "]") --depth;
+        if (t == "," && depth == 0) {
+          parts.emplace_back();
+          continue;
+        }
+        parts.back() += (parts.back().empty() ? "" : " ") + t;
+      }
+      return parts;
+    };
+    std::vector<std::string> proto_params;
+    for (std::size_t i = first; i < last; ++i)
+      if (pt[i].text == name && i + 1 < last && pt[i + 1].text == "(") {
+        std::vector<std::string> inner;
+        int depth = 0;
+        for (std::size_t k = i + 1; k < last; ++k) {
+          if (pt[k].text == "(" && depth++ == 0) continue;
+          if (pt[k].text == ")" && --depth == 0) break;
+          inner.push_back(pt[k].text);
+        }
+        proto_params = split_top(inner);
+        break;
+      }
+    {
+      std::vector<std::string> gtoks;
+      for (const auto& t : tokenize(params)) gtoks.push_back(t.text);
+      auto gparams = split_top(gtoks);
+      if (!proto_params.empty() && gparams.size() == proto_params.size()) {
+        std::string joined;
+        for (std::size_t i = 0; i < gparams.size(); ++i) {
+          bool keep = gparams[i].find("( *") != std::string::npos && proto_params[i].find('(') == std::string::npos;
+          std::vector<std::string> ptoks;
+          for (const auto& t : tokenize(keep ? proto_params[i] : gparams[i])) ptoks.push_back(t.text);
+          joined += (i ? ", " : "") + join_c_tokens(ptoks);
+        }
+        params = joined;
+      }
+    }
+    std::string header = ret + (ret.ends_with("*") ? "" : " ") + name + "(" + params + ")";
     // Keep `extern` / `static` of the prototype when the definition does not say it.
     std::string storage;
     if (pt[first].text == "extern" || pt[first].text == "static") storage = pt[first].text + " ";
