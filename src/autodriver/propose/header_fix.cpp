@@ -3,6 +3,7 @@
 // symbol, which headers the kernel's own users of the symbol include, and (with the old tree)
 // what the kernel's files that included a vanished header include instead.
 
+#include "autodriver/gate/c_scan.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/site_index.hpp"
 #include "autodriver/util/files.hpp"
@@ -33,8 +34,11 @@ std::vector<std::string> declaring_headers(const fs::path& src, const std::strin
   req.timeout = 60s;
   auto r = util::run(req);
   if (!r) return out;
+  // An enum constant (`BPF_MAP_CREATE,` on a line of its own in a uapi enum) declares it too.
   std::regex decl = is_type ? std::regex("(struct|union|enum)\\s+" + sym + "\\s*\\{|typedef[^;]*\\b" + sym + "\\s*;|\\}\\s*" + sym + "\\s*;")
-                            : std::regex("(^|[\\s\\*])" + sym + "\\s*\\(|#\\s*define\\s+" + sym + "\\b");
+                            : std::regex("(^|[\\s\\*])" + sym + "\\s*\\(|#\\s*define\\s+" + sym + "\\b|^[ \\t]*" + sym +
+                                             "[ \\t]*(=[^=\\n][^\\n]*)?,?[ \\t]*(/[*/][^\\n]*)?$",
+                                         std::regex::ECMAScript | std::regex::multiline);
   for (auto line : util::split_lines(r->out)) {
     std::string rel(line);
     auto text = util::read_file(src / rel);
@@ -46,7 +50,11 @@ std::vector<std::string> declaring_headers(const fs::path& src, const std::strin
         inc = inc.substr(std::string(p).size());
         break;
       }
-    if (inc.starts_with("uapi/") || inc.starts_with("generated/")) continue;
+    if (inc.starts_with("generated/")) continue;
+    // include/uapi/linux/x.h: the kernel-side <linux/x.h> (which includes it) when there is one,
+    // else the uapi header itself, which kbuild's -I puts at <linux/x.h> too.
+    if (inc.starts_with("uapi/")) inc = inc.substr(5);
+    if (std::find(out.begin(), out.end(), inc) != out.end()) continue;
     out.push_back(inc);
   }
   return out;
@@ -54,13 +62,23 @@ std::vector<std::string> declaring_headers(const fs::path& src, const std::strin
 
 /// Line (1-based) after which a new #include goes: after the last #include line, else 0.
 int last_include_line(const std::string& text) {
-  int n = 0, last = 0;
+  // Only the includes before the first function count: a file that includes an X-macro list
+  // inside a function or table (`#include <linux/cgroup_subsys.h>`) must not get a header there.
+  int first_function = 0;
+  for (const auto& it : gate::cscan::scan(text).items)
+    if (it.kind == gate::cscan::ItemKind::function) {
+      first_function = it.first_line;
+      break;
+    }
+  int n = 0, last = 0, last_any = 0;
   static const std::regex k_inc(R"(^\s*#\s*include\s*[<"])");
   for (auto l : util::split_lines(text)) {
     ++n;
-    if (std::regex_search(l.begin(), l.end(), k_inc)) last = n;
+    if (!std::regex_search(l.begin(), l.end(), k_inc)) continue;
+    last_any = n;
+    if (!first_function || n < first_function) last = n;
   }
-  return last;
+  return last ? last : last_any;
 }
 
 /// The `#include <header>` lines of the tree's files: (path relative to the tree, 1-based line).
@@ -89,6 +107,7 @@ public:
     if (ctx.new_src.empty()) return out;
     SiteIndex& idx = m_sites.get(ctx);
     std::set<std::string> seen;
+    m_proposed.clear();
     for (const auto& d : diags) {
       if (d.symbols.empty() || d.severity == core::Severity::note) continue;
       if (d.kind == core::DiagKind::missing_header) {
@@ -110,6 +129,7 @@ public:
 
 private:
   SiteIndexCache m_sites;
+  std::set<std::string> m_proposed; ///< "file|header" include lines proposed in this round
 
   /// `struct drm_framebuffer base;` on the diagnostic's line -> "drm_framebuffer"; else `field`.
   static std::string field_type(const PortContext& ctx, const core::Diagnostic& d, const std::string& field) {
@@ -217,6 +237,8 @@ private:
     for (const auto& [h, n] : ranked) {
       if (rank >= 2) break;
       if (std::find(have.begin(), have.end(), h) != have.end()) continue;
+      // one include line per file and header, whichever of its symbols asked for it first
+      if (!m_proposed.insert(d.file + "|" + h).second) continue;
       Edit e;
       e.proposer = "header-fix";
       e.change_id = "include:" + d.file + ":" + sym;
