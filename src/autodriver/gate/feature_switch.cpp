@@ -110,7 +110,11 @@ std::vector<const SwitchTest*> switches_off_at(const std::vector<SwitchTest>& te
   std::vector<const SwitchTest*> out;
   for (const auto& t : tests) {
     if (line <= t.if_line || line >= t.endif_line || line == t.else_line) continue;
-    if (!t.has_else && std::none_of(tests.begin(), tests.end(), [&](const SwitchTest& o) { return o.has_else && o.macro == t.macro; }))
+    // a one-sided test counts when M selects between implementations elsewhere: a two-branch
+    // test, or one-sided tests of both polarities (`#ifndef M` fallback, `#ifdef M` new code)
+    if (!t.has_else && std::none_of(tests.begin(), tests.end(), [&](const SwitchTest& o) {
+          return o.macro == t.macro && (o.has_else || o.first_if_defined != t.first_if_defined);
+        }))
       continue;
     bool in_first = !t.has_else || line < t.else_line;
     // compiled while M is undefined: the first branch of `#ifndef M`, the second of `#ifdef M`

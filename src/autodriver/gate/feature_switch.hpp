@@ -28,8 +28,8 @@ std::vector<SwitchTest> switch_tests(std::string_view text);
 
 /// The tests (of driver-local candidates: not CONFIG_*, not reserved `__x`) whose branch compiled
 /// while the macro is undefined contains `line`. A one-sided test (`#ifndef M` fallback code, no
-/// `#else`) counts only when the file also tests M with two branches: then M is a switch between
-/// the maintainers' implementations, not an option.
+/// `#else`) counts only when the file also tests M with two branches, or one-sidedly the other
+/// way round: then M is a switch between the maintainers' implementations, not an option.
 std::vector<const SwitchTest*> switches_off_at(const std::vector<SwitchTest>& tests, int line);
 
 /// `#define M` / `#define M 1` lines: the macro name, else empty.
