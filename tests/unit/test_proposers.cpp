@@ -902,3 +902,46 @@ TEST(RemovedApi, SetFsSaveSwitchRestoreLinesGo) {
   d.line = 6;
   EXPECT_TRUE(propose::make_removed_api()->propose({d}, port.ctx).empty());
 }
+
+TEST(TargetApi, FunctionPointerDeclarationAndDefinitionAreSynced) {
+  // nat-rtsp-dkms: the header's `extern` hook gained `unsigned int protoff` (3.7), the .c
+  // definition did not. Both directions are proposed, each copying the other's text.
+  auto tmp = util::TempDir::create(util::scratch_root(), "fpsync-");
+  ASSERT_TRUE(tmp.has_value());
+  fs::path src = tmp->path() / "src", tree = tmp->path() / "tree";
+  fs::create_directories(src / "include/linux");
+  fs::create_directories(tree);
+  ASSERT_TRUE(util::write_file(tree / "hook.h", "extern unsigned int (*nat_hook)(struct sk_buff *skb,\n"
+                                                "#if LINUX_VERSION_CODE >= KERNEL_VERSION(3,7,0)\n"
+                                                "\t\tunsigned int protoff,\n"
+                                                "#endif\n"
+                                                "\t\tunsigned int matchoff);\n"));
+  ASSERT_TRUE(util::write_file(tree / "hook.c", "#include \"hook.h\"\n"
+                                                "unsigned int (*nat_hook)(struct sk_buff *skb,\n"
+                                                "\t\tunsigned int matchoff);\n"
+                                                "EXPORT_SYMBOL_GPL(nat_hook);\n"));
+  TargetOnly port(src, tree, tmp->path() / "s");
+  core::Diagnostic d;
+  d.kind = core::DiagKind::conflicting_types;
+  d.file = "hook.c";
+  d.line = 2;
+  d.message = "conflicting types for 'nat_hook'; have 'unsigned int (*)(struct sk_buff *, unsigned int)'";
+  d.symbols = {"nat_hook"};
+  d.notes.push_back({"hook.h", 1, 28, "previous declaration of 'nat_hook' with type 'unsigned int (*)(struct sk_buff *, unsigned int,  unsigned int)'"});
+  auto edits = propose::make_target_api()->propose({d}, port.ctx);
+  std::vector<const propose::Edit*> sync;
+  for (const auto& e : edits)
+    if (e.change_id == "proto:nat_hook") sync.push_back(&e);
+  ASSERT_EQ(sync.size(), 2u);
+  ASSERT_EQ(sync[0]->text_edits.size(), 1u);
+  EXPECT_EQ(sync[0]->text_edits[0].file, "hook.c");
+  EXPECT_EQ(sync[0]->text_edits[0].line, 2);
+  EXPECT_EQ(sync[0]->text_edits[0].remove, 2);
+  EXPECT_EQ(sync[0]->text_edits[0].text, "unsigned int (*nat_hook)(struct sk_buff *skb,\n#if LINUX_VERSION_CODE >= KERNEL_VERSION(3,7,0)\n"
+                                         "\t\tunsigned int protoff,\n#endif\n\t\tunsigned int matchoff);\n");
+  ASSERT_EQ(sync[1]->text_edits.size(), 1u);
+  EXPECT_EQ(sync[1]->text_edits[0].file, "hook.h");
+  EXPECT_EQ(sync[1]->text_edits[0].remove, 5);
+  EXPECT_EQ(sync[1]->text_edits[0].text, "extern unsigned int (*nat_hook)(struct sk_buff *skb,\n\t\tunsigned int matchoff);\n");
+  EXPECT_GT(sync[1]->rank, sync[0]->rank);
+}

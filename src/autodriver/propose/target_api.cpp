@@ -261,6 +261,87 @@ private:
     }
   }
 
+  /// The lines [first, last] of the declaration statement that starts on `line` (whole lines, up
+  /// to its ';' outside parentheses, preprocessor lines inside it kept), when it declares `name`
+  /// and has no initializer.
+  static std::optional<std::pair<int, int>> declaration_lines(const std::string& text, int line, const std::string& name) {
+    auto toks = tokenize(text);
+    std::size_t first = toks.size();
+    int depth = 0;
+    bool names_it = false;
+    for (std::size_t i = 0; i < toks.size(); ++i) {
+      if (toks[i].line < line || toks[i].kind == TokKind::pp_line) continue;
+      if (first == toks.size()) {
+        if (toks[i].line != line || (i > 0 && toks[i - 1].line == line && toks[i - 1].kind != TokKind::pp_line)) return std::nullopt;
+        first = i;
+      }
+      const auto& t = toks[i].text;
+      names_it = names_it || (toks[i].kind == TokKind::ident && t == name);
+      if (t == "(") ++depth;
+      if (t == ")") --depth;
+      if (depth == 0 && (t == "{" || t == "=")) return std::nullopt;
+      if (depth == 0 && t == ";") {
+        if (!names_it || (i + 1 < toks.size() && toks[i + 1].line == toks[i].line)) return std::nullopt;
+        return std::make_pair(line, toks[i].line);
+      }
+    }
+    return std::nullopt;
+  }
+
+  /// "conflicting types for 'hook'" between two of the driver's own declarations of a function
+  /// pointer (`extern unsigned int (*hook)(...)` in a header, its definition in a .c): one of
+  /// them lost or gained a parameter. Both repairs are proposed, each copying the other's text
+  /// (its own `#if` lines included): the definition follows the declaration first, then the
+  /// declaration follows the definition; the build tells which one the callers agree with.
+  void pointer_sync(const PortContext& ctx, const core::Diagnostic& d, const core::DiagNote& prev, const std::string& name,
+                    std::vector<Edit>& out) {
+    auto def_text = util::read_file(ctx.tree / d.file);
+    auto decl_text = util::read_file(ctx.tree / prev.file);
+    if (!def_text || !decl_text) return;
+    auto def = declaration_lines(*def_text, d.line, name);
+    auto decl = declaration_lines(*decl_text, prev.line, name);
+    if (!def || !decl) return;
+    auto cut = [](const std::string& text, std::pair<int, int> r) {
+      std::string out;
+      int n = 0;
+      for (auto l : util::split_lines(text)) {
+        ++n;
+        if (n >= r.first && n <= r.second) out += std::string(l) + "\n";
+      }
+      return out;
+    };
+    std::string def_src = cut(*def_text, *def), decl_src = cut(*decl_text, *decl);
+    static const std::regex k_extern(R"(^(\s*)extern\s+)");
+    bool has_extern = std::regex_search(decl_src, k_extern);
+    std::string as_def = std::regex_replace(decl_src, k_extern, "$1", std::regex_constants::format_first_only);
+    std::string as_decl = has_extern ? "extern " + def_src : def_src;
+    if (as_def == def_src) return;
+    int rank = 0;
+    for (int dir = 0; dir < 2; ++dir) {
+      Edit e;
+      e.proposer = "target-api";
+      e.change_id = "proto:" + name;
+      e.label = "other";
+      e.symbols = {name};
+      e.support = 1;
+      e.rank = rank++;
+      if (dir == 0) {
+        e.title = fmt::format("the definition of {} follows its declaration", name);
+        e.description = fmt::format("{} is declared in {}:{} with another function-pointer type than its definition in "
+                                    "{}:{}; the definition is rewritten to the declaration's type.",
+                                    name, prev.file, prev.line, d.file, d.line);
+        e.text_edits.push_back({d.file, def->first, def->second - def->first + 1, as_def, std::nullopt});
+      } else {
+        e.title = fmt::format("the declaration of {} follows its definition", name);
+        e.description = fmt::format("{} is defined in {}:{} with another function-pointer type than its declaration in "
+                                    "{}:{}; the declaration is rewritten to the definition's type.",
+                                    name, d.file, d.line, prev.file, prev.line);
+        e.text_edits.push_back({prev.file, decl->first, decl->second - decl->first + 1, as_decl, std::nullopt});
+      }
+      out.push_back(std::move(e));
+    }
+  }
+
   /// A driver alias `#define A B` that maps the target's name A onto an older kernel's B
   /// (`#define xt_action_param xt_target_param`, `#define v4l2_file_operations file_operations`):
   /// gcc names B where the driver wrote A (on the diagnostic's line or in the message), and the
@@ -319,6 +400,11 @@ private:
           fs::exists(ctx.tree / n.file))
         prev = &n;
     if (!prev) return;
+    static const std::regex k_have_fp(R"(; have '[^'(]+\(\*\)\()");
+    if (std::regex_search(d.message, k_have_fp)) {
+      pointer_sync(ctx, d, *prev, name, out);
+      return;
+    }
     // The definition's type as gcc prints it: "have 'int(struct dm_target *, struct bio *)'" (read
     // from the message, since a definition whose header sits in its own #if has no plain text).
     static const std::regex k_have(R"(; have '([^'(]+)\(([^']*)\)')");
