@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <regex>
 #include <set>
@@ -34,10 +35,13 @@ std::vector<std::string> declaring_headers(const fs::path& src, const std::strin
   req.timeout = 60s;
   auto r = util::run(req);
   if (!r) return out;
-  // An enum constant (`BPF_MAP_CREATE,` on a line of its own in a uapi enum) declares it too.
+  // An enum constant (`BPF_MAP_CREATE,` on a line of its own in a uapi enum) declares it too;
+  // only for UPPER_CASE names, the kernel's spelling of constants (a lowercase `ts` alone on a
+  // line is a continued declaration, not an enumerator).
+  bool constant = std::none_of(sym.begin(), sym.end(), [](char ch) { return std::islower(static_cast<unsigned char>(ch)); });
+  std::string enumerator = constant ? "|^[ \\t]*" + sym + "[ \\t]*(=[^=\\n][^\\n]*,|,)[ \\t]*(/[*/][^\\n]*)?$" : "";
   std::regex decl = is_type ? std::regex("(struct|union|enum)\\s+" + sym + "\\s*\\{|typedef[^;]*\\b" + sym + "\\s*;|\\}\\s*" + sym + "\\s*;")
-                            : std::regex("(^|[\\s\\*])" + sym + "\\s*\\(|#\\s*define\\s+" + sym + "\\b|^[ \\t]*" + sym +
-                                             "[ \\t]*(=[^=\\n][^\\n]*)?,?[ \\t]*(/[*/][^\\n]*)?$",
+                            : std::regex("(^|[\\s\\*])" + sym + "\\s*\\(|#\\s*define\\s+" + sym + "\\b" + enumerator,
                                          std::regex::ECMAScript | std::regex::multiline);
   for (auto line : util::split_lines(r->out)) {
     std::string rel(line);
@@ -120,7 +124,8 @@ public:
         if (sym.starts_with("struct ") || sym.starts_with("union ") || sym.starts_with("enum "))
           sym = sym.substr(sym.find(' ') + 1);
         // "field 'base' has incomplete type" names the member: the type is on its line.
-        if (d.message.starts_with("field '")) sym = field_type(ctx, d, sym);
+        // So does "storage size of 'ts' isn't known" (a variable: `struct timespec ts;`).
+        if (d.message.starts_with("field '") || d.message.starts_with("storage size of '")) sym = field_type(ctx, d, sym);
         if (seen.insert("t:" + d.file + ":" + sym).second) missing_include(idx, ctx, d, true, out, sym);
       }
     }
