@@ -12,11 +12,13 @@ W=${1:-$(mktemp -d /tmp/ad-compat.XXXXXX)}
 mkdir -p "$W/deb" "$W/x"
 echo "workdir: $W" >&2
 (cd "$W/deb" && apt-get download -q $PKGS >/dev/null 2>&1) || { echo "apt-get download failed" >&2; exit 2; }
-for d in "$W"/deb/*.deb; do dpkg -x "$d" "$W/x"; done
+for pkg in $PKGS; do # one folder per package: its source dir under usr/src is named its own way
+  deb=$(ls "$W"/deb/${pkg}_*.deb 2>/dev/null | head -1)
+  [ -n "$deb" ] && { mkdir -p "$W/x/$pkg"; dpkg -x "$deb" "$W/x/$pkg"; }
+done
 : > "$W/results.jsonl"
 for pkg in $PKGS; do
-  base=${pkg%-dkms}
-  src=$(ls -d "$W"/x/usr/src/${base}-* 2>/dev/null | head -1)
+  src=$(ls -d "$W"/x/$pkg/usr/src/*/ 2>/dev/null | head -1)
   [ -n "$src" ] || { echo "$pkg: no source" >&2; continue; }
   out="$W/$pkg.out"; rm -rf "$out"
   t0=$(date +%s.%N)
