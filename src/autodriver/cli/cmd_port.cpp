@@ -8,6 +8,7 @@
 #include "autodriver/util/subprocess.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <iostream>
 
@@ -36,8 +37,11 @@ Command port_command() {
             sub.add_option("--budget-s", *budget, "Wall-time budget in seconds")->capture_default_str();
             sub.add_option("--leave-out", req->leave_out,
                            "Kernel-relative path never learned from (the driver's own in-tree copy; repeatable)");
-            sub.add_option("--proposer", req->proposers, "Only these proposers (repeatable): store-kb, learned-rewrite, "
-                                                         "callback-signature, header-fix, target-api, compat-kb");
+            std::vector<std::string> proposer_ids;
+            for (const auto& p : propose::proposer_table()) proposer_ids.emplace_back(p.id);
+            sub.add_option("--proposer", req->proposers,
+                           fmt::format("Only these proposers (repeatable; default all, in this order): {}", fmt::join(proposer_ids, ", ")))
+                ->check(CLI::IsMember(proposer_ids));
             sub.add_option("--kb-leave-out", req->kb_leave_out, "compat-kb: never use KB entries learned from this package (repeatable)");
             sub.add_option("--kb", req->kb_path, "compat-kb: KB file (default: $AUTODRIVER_KB, else <cache>/kb/compat-kb.json)");
             auto no_store_kb = std::make_shared<bool>(false);
