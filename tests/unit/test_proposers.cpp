@@ -821,22 +821,41 @@ TEST(StmtTemplate, EnclosingStatementStopsAtControlHeaders) {
   EXPECT_EQ(toks[s->first].text, "x"); // the cast's parentheses are skipped, not a boundary
 }
 
+namespace {
+/// A scratch target kernel tree (`src`, with the given headers) and driver tree (`tree`, with the
+/// given files) for one proposer test.
+struct MiniPort {
+  util::Expected<util::TempDir> tmp;
+  fs::path src, tree;
+  MiniPort(const char* prefix, const std::vector<std::pair<std::string, std::string>>& headers,
+           const std::vector<std::pair<std::string, std::string>>& files)
+      : tmp(util::TempDir::create(util::scratch_root(), prefix)) {
+    src = tmp->path() / "src";
+    tree = tmp->path() / "tree";
+    fs::create_directories(src / "include/linux");
+    fs::create_directories(tree);
+    for (const auto& [rel, text] : headers) {
+      fs::create_directories((src / rel).parent_path());
+      EXPECT_TRUE(util::write_file(src / rel, text));
+    }
+    for (const auto& [rel, text] : files) EXPECT_TRUE(util::write_file(tree / rel, text));
+  }
+};
+} // namespace
+
 TEST(TargetApi, AliasOfAnOldKernelsNameIsRemoved) {
   // rtpengine-kernel-dkms maps the 2.6.35 name onto the old one for older kernels:
   // `#define xt_action_param xt_target_param`; on a kernel without xt_target_param gcc names the
   // old struct where the driver wrote the new one.
-  auto tmp = util::TempDir::create(util::scratch_root(), "alias-");
-  ASSERT_TRUE(tmp.has_value());
-  fs::path src = tmp->path() / "src", tree = tmp->path() / "tree";
-  fs::create_directories(src / "include/linux/netfilter");
-  fs::create_directories(tree);
-  ASSERT_TRUE(util::write_file(src / "include/linux/netfilter/x_tables.h",
-                               "struct xt_action_param {\n\tconst void *targinfo;\n\tint hotdrop;\n};\n"));
-  ASSERT_TRUE(util::write_file(tree / "xt_X.c", "#include <linux/netfilter/x_tables.h>\n"
-                                                "#define xt_action_param xt_target_param\n"
-                                                "#define my_flag other_flag\n"
-                                                "static unsigned int target(struct sk_buff *skb, const struct xt_action_param *par)\n"
-                                                "{\n\treturn par->targinfo ? 1 : 0;\n}\n"));
+  MiniPort m("alias-", {{"include/linux/netfilter/x_tables.h", "struct xt_action_param {\n\tconst void *targinfo;\n\tint hotdrop;\n};\n"}},
+             {{"xt_X.c", "#include <linux/netfilter/x_tables.h>\n"
+                         "#define xt_action_param xt_target_param\n"
+                         "#define my_flag other_flag\n"
+                         "static unsigned int target(struct sk_buff *skb, const struct xt_action_param *par)\n"
+                         "{\n\treturn par->targinfo ? 1 : 0;\n}\n"}});
+  ASSERT_TRUE(m.tmp.has_value());
+  auto& tmp = m.tmp;
+  const fs::path &src = m.src, &tree = m.tree;
   TargetOnly port(src, tree, tmp->path() / "s");
   core::Diagnostic d;
   d.kind = core::DiagKind::incomplete_type;
@@ -860,12 +879,10 @@ TEST(TargetApi, AliasOfAnOldKernelsNameIsRemoved) {
 
 TEST(RemovedApi, SetFsSaveSwitchRestoreLinesGo) {
   // lime-forensics' disk.c pattern; lines in a branch the target's version rules out stay.
-  auto tmp = util::TempDir::create(util::scratch_root(), "removed-");
-  ASSERT_TRUE(tmp.has_value());
-  fs::path src = tmp->path() / "src", tree = tmp->path() / "tree";
-  fs::create_directories(src / "include/linux");
-  fs::create_directories(tree);
-  ASSERT_TRUE(util::write_file(src / "include/linux/fs.h", "ssize_t kernel_write(struct file *, const void *, size_t, loff_t *);\n"));
+  MiniPort m("removed-", {{"include/linux/fs.h", "ssize_t kernel_write(struct file *, const void *, size_t, loff_t *);\n"}}, {});
+  ASSERT_TRUE(m.tmp.has_value());
+  auto& tmp = m.tmp;
+  const fs::path &src = m.src, &tree = m.tree;
   const std::string text = "int setup(char *path)\n{\n"
                            "    mm_segment_t fs;\n"                       // 3
                            "    fs = get_fs();\n"                         // 4
@@ -906,20 +923,19 @@ TEST(RemovedApi, SetFsSaveSwitchRestoreLinesGo) {
 TEST(TargetApi, FunctionPointerDeclarationAndDefinitionAreSynced) {
   // nat-rtsp-dkms: the header's `extern` hook gained `unsigned int protoff` (3.7), the .c
   // definition did not. Both directions are proposed, each copying the other's text.
-  auto tmp = util::TempDir::create(util::scratch_root(), "fpsync-");
-  ASSERT_TRUE(tmp.has_value());
-  fs::path src = tmp->path() / "src", tree = tmp->path() / "tree";
-  fs::create_directories(src / "include/linux");
-  fs::create_directories(tree);
-  ASSERT_TRUE(util::write_file(tree / "hook.h", "extern unsigned int (*nat_hook)(struct sk_buff *skb,\n"
-                                                "#if LINUX_VERSION_CODE >= KERNEL_VERSION(3,7,0)\n"
-                                                "\t\tunsigned int protoff,\n"
-                                                "#endif\n"
-                                                "\t\tunsigned int matchoff);\n"));
-  ASSERT_TRUE(util::write_file(tree / "hook.c", "#include \"hook.h\"\n"
-                                                "unsigned int (*nat_hook)(struct sk_buff *skb,\n"
-                                                "\t\tunsigned int matchoff);\n"
-                                                "EXPORT_SYMBOL_GPL(nat_hook);\n"));
+  MiniPort m("fpsync-", {},
+             {{"hook.h", "extern unsigned int (*nat_hook)(struct sk_buff *skb,\n"
+                         "#if LINUX_VERSION_CODE >= KERNEL_VERSION(3,7,0)\n"
+                         "\t\tunsigned int protoff,\n"
+                         "#endif\n"
+                         "\t\tunsigned int matchoff);\n"},
+              {"hook.c", "#include \"hook.h\"\n"
+                         "unsigned int (*nat_hook)(struct sk_buff *skb,\n"
+                         "\t\tunsigned int matchoff);\n"
+                         "EXPORT_SYMBOL_GPL(nat_hook);\n"}});
+  ASSERT_TRUE(m.tmp.has_value());
+  auto& tmp = m.tmp;
+  const fs::path &src = m.src, &tree = m.tree;
   TargetOnly port(src, tree, tmp->path() / "s");
   core::Diagnostic d;
   d.kind = core::DiagKind::conflicting_types;
