@@ -21,7 +21,10 @@ std::string strip(std::string_view l) {
 }
 
 bool candidate_macro(const std::string& m) {
-  return !m.starts_with("CONFIG_") && !m.starts_with("__") && m != "MODULE" && m != "LINUX_VERSION_CODE";
+  // kbuild's own -D macros (KBUILD_MODNAME, MODULE) and the kernel's configuration are never a
+  // driver's feature switch.
+  return !m.starts_with("CONFIG_") && !m.starts_with("KBUILD_") && !m.starts_with("__") && m != "MODULE" &&
+         m != "LINUX_VERSION_CODE";
 }
 
 struct Frame {
