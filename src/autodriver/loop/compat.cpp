@@ -134,10 +134,6 @@ std::set<std::string> identifiers(const std::vector<std::string>& lines) {
   return out;
 }
 
-long version_code_of(const propose::KVersion& v) {
-  return (static_cast<long>(v.major) << 16) + (static_cast<long>(v.minor) << 8) + std::min(v.patch, 255);
-}
-
 } // namespace
 
 GuardFor kb_guards(const propose::Kb& kb, long after_code, long to_code, std::string fallback) {
@@ -152,19 +148,17 @@ GuardFor kb_guards(const propose::Kb& kb, long after_code, long to_code, std::st
     std::set_symmetric_difference(io.begin(), io.end(), in.begin(), in.end(), std::inserter(changed, changed.end()));
     // Votes per boundary from the entries whose old-side symbol the hunk names: twice when the
     // hunk removes or adds that identifier (a rename), once when it stays (its arguments or
-    // members changed: class_create(THIS_MODULE, n) -> class_create(n)); each entry votes once.
+    // members changed: class_create(THIS_MODULE, n) -> class_create(n)). Each entry sits under
+    // one symbol, so it votes once.
     std::set<std::string> named = io;
     named.insert(in.begin(), in.end());
     std::map<std::string, std::pair<int, const propose::KbEntry*>> votes;
-    std::set<const propose::KbEntry*> seen;
     for (const auto& id : named) {
       auto it = by_symbol->find(id);
       if (it == by_symbol->end()) continue;
       for (const auto* e : it->second) {
         auto v = propose::parse_kversion(e->boundary);
-        long code = version_code_of(v);
-        if (code <= after_code || code > to_code) continue;
-        if (e->change.symbols.empty() || e->change.symbols.front() != id || !seen.insert(e).second) continue;
+        if (v.code() <= after_code || v.code() > to_code) continue;
         bool strong = changed.count(id) > 0;
         auto& slot = votes[v.str()];
         slot.first += strong ? 2 : 1;

@@ -315,6 +315,21 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
       proposers.push_back(entry.make());
 
   std::set<std::string> settled; // change ids accepted or exhausted
+  // One edit's trial kept on the work tree: its files, the accepted edit with its snapshot, the
+  // new build state.
+  auto keep_trial = [&](const propose::Edit& e, Trial& t, int iter) -> util::Expected<void> {
+    if (auto w = write_snapshot(work, t.snapshot); !w) return unexpected(w.error());
+    rep.accepted.push_back({e, t.snapshot, cur->error_count(), t.state.error_count()});
+    settled.insert(e.change_id);
+    step("accept", {{"iteration", iter}, {"change", e.change_id}, {"proposer", e.proposer}, {"title", e.title}});
+    *cur = std::move(t.state);
+    return {};
+  };
+  // `cur` is the build of a trial copy identical to the work tree: no rebuild needed.
+  auto end_iteration = [&](int iter) {
+    step("build-target", {{"iteration", iter}, {"ok", cur->ok}, {"errors", diag_list(cur->errors)}});
+    if (cur->ok && rep.modules.empty()) rep.modules = cur->modules;
+  };
   rep.status = "no-progress";
   for (int iter = 1; iter <= req.max_iters && !cur->ok; ++iter) {
     if (util::interrupted()) return unexpected(ErrorKind::interrupted, "interrupted");
@@ -351,10 +366,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
                    {"errors_before", cur->error_count()}, {"errors_after", t->applied ? t->state.error_count() : -1}});
       settled.insert(it->change_id);
       if (t->applied && trial_score(*cur, t->state) < cur->score()) {
-        if (auto w = write_snapshot(work, t->snapshot); !w) return unexpected(w.error());
-        rep.accepted.push_back({*it, t->snapshot, cur->error_count(), t->state.error_count()});
-        step("accept", {{"iteration", iter}, {"change", it->change_id}, {"proposer", it->proposer}, {"title", it->title}});
-        *cur = std::move(t->state);
+        if (auto k = keep_trial(*it, *t, iter); !k) return unexpected(k.error());
         switched = true;
         if (cur->ok) break;
       } else {
@@ -363,8 +375,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
       it = edits.erase(it);
     }
     if (switched) {
-      step("build-target", {{"iteration", iter}, {"ok", cur->ok}, {"errors", diag_list(cur->errors)}});
-      if (cur->ok && rep.modules.empty()) rep.modules = cur->modules;
+      end_iteration(iter);
       continue;
     }
     if (edits.empty()) break;
@@ -472,19 +483,13 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
           step("reject", {{"iteration", iter}, {"change", id}});
           continue;
         }
-        if (auto w = write_snapshot(work, best_trial->snapshot); !w) return unexpected(w.error());
-        rep.accepted.push_back({*best, best_trial->snapshot, cur->error_count(), best_trial->state.error_count()});
-        settled.insert(id);
-        step("accept", {{"iteration", iter}, {"change", id}, {"proposer", best->proposer}, {"title", best->title}});
-        *cur = std::move(best_trial->state);
+        if (auto k = keep_trial(*best, *best_trial, iter); !k) return unexpected(k.error());
         progressed = true;
         if (cur->ok) break;
       }
     }
     if (!progressed) break;
-    // `cur` is the build of a trial copy identical to the work tree: no rebuild needed.
-    step("build-target", {{"iteration", iter}, {"ok", cur->ok}, {"errors", diag_list(cur->errors)}});
-    if (cur->ok && rep.modules.empty()) rep.modules = cur->modules;
+    end_iteration(iter);
   }
   rep.final_errors = cur->error_count();
   for (const auto& d : cur->errors) rep.remaining.push_back(d.file + ":" + std::to_string(d.line) + ": " + d.message);

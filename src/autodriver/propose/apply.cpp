@@ -1,6 +1,7 @@
 #include "autodriver/propose/apply.hpp"
 
 #include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/propose/kb_extract.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/strings.hpp"
@@ -206,7 +207,7 @@ std::vector<bool> version_dead_lines(const std::string& text, long code) {
   auto decide = [&](const std::string& cond) -> int { // 1 true, 0 false, -1 unknown
     std::smatch m;
     if (!std::regex_match(cond, m, k_cmp)) return -1;
-    long v = (std::stol(m[2].str()) << 16) + (std::stol(m[3].str()) << 8) + std::min(255L, std::stol(m[4].str()));
+    long v = KVersion{std::stoi(m[2].str()), std::stoi(m[3].str()), std::stoi(m[4].str())}.code();
     const std::string op = m[1].str();
     bool r = op == "<" ? code < v : op == "<=" ? code <= v : op == ">" ? code > v : op == ">=" ? code >= v
            : op == "==" ? code == v : code != v;

@@ -348,11 +348,9 @@ std::vector<TextEdit> retype_return_edits(const PortContext& ctx, const std::str
 
 /// The callback a diagnostic's line assigns, once per callback (`done`), or empty.
 std::string callback_at(const core::Diagnostic& d, const PortContext& ctx, std::set<std::string>& done) {
-  auto text = util::read_file(ctx.tree / d.file);
-  if (!text) return {};
-  auto lines = util::split_lines(*text);
-  if (d.line < 1 || static_cast<std::size_t>(d.line) > lines.size()) return {};
-  std::string fn = assigned_identifier(std::string(lines[static_cast<std::size_t>(d.line) - 1]));
+  auto line = diagnostic_line(ctx.tree, d);
+  if (!line) return {};
+  std::string fn = assigned_identifier(*line);
   if (fn.empty() || !done.insert(fn).second) return {};
   return fn;
 }

@@ -138,13 +138,10 @@ private:
 
   /// `struct drm_framebuffer base;` on the diagnostic's line -> "drm_framebuffer"; else `field`.
   static std::string field_type(const PortContext& ctx, const core::Diagnostic& d, const std::string& field) {
-    auto text = util::read_file(ctx.tree / d.file);
-    if (!text) return field;
-    auto lines = util::split_lines(*text);
-    if (d.line < 1 || static_cast<std::size_t>(d.line) > lines.size()) return field;
+    auto l = diagnostic_line(ctx.tree, d);
+    if (!l) return field;
     std::smatch m;
-    std::string l(lines[static_cast<std::size_t>(d.line) - 1]);
-    if (std::regex_search(l, m, std::regex(R"((?:struct|union|enum)\s+([A-Za-z_]\w*)\s+)" + field + R"(\b)")))
+    if (std::regex_search(*l, m, std::regex(R"((?:struct|union|enum)\s+([A-Za-z_]\w*)\s+)" + field + R"(\b)")))
       return m[1].str();
     return field;
   }

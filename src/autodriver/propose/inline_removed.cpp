@@ -195,18 +195,12 @@ public:
     std::set<std::string> names, idents, tags;
     static const std::regex k_struct(R"(\bstruct\s+([A-Za-z_]\w*))");
     for (const auto& d : diags) {
-      if (d.severity == core::Severity::error && !d.file.empty() && d.file.front() != '/' && d.line > 0 &&
-          (d.kind == core::DiagKind::incomplete_type || d.message.find("storage size of") != std::string::npos)) {
+      if (d.severity == core::Severity::error &&
+          (d.kind == core::DiagKind::incomplete_type || d.message.find("storage size of") != std::string::npos))
         // a struct the target no longer has, named on the diagnostic's line (`struct timespec ts;`)
-        if (auto text = util::read_file(ctx.tree / d.file)) {
-          auto lines = util::split_lines(*text);
-          if (static_cast<std::size_t>(d.line) <= lines.size()) {
-            std::string l(lines[static_cast<std::size_t>(d.line) - 1]);
-            for (auto it = std::sregex_iterator(l.begin(), l.end(), k_struct); it != std::sregex_iterator(); ++it)
-              tags.insert((*it)[1].str());
-          }
-        }
-      }
+        if (auto l = diagnostic_line(ctx.tree, d))
+          for (auto it = std::sregex_iterator(l->begin(), l->end(), k_struct); it != std::sregex_iterator(); ++it)
+            tags.insert((*it)[1].str());
       if (d.symbols.empty() || !is_ident(d.symbols[0])) continue;
       if (d.kind == core::DiagKind::implicit_function_declaration) names.insert(d.symbols[0]);
       if (d.kind == core::DiagKind::undeclared_identifier) idents.insert(d.symbols[0]);
@@ -214,11 +208,10 @@ public:
     if (names.empty() && idents.empty() && tags.empty()) return out;
     TargetIndex target(ctx.new_src, ctx.to->build_dir);
     // An old alias of another name (`#define PCI_DMA_TODEVICE DMA_TO_DEVICE`) is a rename.
-    std::set<std::string> aliased;
     auto alias_rename = [&](const std::string& name, const char* what) {
       auto a = in_old_headers(ctx.old_src, name,
                               [&](const std::string& text, const std::string& where) { return alias_in(text, name, where); });
-      if (!a) return false;
+      if (!a) return;
       Edit e;
       e.proposer = "inline-removed";
       e.change_id = "inline:" + name;
@@ -231,19 +224,16 @@ public:
       e.description = fmt::format("{} {} is declared nowhere in the target kernel; {} defined it as an alias of {}.", what,
                                   name, a->second, a->first);
       out.push_back(std::move(e));
-      aliased.insert(name);
-      return true;
     };
     for (const auto& name : idents)
       if (!target.names().count(name)) alias_rename(name, "identifier");
     // (gcc saying the type is incomplete is the evidence: uapi headers still spell some removed
     // kernel-internal structs for user space, so a grep of the target would find them)
-    for (const auto& tag : tags)
-      {
-        auto a = in_old_headers(ctx.old_src, tag,
-                                [&](const std::string& text, const std::string& where) { return alias_in(text, tag, where); });
-        if (a && !target.struct_members(a->first).empty()) alias_rename(tag, "struct");
-      }
+    for (const auto& tag : tags) {
+      auto a = in_old_headers(ctx.old_src, tag,
+                              [&](const std::string& text, const std::string& where) { return alias_in(text, tag, where); });
+      if (a && !target.struct_members(a->first).empty()) alias_rename(tag, "struct");
+    }
     for (const auto& name : names) {
       if (target.names().count(name)) continue; // declared elsewhere in the target: an include fixes it
       auto b = in_old_headers(ctx.old_src, name,

@@ -13,6 +13,8 @@ namespace autodriver::propose {
 struct KVersion {
   int major = 0, minor = 0, patch = 0;
   std::string str() const; ///< "6.4.0"
+  /// LINUX_VERSION_CODE of this version, as KERNEL_VERSION(a, b, c) computes it (c capped at 255).
+  long code() const { return (static_cast<long>(major) << 16) + (static_cast<long>(minor) << 8) + (patch > 255 ? 255 : patch); }
   auto operator<=>(const KVersion&) const = default;
 };
 

@@ -1,5 +1,8 @@
 #include "autodriver/propose/proposer.hpp"
 
+#include "autodriver/util/files.hpp"
+#include "autodriver/util/strings.hpp"
+
 namespace autodriver::propose {
 
 const std::vector<ProposerEntry>& proposer_table() {
@@ -16,6 +19,15 @@ const std::vector<ProposerEntry>& proposer_table() {
       {"compat-kb", "old-API -> new-API forms learned from maintainers' #if LINUX_VERSION_CODE blocks (DKMS sources)", &make_compat_kb},
   };
   return k_table;
+}
+
+std::optional<std::string> diagnostic_line(const std::filesystem::path& tree, const core::Diagnostic& d) {
+  if (d.file.empty() || d.file.front() == '/' || d.line < 1) return std::nullopt;
+  auto text = util::read_file(tree / d.file);
+  if (!text) return std::nullopt;
+  auto lines = util::split_lines(*text);
+  if (static_cast<std::size_t>(d.line) > lines.size()) return std::nullopt;
+  return std::string(lines[static_cast<std::size_t>(d.line) - 1]);
 }
 
 nlohmann::json to_json(const Edit& e) {

@@ -77,6 +77,10 @@ nlohmann::json to_json(const Edit& e);
 /// The inverse of to_json (missing fields keep their defaults; `call` is optional).
 Edit edit_from_json(const nlohmann::json& j);
 
+/// The text of the line a diagnostic points at in `tree` (no newline); nullopt when the
+/// diagnostic has no line in the tree or the file is shorter.
+std::optional<std::string> diagnostic_line(const std::filesystem::path& tree, const core::Diagnostic& d);
+
 /// Records in each text edit the lines of `tree` it was proposed against (TextEdit::expect).
 void fill_expectations(Edit& e, const std::filesystem::path& tree);
 

@@ -37,15 +37,11 @@ public:
       // reported as "'fs' undeclared").
       bool named = false;
       for (const auto& d : diags) {
-        if (d.severity != core::Severity::error || d.file.empty() || d.file.front() == '/') continue;
-        for (const auto& sym : r.symbols) {
-          if ((!d.symbols.empty() && d.symbols[0] == sym) || has_word(d.message, sym)) named = true;
-          if (auto text = util::read_file(ctx.tree / d.file); text && d.line > 0) {
-            auto lines = util::split_lines(*text);
-            if (static_cast<std::size_t>(d.line) <= lines.size() && has_word(lines[static_cast<std::size_t>(d.line) - 1], sym))
-              named = true;
-          }
-        }
+        if (named || d.severity != core::Severity::error || d.file.empty() || d.file.front() == '/') continue;
+        auto line = diagnostic_line(ctx.tree, d);
+        for (const auto& sym : r.symbols)
+          if ((!d.symbols.empty() && d.symbols[0] == sym) || has_word(d.message, sym) || (line && has_word(*line, sym)))
+            named = true;
       }
       if (!named) continue;
       if (!idx) idx.emplace(ctx.new_src, ctx.to->build_dir);

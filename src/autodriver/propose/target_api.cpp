@@ -302,13 +302,13 @@ private:
     auto decl = declaration_lines(*decl_text, prev.line, name);
     if (!def || !decl) return;
     auto cut = [](const std::string& text, std::pair<int, int> r) {
-      std::string out;
+      std::string piece;
       int n = 0;
       for (auto l : util::split_lines(text)) {
         ++n;
-        if (n >= r.first && n <= r.second) out += std::string(l) + "\n";
+        if (n >= r.first && n <= r.second) piece += std::string(l) + "\n";
       }
-      return out;
+      return piece;
     };
     std::string def_src = cut(*def_text, *def), decl_src = cut(*decl_text, *decl);
     static const std::regex k_extern(R"(^(\s*)extern\s+)");
@@ -363,13 +363,10 @@ private:
       }
     }
     if (m_aliases.empty()) return;
-    auto text = util::read_file(ctx.tree / d.file);
-    if (!text) return;
-    auto lines = util::split_lines(*text);
-    if (static_cast<std::size_t>(d.line) > lines.size()) return;
-    std::string src(lines[static_cast<std::size_t>(d.line) - 1]);
+    auto src = diagnostic_line(ctx.tree, d);
+    if (!src) return;
     for (const auto& a : m_aliases) {
-      if (!has_word(d.message, a.old_name) || (!has_word(src, a.name) && !has_word(d.message, a.name))) continue;
+      if (!has_word(d.message, a.old_name) || (!has_word(*src, a.name) && !has_word(d.message, a.name))) continue;
       if (!idx.names().count(a.name) && idx.struct_members(a.name).empty() && !idx.in_headers(a.name)) continue;
       if (!seen.insert("shim:" + a.name).second) continue;
       Edit e = shim_edit(a.file, a.name, a.line, 1, "alias macro");
@@ -446,11 +443,11 @@ private:
     // it stands for (`io_notify_fn` vs `void (*)(long unsigned int, void *)`) keeps the typedef.
     auto split_top = [](const std::vector<std::string>& toks) {
       std::vector<std::string> parts(1);
-      int depth = 0;
+      int nest = 0;
       for (const auto& t : toks) {
-        if (t == "(" || t == "[") ++depth;
-        if (t == ")" || t == "]") --depth;
-        if (t == "," && depth == 0) {
+        if (t == "(" || t == "[") ++nest;
+        if (t == ")" || t == "]") --nest;
+        if (t == "," && nest == 0) {
           parts.emplace_back();
           continue;
         }
@@ -462,10 +459,10 @@ private:
     for (std::size_t i = first; i < last; ++i)
       if (pt[i].text == name && i + 1 < last && pt[i + 1].text == "(") {
         std::vector<std::string> inner;
-        int depth = 0;
+        int nest = 0;
         for (std::size_t k = i + 1; k < last; ++k) {
-          if (pt[k].text == "(" && depth++ == 0) continue;
-          if (pt[k].text == ")" && --depth == 0) break;
+          if (pt[k].text == "(" && nest++ == 0) continue;
+          if (pt[k].text == ")" && --nest == 0) break;
           inner.push_back(pt[k].text);
         }
         proto_params = split_top(inner);
