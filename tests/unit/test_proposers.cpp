@@ -961,3 +961,125 @@ TEST(TargetApi, FunctionPointerDeclarationAndDefinitionAreSynced) {
   EXPECT_EQ(sync[1]->text_edits[0].text, "extern unsigned int (*nat_hook)(struct sk_buff *skb,\n\t\tunsigned int matchoff);\n");
   EXPECT_GT(sync[1]->rank, sync[0]->rank);
 }
+
+namespace {
+core::Diagnostic diag_at(core::DiagKind kind, const char* file, int line, std::vector<std::string> symbols) {
+  core::Diagnostic d;
+  d.kind = kind;
+  d.file = file;
+  d.line = line;
+  d.symbols = std::move(symbols);
+  return d;
+}
+bool has_change(const std::vector<propose::Edit>& edits, const std::string& id) {
+  return std::any_of(edits.begin(), edits.end(), [&](const auto& e) { return e.change_id == id; });
+}
+} // namespace
+
+TEST(TargetApi, NameTheDriverDeclaresIsNeverRenamed) {
+  // `static DEFINE_SEMAPHORE(pr_sem);` fails on a target whose macro takes two arguments; gcc
+  // then calls pr_sem undeclared, which is not a reason to use the kernel's pr_sem_lock instead.
+  MiniPort m("declares-", {{"include/linux/sem.h", "#define pr_sem_lock (global_lock)\n"}, {"drivers/a.c", "int y = pr_sem_lock;\n"}},
+             {{"d.c", "static DEFINE_SEMAPHORE(pr_sem);\nstatic void f(void)\n{\n\tdown(&pr_sem);\n}\n"}});
+  ASSERT_TRUE(m.tmp.has_value());
+  TargetOnly port(m.src, m.tree, m.tmp->path() / "s");
+  auto d = diag_at(core::DiagKind::undeclared_identifier, "d.c", 4, {"pr_sem"});
+  EXPECT_FALSE(has_change(propose::make_target_api()->propose({d}, port.ctx), "ident:pr_sem"));
+  // The same use without the driver's declaration is a vanished kernel name: renamed.
+  ASSERT_TRUE(util::write_file(m.tree / "d.c", "static void f(void)\n{\n\tdown(&pr_sem);\n}\n"));
+  d.line = 3;
+  EXPECT_TRUE(has_change(propose::make_target_api()->propose({d}, port.ctx), "ident:pr_sem"));
+}
+
+TEST(TargetApi, PortingNotesSayWhatBecameOfAName) {
+  const std::string notes = "**mandatory**\n\n"
+                            "iov_iter_copy_from_user_atomic() is gone; use copy_page_from_iter_atomic().\n"
+                            "The difference is that it advances the iterator.\n\n---\n\n**mandatory**\n\n"
+                            "no_llseek is gone; don't set .llseek to that - just leave it NULL instead.\n"
+                            "Checks for ESPIPE should look at FMODE_LSEEK.\n\n"
+                            "->readdir() is gone now; switch to ->iterate_shared()\n";
+  MiniPort m("notes-",
+             {{"Documentation/filesystems/porting.rst", notes},
+              {"include/linux/fs.h", "loff_t noop_llseek(struct file *, loff_t, int);\n"
+                                     "size_t copy_page_from_iter_atomic(struct page *, size_t, size_t, struct iov_iter *);\n"},
+              {"drivers/a.c", "static const struct file_operations f = { .llseek = noop_llseek, };\n"}},
+             {{"d.c", "static const struct file_operations a = {\n"
+                      "\t.owner = THIS_MODULE,\n"
+                      "\t.llseek = no_llseek,\n"
+                      "};\n"
+                      "static const struct file_operations b = { .owner = THIS_MODULE, .llseek = no_llseek };\n"
+                      "static size_t c(struct page *p, struct iov_iter *i)\n{\n"
+                      "\treturn iov_iter_copy_from_user_atomic(p, i, 0, 1);\n}\n"}});
+  ASSERT_TRUE(m.tmp.has_value());
+  TargetOnly port(m.src, m.tree, m.tmp->path() / "s");
+  auto edits = propose::make_target_api()->propose(
+      {diag_at(core::DiagKind::undeclared_identifier, "d.c", 3, {"no_llseek"}),
+       diag_at(core::DiagKind::implicit_function_declaration, "d.c", 8, {"iov_iter_copy_from_user_atomic"})},
+      port.ctx);
+  std::vector<propose::Edit> llseek, iov;
+  for (const auto& e : edits) {
+    if (e.change_id == "ident:no_llseek") llseek.push_back(e);
+    if (e.change_id == "ident:iov_iter_copy_from_user_atomic") iov.push_back(e);
+  }
+  // The note, not the similar noop_llseek: the table entries go, the rest of the lines stays.
+  ASSERT_EQ(llseek.size(), 1u);
+  ASSERT_EQ(llseek[0].text_edits.size(), 2u);
+  EXPECT_EQ(llseek[0].text_edits[0].line, 3);
+  EXPECT_EQ(llseek[0].text_edits[0].text, "");
+  EXPECT_EQ(llseek[0].text_edits[1].line, 5);
+  EXPECT_EQ(llseek[0].text_edits[1].text, "static const struct file_operations b = { .owner = THIS_MODULE };\n");
+  EXPECT_EQ(llseek[0].evidence, std::vector<std::string>{"Documentation/filesystems/porting.rst:10"});
+  ASSERT_EQ(iov.size(), 1u);
+  ASSERT_EQ(iov[0].renames.size(), 1u);
+  EXPECT_EQ(iov[0].renames[0].second, "copy_page_from_iter_atomic");
+  // An ops member's note ("->readdir() is gone") is no name of its own.
+  propose::TargetIndex idx(m.src, m.src);
+  EXPECT_EQ(idx.porting_notes().count("readdir"), 0u);
+  EXPECT_EQ(idx.porting_notes().size(), 2u);
+  // A use that is no table entry or flag term is not half dropped: no edit.
+  ASSERT_TRUE(util::write_file(m.tree / "d.c", "static int z(struct file *f)\n{\n\treturn f->f_op->llseek == no_llseek;\n}\n"));
+  edits = propose::make_target_api()->propose({diag_at(core::DiagKind::undeclared_identifier, "d.c", 3, {"no_llseek"})},
+                                              port.ctx);
+  EXPECT_FALSE(has_change(edits, "ident:no_llseek"));
+}
+
+TEST(TargetApi, MemberGoneBehindAccessorsIsAccessedThroughThem) {
+  // 6.6-6.7's inode timestamps and 6.3's read-only vm_flags, as the target declares them.
+  MiniPort m("accessors-",
+             {{"include/linux/fs.h", "struct inode {\n\tlong i_mtime_sec;\n\tlong i_mtime_nsec;\n};\n"
+                                     "static inline struct timespec64 inode_get_mtime(const struct inode *inode)\n{\n}\n"
+                                     "static inline time64_t inode_get_mtime_sec(const struct inode *inode)\n{\n}\n"
+                                     "static inline struct timespec64 inode_set_mtime_to_ts(struct inode *inode,\n"
+                                     "\t\t\t\t\t\t      struct timespec64 ts)\n{\n}\n"
+                                     "static inline struct timespec64 inode_set_mtime(struct inode *inode, time64_t sec, long nsec)\n{\n}\n"},
+              {"include/linux/mm.h", "struct vm_area_struct {\n\tconst vm_flags_t vm_flags;\n};\n"
+                                     "static inline void vm_flags_init(struct vm_area_struct *vma, vm_flags_t flags)\n{\n}\n"
+                                     "static inline void vm_flags_reset(struct vm_area_struct *vma, vm_flags_t flags)\n{\n}\n"
+                                     "static inline void vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)\n{\n}\n"
+                                     "static inline void vm_flags_clear(struct vm_area_struct *vma, vm_flags_t flags)\n{\n}\n"
+                                     "static inline void vm_flags_mod(struct vm_area_struct *vma, vm_flags_t set, vm_flags_t clear)\n{\n}\n"}},
+             {{"d.c", "static void t(struct inode *inode, struct vm_area_struct *vma)\n{\n"
+                      "\tinode->i_mtime = current_time(inode);\n\tvma->vm_flags |= VM_IO;\n}\n"}});
+  ASSERT_TRUE(m.tmp.has_value());
+  TargetOnly port(m.src, m.tree, m.tmp->path() / "s");
+  auto edits = propose::make_target_api()->propose(
+      {diag_at(core::DiagKind::no_member, "d.c", 3, {"struct inode", "i_mtime"}),
+       diag_at(core::DiagKind::read_only_member, "d.c", 4, {"vm_flags"})},
+      port.ctx);
+  auto find = [&](const std::string& id) {
+    auto it = std::find_if(edits.begin(), edits.end(), [&](const auto& e) { return e.change_id == id && e.rank == 1; });
+    return it == edits.end() ? std::string() : it->smpl;
+  };
+  std::string inode = find("member:struct inode.i_mtime");
+  EXPECT_NE(inode.find("- p->i_mtime = E\n+ inode_set_mtime_to_ts(p, E)\n"), std::string::npos) << inode;
+  EXPECT_NE(inode.find("- p->i_mtime\n+ inode_get_mtime(p)\n"), std::string::npos) << inode;
+  EXPECT_NE(inode.find("- s.i_mtime = E\n+ inode_set_mtime_to_ts(&s, E)\n"), std::string::npos) << inode;
+  EXPECT_EQ(inode.find("inode_get_mtime_sec"), std::string::npos);
+  // A bit mask (set and clear both exist): set ORs bits in, clear takes them out, = resets;
+  // reads of a read-only member stay.
+  std::string vma = find("member:struct vm_area_struct.vm_flags");
+  EXPECT_NE(vma.find("- p->vm_flags |= E\n+ vm_flags_set(p, E)\n"), std::string::npos) << vma;
+  EXPECT_NE(vma.find("- p->vm_flags &= ~E\n+ vm_flags_clear(p, E)\n"), std::string::npos) << vma;
+  EXPECT_NE(vma.find("- p->vm_flags = E\n+ vm_flags_reset(p, E)\n"), std::string::npos) << vma;
+  EXPECT_EQ(vma.find("- p->vm_flags\n+"), std::string::npos) << vma;
+}

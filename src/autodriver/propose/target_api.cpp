@@ -27,6 +27,222 @@ using core::DiagKind;
 
 namespace {
 
+/// The driver itself declares `name` at file scope: a declarator (`static int name;`,
+/// `struct x *name = ...`), a declaring macro at the start of a declaration
+/// (`static DEFINE_SEMAPHORE(name);`, `LIST_HEAD(name);`) or a `#define name`. Such a name is
+/// undeclared only because its declaration broke (a macro changed arity): renaming it to a
+/// similar kernel name would hide the driver's own object behind the kernel's.
+bool driver_declares(const fs::path& tree, const std::string& name) {
+  static const std::set<std::string> k_decl_start = {";", "}", "static", "const", "extern"};
+  const std::regex define(R"(^\s*#\s*define\s+)" + name + R"(\b)");
+  for (const auto& rel : util::list_files(tree)) {
+    std::string ext = rel.extension().string();
+    if (ext != ".c" && ext != ".h") continue;
+    auto text = util::read_file(tree / rel);
+    if (!text || !has_word(*text, name)) continue;
+    auto toks = tokenize(*text);
+    auto first = first_branch_mask(toks);
+    int depth = 0;
+    for (std::size_t i = 0; i < toks.size(); ++i) {
+      const auto& t = toks[i];
+      if (t.kind == TokKind::pp_line) {
+        if (std::regex_search(t.text, define)) return true;
+        continue;
+      }
+      if (t.kind == TokKind::punct && first[i]) {
+        if (t.text == "{" || t.text == "(" || t.text == "[") ++depth;
+        else if (t.text == "}" || t.text == ")" || t.text == "]") depth = std::max(0, depth - 1);
+      }
+      if (t.kind != TokKind::ident || t.text != name || i == 0) continue;
+      const auto& p = toks[i - 1];
+      if (depth == 0 && (p.kind == TokKind::ident || p.text == "*")) return true;
+      // `MACRO(name` opening a file-scope declaration.
+      if (depth == 1 && p.text == "(" && i >= 2 && toks[i - 2].kind == TokKind::ident) {
+        bool starts = i == 2 || toks[i - 3].kind == TokKind::pp_line || k_decl_start.count(toks[i - 3].text);
+        if (starts) return true;
+      }
+    }
+  }
+  return false;
+}
+
+/// Text edits that drop every use of `name` from the driver, where the use is a table entry
+/// (`.llseek = no_llseek,`) or one term of an OR of flags (`FS_REQUIRES_DEV | FS_LITTER`); a
+/// line left empty goes. Empty when some use is anything else (nothing is half dropped).
+std::vector<TextEdit> drop_uses(const fs::path& tree, const std::string& name) {
+  std::vector<TextEdit> out;
+  for (const auto& rel : util::list_files(tree)) {
+    std::string ext = rel.extension().string();
+    if (ext != ".c" && ext != ".h") continue;
+    auto text = util::read_file(tree / rel);
+    if (!text || !has_word(*text, name)) continue;
+    auto toks = tokenize(*text);
+    std::vector<std::pair<std::size_t, std::size_t>> cuts; // byte ranges to remove
+    auto at = [&](std::size_t k, const char* p) { return k < toks.size() && toks[k].text == p; };
+    for (std::size_t i = 0; i < toks.size(); ++i) {
+      if (toks[i].kind != TokKind::ident || toks[i].text != name) continue;
+      if (i >= 3 && at(i - 1, "=") && toks[i - 2].kind == TokKind::ident && at(i - 3, ".") &&
+          (at(i + 1, ",") || at(i + 1, "}"))) {
+        std::size_t from = toks[i - 3].begin, to = at(i + 1, ",") ? toks[i + 1].end : toks[i].end;
+        if (at(i + 1, "}") && at(i - 4, ",")) from = toks[i - 4].begin;
+        cuts.push_back({from, to});
+      } else if (i >= 1 && at(i - 1, "|") && toks[i - 1].line == toks[i].line) {
+        cuts.push_back({toks[i - 1].begin, toks[i].end});
+      } else if (at(i + 1, "|") && toks[i + 1].line == toks[i].line && i + 2 < toks.size()) {
+        cuts.push_back({toks[i].begin, toks[i + 2].begin});
+      } else {
+        return {};
+      }
+    }
+    if (cuts.empty()) continue;
+    std::string now = *text;
+    std::sort(cuts.rbegin(), cuts.rend());
+    for (const auto& [from, to] : cuts) {
+      std::size_t f = from;
+      // Spaces before a cut term go with it unless they start the line.
+      while (f > 0 && (now[f - 1] == ' ' || now[f - 1] == '\t')) {
+        std::size_t b = f - 1;
+        while (b > 0 && (now[b - 1] == ' ' || now[b - 1] == '\t')) --b;
+        if (b == 0 || now[b - 1] == '\n') break;
+        f = b;
+      }
+      now.erase(f, to - f);
+    }
+    auto old_lines = util::split_lines(*text), new_lines = util::split_lines(now);
+    if (old_lines.size() != new_lines.size()) return {};
+    for (std::size_t l = 0; l < old_lines.size(); ++l) {
+      if (old_lines[l] == new_lines[l]) continue;
+      TextEdit te;
+      te.file = rel.string();
+      te.line = static_cast<int>(l + 1);
+      te.remove = 1;
+      if (!util::trim(new_lines[l]).empty()) te.text = std::string(new_lines[l]) + "\n";
+      out.push_back(std::move(te));
+    }
+  }
+  return out;
+}
+
+/// The accessors the target declares for member `m` of `struct tag` (tag empty: any struct),
+/// found by name and first parameter (`struct tag *`): inode.i_mtime -> inode_get_mtime(),
+/// inode_set_mtime_to_ts(); vm_area_struct.vm_flags -> vm_flags_set() / vm_flags_clear() /
+/// vm_flags_reset(). Among several, the one with the fewest extra name words, then the most
+/// used by the target's own drivers.
+struct Accessors {
+  std::string tag;
+  std::string get, set; ///< `x = p->m` and `p->m = v`
+  std::string bits_on, bits_off; ///< `p->m |= v`, `p->m &= ~v` (a bit mask: set and clear both exist)
+  std::string where;    ///< header of the first found
+};
+
+std::vector<std::string> name_words(const std::string& n) {
+  std::vector<std::string> w;
+  std::size_t b = 0;
+  while (b <= n.size()) {
+    auto e = n.find('_', b);
+    if (e == std::string::npos) e = n.size();
+    if (e > b) w.push_back(n.substr(b, e - b));
+    b = e + 1;
+  }
+  return w;
+}
+
+Accessors find_accessors(TargetIndex& idx, std::string tag, const std::string& m) {
+  Accessors a;
+  auto mw = name_words(m);
+  std::vector<std::vector<std::string>> stems = {mw};
+  if (mw.size() >= 2 && mw[0].size() <= 3) stems.push_back({mw.begin() + 1, mw.end()});
+  auto contains = [](const std::vector<std::string>& w, const std::vector<std::string>& st) {
+    if (st.empty() || w.size() < st.size()) return false;
+    for (std::size_t i = 0; i + st.size() <= w.size(); ++i)
+      if (std::equal(st.begin(), st.end(), w.begin() + static_cast<std::ptrdiff_t>(i))) return true;
+    return false;
+  };
+  auto squash = [](std::string t) {
+    t = std::regex_replace(t, std::regex(R"(\bconst\b)"), "");
+    t.erase(std::remove(t.begin(), t.end(), ' '), t.end());
+    return t;
+  };
+  static const std::set<std::string> k_verbs = {"get", "set", "clear", "reset", "init", "mod", "update", "to", "ts"};
+  struct Cand { std::string name; std::size_t params; bool void_ret; std::set<std::string> verbs; int extra; int uses; };
+  std::vector<Cand> cands;
+  // Named after the member (vm_flags_set), or after the struct and the member's stem
+  // (inode_get_mtime); with the struct unknown only the first.
+  auto tag_words = name_words(tag);
+  for (const auto& n : idx.names()) {
+    auto w = name_words(n);
+    const std::vector<std::string>* stem = nullptr;
+    if (contains(w, stems[0])) stem = &stems[0];
+    else if (stems.size() > 1 && !tag.empty() && contains(w, stems[1]) && contains(w, tag_words)) stem = &stems[1];
+    if (!stem) continue;
+    auto p = idx.prototype(n, nullptr);
+    if (!p || p->is_macro || p->variadic || p->params.empty() || p->params.size() > 2) continue;
+    std::smatch sm;
+    std::string t0 = squash(p->params[0].type);
+    static const std::regex k_struct(R"(^struct(\w+)\*$)");
+    if (!std::regex_match(t0, sm, k_struct)) continue;
+    if (!tag.empty() && sm[1].str() != tag) continue;
+    if (tag.empty()) {
+      auto ms = idx.struct_members(sm[1].str());
+      if (std::find(ms.begin(), ms.end(), m) == ms.end()) continue;
+    }
+    Cand c{n, p->params.size(), squash(p->ret) == "void", {}, 0, 0};
+    auto tw = name_words(sm[1].str());
+    for (const auto& x : w) {
+      if (k_verbs.count(x)) c.verbs.insert(x);
+      else if (std::find(stem->begin(), stem->end(), x) == stem->end() &&
+               std::find(tw.begin(), tw.end(), x) == tw.end() && x != "vma")
+        ++c.extra;
+    }
+    c.uses = idx.usage_count(n);
+    if (a.tag.empty()) a.tag = sm[1].str(), a.where = p->header;
+    if (sm[1].str() != a.tag) continue;
+    cands.push_back(std::move(c));
+  }
+  auto pick = [&](auto ok) {
+    const Cand* best = nullptr;
+    for (const auto& c : cands)
+      if (ok(c) && (!best || c.extra < best->extra || (c.extra == best->extra && c.uses > best->uses))) best = &c;
+    return best ? best->name : std::string();
+  };
+  auto only = [](const Cand& c, std::initializer_list<const char*> verbs) {
+    for (const auto& v : c.verbs)
+      if (std::none_of(verbs.begin(), verbs.end(), [&](const char* x) { return v == x; })) return false;
+    return true;
+  };
+  a.get = pick([&](const Cand& c) { return c.params == 1 && !c.void_ret && only(c, {"get"}); });
+  std::string set = pick([&](const Cand& c) { return c.params == 2 && c.verbs.count("set") && only(c, {"set", "to", "ts"}); });
+  std::string clear = pick([&](const Cand& c) { return c.params == 2 && c.verbs.count("clear") && only(c, {"clear"}); });
+  if (!set.empty() && !clear.empty()) {
+    // A bit mask: "set" turns bits on; plain assignment is a reset.
+    a.bits_on = set;
+    a.bits_off = clear;
+    a.set = pick([&](const Cand& c) { return c.params == 2 && c.verbs.count("reset") && only(c, {"reset"}); });
+  } else {
+    a.set = set;
+  }
+  return a;
+}
+
+/// SmPL replacing accesses to `p->m` / `s.m` by the accessors; `reads` also rewrites reads.
+std::string accessor_smpl(const Accessors& a, const std::string& m, bool reads) {
+  std::string out;
+  auto rule = [&](const std::string& minus, const std::string& plus, bool expr) {
+    for (int form = 0; form < 2; ++form) {
+      std::string var = form == 0 ? "p" : "s", ref = form == 0 ? "p" : "&s";
+      std::string decl = fmt::format("struct {} {}{};\n", a.tag, form == 0 ? "*" : "", var);
+      std::string acc = form == 0 ? "p->" + m : "s." + m;
+      out += "@@\n" + decl + (expr ? "expression E;\n" : "") + "@@\n";
+      out += "- " + fmt::format(fmt::runtime(minus), acc) + "\n+ " + fmt::format(fmt::runtime(plus), ref) + "\n\n";
+    }
+  };
+  if (!a.set.empty()) rule("{} = E", a.set + "({}, E)", true);
+  if (!a.bits_on.empty()) rule("{} |= E", a.bits_on + "({}, E)", true);
+  if (!a.bits_off.empty()) rule("{} &= ~E", a.bits_off + "({}, E)", true);
+  if (reads && !a.get.empty()) rule("{}", a.get + "({})", false);
+  return out;
+}
+
 int compat(const std::string& arg, const Param& p) {
   const std::string& t = p.type;
   bool typed = !t.empty();
@@ -126,6 +342,9 @@ public:
         break;
       case DiagKind::conflicting_types:
         if (seen.insert("proto:" + sym).second) prototype_sync(ctx, d, out);
+        break;
+      case DiagKind::read_only_member:
+        if (!d.symbols.empty() && seen.insert("readonly:" + sym).second) accessor(idx, "", sym, false, out);
         break;
       case DiagKind::no_member:
         if (d.symbols.size() >= 2 && d.symbols[0].starts_with("struct ") && seen.insert("member:" + sym + d.symbols[1]).second)
@@ -636,6 +855,34 @@ private:
     if (names.count(name)) return; // declared: a missing #include (header-fix), not a rename
     // Declared in a header outside the indexed dirs (include/crypto/internal/...): still an include.
     if (idx.prototype(name, nullptr)) return;
+    if (driver_declares(ctx.tree, name)) return;
+    // The kernel's own porting notes say what became of it: no guessing by similarity.
+    if (auto note = idx.porting_notes().find(name); note != idx.porting_notes().end()) {
+      const auto& pn = note->second;
+      Edit e;
+      e.proposer = "target-api";
+      e.change_id = "ident:" + name;
+      e.symbols = {name};
+      e.evidence = {pn.where};
+      e.support = 1;
+      if (pn.drop) {
+        e.label = "removed-with-replacement";
+        e.title = fmt::format("{} is gone: its uses are dropped", name);
+        e.description = fmt::format("The target kernel's porting notes ({}): \"{}\"", pn.where, pn.sentence);
+        e.text_edits = drop_uses(ctx.tree, name);
+        if (!e.text_edits.empty()) out.push_back(std::move(e));
+        return;
+      }
+      if (idx.names().count(pn.use) || idx.in_headers(pn.use)) {
+        e.label = "rename";
+        e.title = fmt::format("{} was replaced by {}", name, pn.use);
+        e.description = fmt::format("The target kernel's porting notes ({}): \"{}\"", pn.where, pn.sentence);
+        e.renames = {{name, pn.use}};
+        e.symbols.push_back(pn.use);
+        out.push_back(std::move(e));
+        return;
+      }
+    }
     // A constant renamed to a merely similar constant compiles and means something else
     // (I2C_CLASS_DDC is not I2C_CLASS_HWMON): constants need a much closer name than functions.
     bool constant = std::none_of(name.begin(), name.end(), [](char ch) { return std::islower(static_cast<unsigned char>(ch)); });
@@ -697,7 +944,36 @@ private:
       e.rank = rank++;
       out.push_back(std::move(e));
     }
-    (void)ctx;
+  }
+
+  /// An edit through the target's accessors for `tag.m`; false when the target has none.
+  bool accessor(TargetIndex& idx, const std::string& tag, const std::string& m, bool reads,
+                std::vector<Edit>& out) {
+    auto a = find_accessors(idx, tag, m);
+    if (a.tag.empty() || (a.set.empty() && a.bits_on.empty() && (!reads || a.get.empty()))) return false;
+    std::vector<std::string> names;
+    std::string listed;
+    for (const auto* n : {&a.get, &a.set, &a.bits_on, &a.bits_off})
+      if (!n->empty()) {
+        names.push_back(*n);
+        listed += (listed.empty() ? "" : ", ") + *n + "()";
+      }
+    Edit e;
+    e.proposer = "target-api";
+    e.change_id = "member:struct " + a.tag + "." + m;
+    e.label = "member-changed";
+    e.title = fmt::format("struct {}.{} is accessed through {}", a.tag, m, listed);
+    e.description = fmt::format("The target kernel {} struct {}.{} directly; its accessors taking a struct {} * "
+                                "({}) are used instead, as the target's own drivers do.",
+                                reads ? "has no" : "does not let drivers write", a.tag, m, a.tag, a.where);
+    e.smpl = accessor_smpl(a, m, reads);
+    if (e.smpl.empty()) return false;
+    e.symbols = {"struct " + a.tag, m};
+    for (const auto& n : names) e.symbols.push_back(n);
+    e.support = 1;
+    e.rank = 1;
+    out.push_back(std::move(e));
+    return true;
   }
 
   void member(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d, std::vector<Edit>& out) {
@@ -749,6 +1025,9 @@ private:
     }
     std::sort(cands.begin(), cands.end(), [](auto& a, auto& b) { return a.first > b.first; });
     int rank = 1;
+    // The accessors the target's own code uses for the member go before similar names.
+    if (value.empty() && accessor(idx, tag, m, true, out)) ++rank;
+    if (cands.empty() && rank > 1) return;
     if (cands.empty()) {
       // No successor member: when the driver only sets it to a constant in an initializer, the
       // setting has no meaning on the target any more and goes (the diagnostic names it).

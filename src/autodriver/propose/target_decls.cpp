@@ -501,3 +501,47 @@ double name_similarity(const std::string& a, const std::string& b) {
 }
 
 } // namespace autodriver::propose
+
+namespace autodriver::propose {
+
+const std::map<std::string, TargetIndex::PortingNote>& TargetIndex::porting_notes() {
+  if (m_notes_loaded) return m_notes;
+  m_notes_loaded = true;
+  const std::string rel = "Documentation/filesystems/porting.rst";
+  auto text = util::read_file(m_src / rel);
+  if (!text) return m_notes;
+  auto lines = util::split_lines(*text);
+  // Paragraphs (blank-line separated), each remembered with its first line.
+  static const std::regex k_gone(R"((^|[^>\w])([A-Za-z_]\w*)(\(\))?\s+(?:is|are)\s+gone\b)");
+  static const std::regex k_use(R"(^[^.]*?\b(?:use|switch to|replaced by)\s+([A-Za-z_]\w*)(\(\))?)");
+  static const std::regex k_drop(R"(leave it NULL|just remove it)", std::regex::icase);
+  std::size_t i = 0;
+  while (i < lines.size()) {
+    while (i < lines.size() && util::trim(lines[i]).empty()) ++i;
+    std::size_t start = i;
+    std::string para;
+    for (; i < lines.size() && !util::trim(lines[i]).empty(); ++i) {
+      if (!para.empty()) para += ' ';
+      para += util::trim(lines[i]);
+    }
+    if (para.empty()) continue;
+    std::smatch m;
+    if (!std::regex_search(para, m, k_gone)) continue;
+    std::string name = m[2].str();
+    std::string rest = m.suffix().str();
+    PortingNote note;
+    note.where = fmt::format("{}:{}", rel, start + 1);
+    auto dot = para.find(". ", static_cast<std::size_t>(m.position(0)));
+    note.sentence = para.substr(0, dot == std::string::npos ? para.size() : dot + 1);
+    std::smatch u;
+    // The replacement must be named in the same sentence as the removal.
+    std::string sentence_rest = rest.substr(0, rest.find(". "));
+    if (std::regex_search(sentence_rest, u, k_use) && u[1].str() != name) note.use = u[1].str();
+    note.drop = std::regex_search(sentence_rest, k_drop);
+    if (note.use.empty() && !note.drop) continue;
+    m_notes.emplace(name, std::move(note));
+  }
+  return m_notes;
+}
+
+} // namespace autodriver::propose

@@ -82,8 +82,23 @@ public:
   /// Documentation/process/deprecated.rst that name functions ("strncpy() on NUL-terminated strings").
   const std::set<std::string>& deprecated();
 
+  /// What Documentation/filesystems/porting.rst, the kernel's own porting notes, says of a
+  /// name that "is gone": its replacement ("iov_iter_copy_from_user_atomic() is gone; use
+  /// copy_page_from_iter_atomic()") or that a table entry naming it is simply dropped
+  /// ("no_llseek is gone; don't set .llseek to that - just leave it NULL instead").
+  struct PortingNote {
+    std::string use;         ///< the replacement identifier, empty when the note names none
+    bool drop = false;       ///< "leave it NULL" / "just remove it"
+    std::string where;       ///< "Documentation/filesystems/porting.rst:917"
+    std::string sentence;    ///< the note's first sentence
+  };
+  /// Keyed by the vanished name; ops members ("->readdir() is gone") are not listed.
+  const std::map<std::string, PortingNote>& porting_notes();
+
 private:
   std::filesystem::path m_src, m_build;
+  std::map<std::string, PortingNote> m_notes;
+  bool m_notes_loaded = false;
   std::set<std::string> m_names;
   bool m_names_loaded = false;
   std::set<std::string> m_deprecated;
