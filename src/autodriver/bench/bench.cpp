@@ -104,6 +104,7 @@ nlohmann::json run_case(const fs::path& case_dir, const nlohmann::json& meta, co
   if (unit.contains("package")) pr.kb_leave_out.push_back(unit.value("package", ""));
   // store-kb: entries recorded from this case (its id, its files, its package) are left out too.
   pr.store_kb = req.store_kb;
+  pr.reference = req.reference;
   pr.case_id = id;
   const auto& runtime = meta.value("runtime", nlohmann::json::object());
   std::string rkind = runtime.value("kind", "none");
@@ -309,6 +310,7 @@ util::Expected<nlohmann::json> run_bench(const BenchRequest& req, const BenchPro
       {"corpus", fs::absolute(req.corpus).string()},
       {"split", req.split.empty() ? "all" : req.split},
       {"use_from", req.use_from},
+      {"reference", req.reference},
       {"cases", n},
       {"compiled", compiled},
       {"compiled_and_integrity", comp_integ},

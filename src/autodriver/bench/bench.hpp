@@ -26,6 +26,7 @@ struct BenchRequest {
   std::vector<std::string> only;      ///< case id prefixes
   std::chrono::seconds budget{300};   ///< per case
   std::filesystem::path store;        ///< run store; empty = the default
+  bool reference = true;              ///< with use_from false: the loop's reference kernel (port --no-reference)
   bool store_kb = true;               ///< store-kb: replay KB entries recorded from other cases' runs
 };
 

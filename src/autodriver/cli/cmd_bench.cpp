@@ -20,6 +20,7 @@ Command bench_command() {
             auto no_boot = std::make_shared<bool>(false);
             auto no_from = std::make_shared<bool>(false);
             auto no_store_kb = std::make_shared<bool>(false);
+            auto no_reference = std::make_shared<bool>(false);
             auto budget = std::make_shared<int>(300);
             sub.add_option("cases", req->corpus, "Corpus directory (autodriver corpus build -o DIR)")->required();
             sub.add_option("--split", req->split, "Only the dev or the test split");
@@ -30,12 +31,14 @@ Command bench_command() {
             sub.add_flag("--no-boot", *no_boot, "Skip the load/probe test of runtime-testable cases");
             sub.add_flag("--no-from", *no_from, "Do not tell the loop the old kernel (target-only repair)");
             sub.add_flag("--no-store-kb", *no_store_kb, "store-kb: do not replay KB entries (a case never gets entries of its own runs)");
+            sub.add_flag("--no-reference", *no_reference, "With --no-from: no older reference kernel either (target kernel only)");
             sub.add_option("--budget-s", *budget, "Per-case time budget")->capture_default_str();
             sub.add_flag("--json", *json, "Print the report as JSON");
             return [=]() -> int {
               req->boot = !*no_boot;
               req->use_from = !*no_from;
               req->store_kb = !*no_store_kb;
+              req->reference = !*no_reference;
               req->budget = std::chrono::seconds(*budget);
               req->store = store_path_option();
               auto rep = bench::run_bench(*req, [&](const std::string& m) {

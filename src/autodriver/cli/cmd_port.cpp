@@ -45,6 +45,9 @@ Command port_command() {
             sub.add_option("--kb-leave-out", req->kb_leave_out, "compat-kb: never use KB entries learned from this package (repeatable)");
             sub.add_option("--kb", req->kb_path, "compat-kb: KB file (default: $AUTODRIVER_KB, else <cache>/kb/compat-kb.json)");
             auto no_store_kb = std::make_shared<bool>(false);
+            auto no_reference = std::make_shared<bool>(false);
+            sub.add_flag("--no-reference", *no_reference,
+                         "Without --from: do not learn from an older known kernel's source (target kernel only)");
             sub.add_flag("--no-store-kb", *no_store_kb, "store-kb: do not replay the run store's KB entries (edits that solved the same diagnostics before)");
             sub.add_flag("--api-changes", req->api_changes,
                          "With --from: run apidiff beside the first builds and name the kernel API change behind "
@@ -53,6 +56,7 @@ Command port_command() {
             return [=]() -> int {
               req->budget = std::chrono::seconds(*budget);
               req->store_kb = !*no_store_kb;
+              req->reference = !*no_reference;
               if (*json && util::log_level() != util::LogLevel::debug) util::set_log_level(util::LogLevel::quiet);
               loop::RecordOptions record; // every port is a run in the run store
               record.store = store_path_option();

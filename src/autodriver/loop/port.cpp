@@ -13,6 +13,7 @@
 #include "autodriver/loop/patch_series.hpp"
 #include "autodriver/propose/apply.hpp"
 #include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/propose/kb_extract.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/strings.hpp"
@@ -251,6 +252,22 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
   if (from) {
     if (auto s = kernel::ensure_source(*from, note); s) ctx.old_src = *s;
     else util::log_info("no source tree for {}: {}", req.from, s.error().message);
+  } else if (req.reference) {
+    // The driver's old kernel is unknown: an older kernel whose source is at hand still shows
+    // how the kernel's own drivers followed each change since (learned-rewrite, inline-removed).
+    auto target_v = propose::parse_kversion(to->release);
+    const kernel::KnownKernel* best = nullptr;
+    for (const auto& k : kernel::known_kernels()) {
+      auto v = propose::parse_kversion(k.release);
+      if (v < target_v && (!best || propose::parse_kversion(best->release) < v)) best = &k;
+    }
+    if (best)
+      if (auto rk = kernel::resolve_kernel(best->name); rk)
+        if (auto s = kernel::ensure_source(*rk, note); s) {
+          ctx.old_src = *s;
+          step("reference", {{"kernel", rk->release}, {"source", s->string()}});
+          note(fmt::format("no --from: learning from {}'s source as a reference (never built against)", rk->release));
+        }
   }
 
   auto finish_out = [&]() -> util::Expected<void> {

@@ -35,6 +35,10 @@ struct PortRequest {
   std::filesystem::path kb_path;            ///< compat-kb: KB file; empty = default
   bool api_changes = false;                 ///< --api-changes: name apidiff's change for each diagnostic (needs from)
   bool store_kb = true;                     ///< store-kb: replay KB entries of the run store (--no-store-kb)
+  /// Without --from: learn from the newest known kernel older than the target whose source is
+  /// at hand (its own drivers' updates, its headers) as a reference pair; never built against,
+  /// never the driver's version (--no-reference).
+  bool reference = true;
   std::filesystem::path kb_store;           ///< store-kb: the run store read; set by run_port_recorded
   std::string case_id;                      ///< bench case: its own KB entries are never replayed
   std::filesystem::path from_tree;          ///< the tree built on --from; empty = tree (rerun: the

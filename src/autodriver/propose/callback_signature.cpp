@@ -347,10 +347,58 @@ std::vector<TextEdit> retype_return_edits(const PortContext& ctx, const std::str
 }
 
 /// The callback a diagnostic's line assigns, once per callback (`done`), or empty.
-std::string callback_at(const core::Diagnostic& d, const PortContext& ctx, std::set<std::string>& done) {
+/// The driver function a declaring macro on `line` wires up (`static CLASS_ATTR_RO(version);`
+/// sets .show = version_show): a function named after one of the macro's arguments (the
+/// argument itself, or it with a `_word` added) whose parameter types are `from`'s.
+std::string macro_wired_function(const std::string& line, const PortContext& ctx, const FnType& from) {
+  auto lt = tokenize(line);
+  std::set<std::string> args;
+  for (std::size_t i = 0; i + 1 < lt.size(); ++i)
+    if (lt[i].kind == TokKind::ident && lt[i + 1].text == "(") {
+      for (std::size_t k = i + 2; k < lt.size() && lt[k].text != ")"; ++k)
+        if (lt[k].kind == TokKind::ident) args.insert(lt[k].text);
+      break;
+    }
+  if (args.empty()) return {};
+  auto want = split_top_level(from.params);
+  std::string found;
+  for (const auto& rel : util::list_files(ctx.tree)) {
+    std::string ext = rel.extension().string();
+    if (ext != ".c" && ext != ".h") continue;
+    auto text = util::read_file(ctx.tree / rel);
+    if (!text) continue;
+    auto toks = tokenize(*text);
+    for (const auto& u : find_units(toks)) {
+      if (u.kind != UnitKind::function) continue;
+      bool named = false;
+      for (const auto& a : args)
+        if (u.name == a || (u.name.size() > a.size() + 1 && u.name[a.size()] == '_' && u.name.starts_with(a)) ||
+            (u.name.size() > a.size() + 1 && u.name[u.name.size() - a.size() - 1] == '_' && u.name.ends_with(a)))
+          named = true;
+      if (!named) continue;
+      for (const auto& fd : fn_decls(toks, u.name)) {
+        if (!fd.body || fd.params.size() != want.size()) continue;
+        bool same = true;
+        for (std::size_t p = 0; p < want.size() && same; ++p) {
+          auto [a, b] = fd.params[p];
+          std::string type = b > a ? text->substr(toks[a].begin, toks[b].begin - toks[a].begin) : std::string();
+          same = squash(type) == squash(want[p]);
+        }
+        if (!same) continue;
+        if (!found.empty() && found != u.name) return {}; // two fit: no guess
+        found = u.name;
+      }
+    }
+  }
+  return found;
+}
+
+std::string callback_at(const core::Diagnostic& d, const PortContext& ctx, std::set<std::string>& done,
+                        const FnType* from = nullptr) {
   auto line = diagnostic_line(ctx.tree, d);
   if (!line) return {};
   std::string fn = assigned_identifier(*line);
+  if (fn.empty() && from) fn = macro_wired_function(*line, ctx, *from);
   if (fn.empty() || !done.insert(fn).second) return {};
   return fn;
 }
@@ -401,6 +449,40 @@ TextEdit param_list_edit(const std::string& file, const std::string& text, const
   return {file, toks[fd.name].line, toks[fd.close].line - toks[fd.name].line + 1, out};
 }
 
+/// `text` with whole-line edits of one file applied (edits computed against `text`).
+std::string apply_lines(const std::string& text, std::vector<TextEdit> edits) {
+  auto lines = util::split_lines(text);
+  std::vector<std::string> out(lines.begin(), lines.end());
+  std::sort(edits.begin(), edits.end(), [](const auto& a, const auto& b) { return a.line > b.line; });
+  for (const auto& e : edits) {
+    if (e.line < 1 || static_cast<std::size_t>(e.line - 1 + e.remove) > out.size()) continue;
+    auto at = out.begin() + (e.line - 1);
+    at = out.erase(at, at + e.remove);
+    std::vector<std::string> add;
+    for (auto l : util::split_lines(e.text)) add.emplace_back(l);
+    if (!e.text.empty() && e.text.back() == '\n' && !add.empty() && add.back().empty()) add.pop_back();
+    out.insert(at, add.begin(), add.end());
+  }
+  std::string r;
+  for (const auto& l : out) r += l + "\n";
+  return r;
+}
+
+/// One edit replacing the lines where `before` and `after` differ.
+TextEdit region_edit(const std::string& file, const std::string& before, const std::string& after) {
+  auto a = util::split_lines(before), b = util::split_lines(after);
+  std::size_t head = 0;
+  while (head < a.size() && head < b.size() && a[head] == b[head]) ++head;
+  std::size_t tail = 0;
+  while (tail < a.size() - head && tail < b.size() - head && a[a.size() - 1 - tail] == b[b.size() - 1 - tail]) ++tail;
+  TextEdit te;
+  te.file = file;
+  te.line = static_cast<int>(head + 1);
+  te.remove = static_cast<int>(a.size() - head - tail);
+  for (std::size_t i = head; i < b.size() - tail; ++i) te.text += std::string(b[i]) + "\n";
+  return te;
+}
+
 Edit callback_edit(const std::string& fn) {
   Edit e;
   e.proposer = "callback-signature";
@@ -430,12 +512,17 @@ public:
         params_changed(d, to, from, ctx, done, out);
         continue;
       }
+      if (to.params != from.params && to.ret != "void" && from.ret != "void" && squash(to.ret) != squash(from.ret) &&
+          split_top_level(to.params).size() == split_top_level(from.params).size()) {
+        both_changed(d, to, from, ctx, done, out);
+        continue;
+      }
       if (to.params == from.params && to.ret != "void" && squash(to.ret) != squash(from.ret)) {
         ret_changed(d, to, from, ctx, done, out);
         continue;
       }
       if (to.params != from.params || to.ret != "void" || from.ret == "void") continue;
-      std::string fn = callback_at(d, ctx, done);
+      std::string fn = callback_at(d, ctx, done, &from);
       if (fn.empty()) continue;
       Edit e = callback_edit(fn);
       e.title = fmt::format("callback returns void instead of {}", from.ret);
@@ -457,7 +544,7 @@ private:
   /// The return type changed (e.g. gained const): retype it in every declaration of the callback.
   void ret_changed(const core::Diagnostic& d, const FnType& to, const FnType& from, const PortContext& ctx,
                    std::set<std::string>& done, std::vector<Edit>& out) {
-    std::string fn = callback_at(d, ctx, done);
+    std::string fn = callback_at(d, ctx, done, &from);
     if (fn.empty()) return;
     Edit e = callback_edit(fn);
     e.title = fmt::format("callback returns {}", to.ret);
@@ -470,12 +557,40 @@ private:
     out.push_back(std::move(e));
   }
 
+  /// Return type and parameter types changed together (tty_operations.write: int (*)(..., int)
+  /// -> ssize_t (*)(..., size_t)): both retypes on the same declarations, as one edit per file.
+  void both_changed(const core::Diagnostic& d, const FnType& to, const FnType& from, const PortContext& ctx,
+                    std::set<std::string>& done, std::vector<Edit>& out) {
+    std::string member = member_at(d, ctx);
+    std::string fn = callback_at(d, ctx, done, &from);
+    if (fn.empty()) return;
+    auto tp = split_top_level(to.params), fp = split_top_level(from.params);
+    auto ret_edits = retype_return_edits(ctx, fn, from.ret, to.ret, false);
+    Edit e = callback_edit(fn);
+    e.title = fmt::format("{} returns {} and takes ({})", member.empty() ? "callback" : "callback ." + member, to.ret,
+                          to.params);
+    e.description = fmt::format("The kernel now expects '{}' where {}() is '{}': its return and parameter types "
+                                "are retyped to match.", d.symbols[0], fn, d.symbols[1]);
+    for (const auto& [rel, t] : sources_mentioning(ctx.tree, fn)) {
+      std::vector<TextEdit> mine;
+      for (const auto& te : ret_edits)
+        if (te.file == rel) mine.push_back(te);
+      std::string t1 = apply_lines(t, mine);
+      std::string t2 = apply_lines(t1, retype_params(rel, t1, fn, tp, fp));
+      if (t2 != t) e.text_edits.push_back(region_edit(rel, t, t2));
+    }
+    if (e.text_edits.empty()) return;
+    e.symbols = {fn, d.symbols[0]};
+    e.support = 1;
+    out.push_back(std::move(e));
+  }
+
   void params_changed(const core::Diagnostic& d, const FnType& to, const FnType& from, const PortContext& ctx,
                       std::set<std::string>& done, std::vector<Edit>& out) {
     auto tp = split_top_level(to.params), fp = split_top_level(from.params);
-    if (tp.size() != fp.size()) return params_reshaped(d, tp, ctx, done, out);
+    if (tp.size() != fp.size()) return params_reshaped(d, tp, from, ctx, done, out);
     std::string member = member_at(d, ctx);
-    std::string fn = callback_at(d, ctx, done);
+    std::string fn = callback_at(d, ctx, done, &from);
     if (fn.empty()) return;
     Edit e = callback_edit(fn);
     e.title = fmt::format("{} takes ({})", member.empty() ? "callback" : "callback ." + member, to.params);
@@ -492,10 +607,10 @@ private:
 
   /// The callback type gained, lost or folded parameters: plan the new list from the driver's
   /// definition, the target's member struct types and its own implementations' parameter names.
-  void params_reshaped(const core::Diagnostic& d, const std::vector<std::string>& tp, const PortContext& ctx,
-                       std::set<std::string>& done, std::vector<Edit>& out) {
+  void params_reshaped(const core::Diagnostic& d, const std::vector<std::string>& tp, const FnType& from,
+                       const PortContext& ctx, std::set<std::string>& done, std::vector<Edit>& out) {
     std::string member = member_at(d, ctx);
-    std::string fn = callback_at(d, ctx, done);
+    std::string fn = callback_at(d, ctx, done, &from);
     if (fn.empty()) return;
     const auto sources = sources_mentioning(ctx.tree, fn);
     // The definition's parameters (names are needed: they are what the body uses).

@@ -59,6 +59,21 @@ std::optional<std::vector<std::string>> single_expression(const std::vector<Toke
   return out;
 }
 
+/// A config-off stub: a constant (`0`, `-EINVAL`, `NULL`, `false`) that uses none of its
+/// parameters. Copying it into a driver would compile and switch the feature off.
+bool is_stub(const std::vector<std::string>& expr, const std::vector<std::string>& params) {
+  if (params.empty()) return false;
+  for (const auto& x : expr)
+    if (std::find(params.begin(), params.end(), x) != params.end()) return false;
+  std::vector<std::string> core;
+  for (const auto& x : expr)
+    if (x != "(" && x != ")" && x != "-") core.push_back(x);
+  if (core.size() != 1) return false;
+  const auto& c = core[0];
+  return std::isdigit(static_cast<unsigned char>(c[0])) || c == "NULL" || c == "false" || c == "true" ||
+         (c.size() > 1 && c[0] == 'E' && std::all_of(c.begin() + 1, c.end(), [](char ch) { return std::isupper(static_cast<unsigned char>(ch)); }));
+}
+
 /// The definition of `name` in one header's text, when it is one expression.
 std::optional<OldBody> body_in(const std::string& text, const std::string& name, const std::string& where) {
   auto toks = tokenize(text);
@@ -83,7 +98,7 @@ std::optional<OldBody> body_in(const std::string& text, const std::string& name,
       if (x == ";" || x == "{" || x == "#" || x == "##" || x == "do") bad = true;
     for (const auto& prm : b.params)
       if (!is_ident(prm)) bad = true; // variadic macros
-    if (bad) continue;
+    if (bad || t.later_branch || is_stub(b.expr, b.params)) continue;
     b.where = fmt::format("{}:{}", where, t.line);
     return b;
   }
@@ -105,6 +120,8 @@ std::optional<OldBody> body_in(const std::string& text, const std::string& name,
     for (const auto& prm : proto->params)
       if (!(prm.name.empty() && prm.type == "void")) b.params.push_back(prm.name);
     b.expr = std::move(*expr);
+    // The `#else` of `#ifdef CONFIG_X` (the real one is exported) or a stub: not the function.
+    if (toks[u.first].later_branch || is_stub(b.expr, b.params)) continue;
     b.where = fmt::format("{}:{}", where, toks[u.first].line);
     return b;
   }

@@ -486,7 +486,24 @@ public:
     for (const auto& sym : idents) learn_identifier(idx, sym, out);
     for (const auto& [sym, where] : stmts) learn_statement(idx, sym, where, out);
     for (const auto& sym : merges) learn_merge(idx, sym, out);
+    drop_outvoted_calls(out);
     return out;
+  }
+
+  /// Where the kernel's own code mostly deleted the call statement (pci_enable_pcie_error_reporting,
+  /// 6.5: the PCI core enables AER itself), a "replacement" read off the few functions that
+  /// happened to call something new with the same argument is noise: call rules with less support
+  /// than the deletion go.
+  static void drop_outvoted_calls(std::vector<Edit>& out) {
+    std::map<std::string, int> deleted;
+    for (const auto& e : out)
+      if (e.change_id.starts_with("stmt:") && e.label == "removed-with-replacement" && !e.symbols.empty())
+        deleted[e.symbols[0]] = std::max(deleted[e.symbols[0]], e.support);
+    std::erase_if(out, [&](const Edit& e) {
+      if (!e.change_id.starts_with("call:")) return false;
+      auto it = deleted.find(e.change_id.substr(5));
+      return it != deleted.end() && it->second > e.support;
+    });
   }
 
 private:

@@ -913,8 +913,31 @@ private:
                               std::regex(R"(\.\s*\w+\s*=\s*&?\s*)" + name + R"(\s*(,|\}|$))")))
           value_use = false;
       }
+    // A call's replacement must take the call's arguments: same count, none of an
+    // incompatible kind (prandom_u32_max(10) is not prandom_u32_state(struct rnd_state *)).
+    std::optional<std::vector<std::string>> args;
+    if (d.kind == DiagKind::implicit_function_declaration)
+      if (auto text = util::read_file(ctx.tree / d.file); text) {
+        auto toks = tokenize(*text);
+        for (const auto& c : find_calls(toks, 0, toks.empty() ? 0 : toks.size() - 1))
+          if (c.callee == name && toks[c.name_tok].line == d.line) {
+            args = c.args;
+            break;
+          }
+      }
+    auto takes = [&](const std::string& n) {
+      if (!args) return true;
+      auto p = idx.prototype(n, nullptr);
+      if (!p) return true;
+      if (p->variadic) return p->params.size() <= args->size();
+      if (p->params.size() != args->size()) return false;
+      for (std::size_t i = 0; i < args->size(); ++i)
+        if (!p->is_macro && compat((*args)[i], p->params[i]) < -1) return false;
+      return true;
+    };
     for (const auto& [s, n] : cands) {
       if (deprecated.count(n)) continue;
+      if (!takes(n)) continue;
       if (value_use) {
         auto p = idx.prototype(n, nullptr);
         if (p && !p->is_macro) continue;
