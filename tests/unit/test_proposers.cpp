@@ -341,6 +341,16 @@ TEST(ApplyTextEdits, RelocatedAfterOtherEditsMovedLines) {
             "int a;\nint b;\nint c;\nstatic int f(int x)\n{\n\tint y = 0;\n\treturn x;\n}\n");
   // The lines it replaces are gone: the edit fails instead of damaging other lines.
   EXPECT_FALSE(propose::apply_edit(e, tmp->path(), tmp->path() / "s"));
+  // After the edit's own SmPL, a line it already rewrote (spatch retypes prototypes with their
+  // definition) counts as done; a line neither form of is there still fails.
+  ASSERT_TRUE(util::write_file(tmp->path() / "a.c", "int f(int x);\nint f(int x)\n{\n\treturn x;\n}\n"));
+  propose::Edit v;
+  v.smpl = "@@\n@@\n- int\n+ void\n f(...) { ... }\n";
+  v.text_edits.push_back({"a.c", 1, 1, "void f(int x);\n", "int f(int x);\n"});
+  ASSERT_TRUE(propose::apply_edit(v, tmp->path(), tmp->path() / "s"));
+  EXPECT_EQ(*util::read_file(tmp->path() / "a.c"), "void f(int x);\nvoid f(int x)\n{\n\treturn x;\n}\n");
+  v.text_edits[0] = {"a.c", 1, 1, "long f(int x);\n", "short f(int x);\n"};
+  EXPECT_FALSE(propose::apply_edit(v, tmp->path(), tmp->path() / "s"));
 }
 
 TEST(CallbackSignature, DroppedParameterComputedLikeTheTargetsOwnImplementations) {
@@ -1005,7 +1015,7 @@ TEST(TargetApi, PortingNotesSayWhatBecameOfAName) {
               {"drivers/a.c", "static const struct file_operations f = { .llseek = noop_llseek, };\n"}},
              {{"d.c", "static const struct file_operations a = {\n"
                       "\t.owner = THIS_MODULE,\n"
-                      "\t.llseek = no_llseek,\n"
+                      "\t.llseek = no_llseek\n"
                       "};\n"
                       "static const struct file_operations b = { .owner = THIS_MODULE, .llseek = no_llseek };\n"
                       "static size_t c(struct page *p, struct iov_iter *i)\n{\n"

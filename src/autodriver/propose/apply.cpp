@@ -44,7 +44,9 @@ static std::vector<std::string> expected_block(const TextEdit& e) {
   return out;
 }
 
-static util::Expected<void> apply_text_edits(const std::vector<TextEdit>& edits, const fs::path& tree) {
+/// `after_smpl`: the edit's SmPL ran first, and a replacement it already made (spatch retypes a
+/// definition's prototypes with it) counts as applied.
+static util::Expected<void> apply_text_edits(const std::vector<TextEdit>& edits, const fs::path& tree, bool after_smpl) {
   std::map<std::string, std::vector<TextEdit>> by_file;
   for (const auto& e : edits) by_file[e.file].push_back(e);
   for (auto& [file, list] : by_file) {
@@ -59,16 +61,27 @@ static util::Expected<void> apply_text_edits(const std::vector<TextEdit>& edits,
       auto block = expected_block(e);
       if (block.empty()) continue;
       const long first = e.remove > 0 ? e.line - 1 : e.line - 2; // 0-based index of the block
-      auto matches_at = [&](long at) {
-        if (at < 0 || at + static_cast<long>(block.size()) > static_cast<long>(lines.size())) return false;
-        for (std::size_t k = 0; k < block.size(); ++k)
-          if (lines[static_cast<std::size_t>(at) + k] != block[k]) return false;
+      auto matches_at = [&](long at, const std::vector<std::string>& want) {
+        if (at < 0 || at + static_cast<long>(want.size()) > static_cast<long>(lines.size())) return false;
+        for (std::size_t k = 0; k < want.size(); ++k)
+          if (lines[static_cast<std::size_t>(at) + k] != want[k]) return false;
         return true;
       };
-      long found = -1;
-      for (long d = 0; d <= static_cast<long>(lines.size()) && found < 0; ++d) {
-        if (matches_at(first - d)) found = first - d;
-        else if (d > 0 && matches_at(first + d)) found = first + d;
+      auto nearest = [&](const std::vector<std::string>& want) {
+        for (long d = 0; d <= static_cast<long>(lines.size()); ++d) {
+          if (matches_at(first - d, want)) return first - d;
+          if (d > 0 && matches_at(first + d, want)) return first + d;
+        }
+        return -1L;
+      };
+      long found = nearest(block);
+      if (found < 0 && e.remove > 0 && after_smpl) {
+        std::vector<std::string> repl;
+        for (auto l : util::split_lines(e.text)) repl.emplace_back(l);
+        if (!repl.empty() && nearest(repl) >= 0) {
+          e.line = -1;
+          continue;
+        }
       }
       if (found < 0)
         return util::unexpected(util::ErrorKind::parse,
@@ -77,6 +90,7 @@ static util::Expected<void> apply_text_edits(const std::vector<TextEdit>& edits,
     }
     std::stable_sort(list.begin(), list.end(), [](const auto& a, const auto& b) { return a.line > b.line; });
     for (const auto& e : list) {
+      if (e.line < 0) continue; // already applied
       auto at = static_cast<std::size_t>(std::max(1, e.line) - 1);
       if (at > lines.size()) at = lines.size();
       auto end = std::min(lines.size(), at + static_cast<std::size_t>(e.remove));
@@ -342,7 +356,7 @@ static util::Expected<ApplyResult> apply_edit_parts(const Edit& edit, const fs::
   if (edit.call && hashes(tree, files) == before)
     if (auto t = apply_call_rewrite(*edit.call, tree, files); !t) return util::unexpected(t.error());
   if (!edit.text_edits.empty())
-    if (auto t = apply_text_edits(edit.text_edits, tree); !t) return util::unexpected(t.error());
+    if (auto t = apply_text_edits(edit.text_edits, tree, !edit.smpl.empty()); !t) return util::unexpected(t.error());
   if (!edit.renames.empty())
     if (auto t = apply_renames(edit.renames, tree, files); !t) return util::unexpected(t.error());
   auto after = hashes(tree, files);

@@ -84,7 +84,9 @@ std::vector<TextEdit> drop_uses(const fs::path& tree, const std::string& name) {
       if (i >= 3 && at(i - 1, "=") && toks[i - 2].kind == TokKind::ident && at(i - 3, ".") &&
           (at(i + 1, ",") || at(i + 1, "}"))) {
         std::size_t from = toks[i - 3].begin, to = at(i + 1, ",") ? toks[i + 1].end : toks[i].end;
-        if (at(i + 1, "}") && at(i - 4, ",")) from = toks[i - 4].begin;
+        // The last entry loses the comma before it when that is on its line (`{ .a = x, .b = y }`);
+        // on a line of its own the previous entry keeps its comma (valid C, fewer lines touched).
+        if (at(i + 1, "}") && at(i - 4, ",") && toks[i - 4].line == toks[i].line) from = toks[i - 4].begin;
         cuts.push_back({from, to});
       } else if (i >= 1 && at(i - 1, "|") && toks[i - 1].line == toks[i].line) {
         cuts.push_back({toks[i - 1].begin, toks[i].end});
