@@ -20,7 +20,8 @@ struct IntegrityInput {
   std::vector<core::Diagnostic> diagnostics; ///< build diagnostics of the ORIGINAL tree on the target kernel
                                              ///< (file paths relative to the tree)
   std::vector<std::string> removed_symbols;  ///< identifiers/members the target kernel no longer has
-                                             ///< (from the API diff), whose uses may legitimately be deleted
+                                             ///< (from the API diff), whose uses may legitimately be deleted;
+                                             ///< a driver function among them (a retyped callback) may change
 };
 
 /// One rule that fired. `rule` is a stable kebab-case id: function-deleted, function-stubbed,

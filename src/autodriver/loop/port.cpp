@@ -266,6 +266,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
         if (auto s = kernel::ensure_source(*rk, note); s) {
           ctx.old_src = *s;
           step("reference", {{"kernel", rk->release}, {"source", s->string()}});
+          rep.reference = rk->release;
           note(fmt::format("no --from: learning from {}'s source as a reference (never built against)", rk->release));
         }
   }
@@ -668,6 +669,7 @@ nlohmann::json to_json(const PortReport& r, const PortRequest& req) {
           {"tree", fs::absolute(req.tree).string()},
           {"to", req.to},
           {"from", req.from},
+          {"reference", r.reference},
           {"out", req.out.empty() ? "" : fs::absolute(req.out).string()},
           {"initial_errors", r.initial_errors},
           {"final_errors", r.final_errors},

@@ -56,6 +56,7 @@ struct AcceptedEdit {
 
 struct PortReport {
   std::string status;           ///< ported, already-builds, from-fails, no-progress, budget, integrity-rejected, gates-failed
+  std::string reference;        ///< without --from: the older kernel learned from (release), empty when none
   bool ok = false;              ///< builds on the target, integrity passed, requested gates passed
   int initial_errors = 0;
   int final_errors = 0;

@@ -156,7 +156,9 @@ std::optional<Prototype> TargetIndex::prototype(const std::string& name, const c
     auto c2 = l.find(':', c1 + 1);
     if (c1 == std::string_view::npos || c2 == std::string_view::npos) continue;
     std::string rest(l.substr(c2 + 1));
-    if (util::trim(rest).starts_with("return") || rest.find(" = ") != std::string::npos) continue;
+    auto code = util::trim(rest);
+    if (code.starts_with("return") || rest.find(" = ") != std::string::npos) continue;
+    if (code.starts_with("*") || code.starts_with("/*") || code.starts_with("//")) continue; // a comment
     int line = std::atoi(std::string(l.substr(c1 + 1, c2 - c1 - 1)).c_str());
     if (auto p = prototype_at(m_src / std::string(l.substr(0, c1)), line, name)) return p;
   }
