@@ -1093,3 +1093,30 @@ TEST(TargetApi, MemberGoneBehindAccessorsIsAccessedThroughThem) {
   EXPECT_NE(vma.find("- p->vm_flags = E\n+ vm_flags_reset(p, E)\n"), std::string::npos) << vma;
   EXPECT_EQ(vma.find("- p->vm_flags\n+"), std::string::npos) << vma;
 }
+
+TEST(TargetApi, MemberMovedIntoAPointedToStruct) {
+  // 6.11 moved net_device.wol_enabled into the struct net_device.ethtool points to; phy_device
+  // has one too, but the target's own drivers write ->ethtool->wol_enabled.
+  MiniPort m("moved-",
+             {{"include/linux/netdevice.h", "struct net_device {\n\tint mtu;\n\tstruct ethtool_netdev_state *ethtool;\n"
+                                            "\tstruct phy_device *phydev;\n};\n"},
+              {"include/linux/ethtool.h", "struct ethtool_netdev_state {\n\tunsigned wol_enabled:1;\n};\n"},
+              {"include/linux/phy.h", "struct phy_device {\n\tunsigned wol_enabled:1;\n};\n"},
+              {"drivers/a.c", "void a(struct net_device *d) { d->ethtool->wol_enabled = 1; }\n"},
+              {"drivers/b.c", "void b(struct net_device *d) { d->ethtool->wol_enabled = 0; }\n"},
+              {"drivers/c.c", "void c(struct phy_device *p, struct net_device *d) { d->phydev->wol_enabled = 1; }\n"}},
+             {{"d.c", "static void f(struct net_device *dev)\n{\n\tdev->wol_enabled = 1;\n}\n"}});
+  ASSERT_TRUE(m.tmp.has_value());
+  TargetOnly port(m.src, m.tree, m.tmp->path() / "s");
+  auto edits = propose::make_target_api()->propose(
+      {diag_at(core::DiagKind::no_member, "d.c", 3, {"struct net_device", "wol_enabled"})}, port.ctx);
+  auto it = std::find_if(edits.begin(), edits.end(), [](const auto& e) { return e.rank == 1; });
+  ASSERT_NE(it, edits.end());
+  EXPECT_NE(it->smpl.find("- p->wol_enabled\n+ p->ethtool->wol_enabled\n"), std::string::npos) << it->smpl;
+  // As often under one member as under the other: no guess.
+  ASSERT_TRUE(util::write_file(m.src / "drivers/b.c", "void b(struct net_device *d) { d->phydev->wol_enabled = 0; }\n"));
+  ASSERT_TRUE(util::write_file(m.src / "drivers/c.c", "int c;\n"));
+  edits = propose::make_target_api()->propose(
+      {diag_at(core::DiagKind::no_member, "d.c", 3, {"struct net_device", "wol_enabled"})}, port.ctx);
+  EXPECT_TRUE(std::none_of(edits.begin(), edits.end(), [](const auto& e) { return e.title.find("moved to") != std::string::npos; }));
+}

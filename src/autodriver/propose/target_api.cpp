@@ -13,6 +13,7 @@
 #include "autodriver/util/strings.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -975,6 +976,8 @@ private:
   bool accessor(TargetIndex& idx, const std::string& tag, const std::string& m, bool reads,
                 std::vector<Edit>& out) {
     auto a = find_accessors(idx, tag, m);
+    util::log_debug("target-api: accessors of {}.{}: struct {} get={} set={} on={} off={}", tag, m, a.tag, a.get, a.set,
+                    a.bits_on, a.bits_off);
     if (a.tag.empty() || (a.set.empty() && a.bits_on.empty() && (!reads || a.get.empty()))) return false;
     std::vector<std::string> names;
     std::string listed;
@@ -997,6 +1000,55 @@ private:
     for (const auto& n : names) e.symbols.push_back(n);
     e.support = 1;
     e.rank = 1;
+    out.push_back(std::move(e));
+    return true;
+  }
+
+  /// A member moved into a struct the struct now points to or embeds (net_device.wol_enabled ->
+  /// net_device.ethtool->wol_enabled, 6.11): exactly one struct-typed member of the target's
+  /// struct has a member of that name.
+  bool moved_into_member(TargetIndex& idx, const std::string& type, const std::string& tag, const std::string& m,
+                         int rank, std::vector<Edit>& out) {
+    static const std::regex k_struct(R"(^(?:const\s+)?struct\s+(\w+)\s*(\*?)$)");
+    // Candidates: (member, its struct, pointer?); a struct declared under #ifdef/#else lists
+    // its members twice.
+    std::set<std::tuple<std::string, std::string, bool>> cands;
+    for (const auto& p : idx.struct_member_types(tag)) {
+      std::smatch sm;
+      std::string t(util::trim(p.type));
+      if (!std::regex_match(t, sm, k_struct) || sm[1].str() == tag) continue;
+      auto sub = idx.struct_members(sm[1].str());
+      if (std::find(sub.begin(), sub.end(), m) != sub.end()) cands.insert({p.name, sm[1].str(), !sm[2].str().empty()});
+    }
+    // Several (net_device.ethtool and .phydev both have wol_enabled): the one the target's own
+    // drivers write, if only one of them is used.
+    std::string via, via_tag;
+    bool pointer = false;
+    int best = -1, second = -1;
+    for (const auto& [name, stag, ptr] : cands) {
+      int uses = cands.size() == 1 ? 1 : idx.usage_count(name + (ptr ? "->" : ".") + m);
+      if (uses > best) {
+        second = best;
+        best = uses;
+        via = name, via_tag = stag, pointer = ptr;
+      } else if (uses > second) {
+        second = uses;
+      }
+    }
+    util::log_debug("target-api: {}.{}: {} candidate path(s), best {} uses ({})", type, m, cands.size(), via, best);
+    if (cands.empty() || best <= 0 || best == second) return false;
+    std::string path = via + (pointer ? "->" : ".") + m;
+    Edit e;
+    e.proposer = "target-api";
+    e.change_id = "member:" + type + "." + m;
+    e.label = "member-changed";
+    e.title = fmt::format("{}.{} moved to .{}", type, m, path);
+    e.description = fmt::format("{} has no member {} in the target kernel; its member {} (struct {}{}) has one.", type, m,
+                                via, via_tag, pointer ? " *" : "");
+    e.smpl = fmt::format("@@\n{0} *p;\n@@\n- p->{1}\n+ p->{2}\n\n@@\n{0} s;\n@@\n- s.{1}\n+ s.{2}\n", type, m, path);
+    e.symbols = {type, m, via};
+    e.support = 1;
+    e.rank = rank;
     out.push_back(std::move(e));
     return true;
   }
@@ -1052,6 +1104,7 @@ private:
     int rank = 1;
     // The accessors the target's own code uses for the member go before similar names.
     if (value.empty() && accessor(idx, tag, m, true, out)) ++rank;
+    if (value.empty() && moved_into_member(idx, type, tag, m, rank, out)) ++rank;
     if (cands.empty() && rank > 1) return;
     if (cands.empty()) {
       // No successor member: when the driver only sets it to a constant in an initializer, the
