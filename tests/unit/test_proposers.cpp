@@ -1120,3 +1120,20 @@ TEST(TargetApi, MemberMovedIntoAPointedToStruct) {
       {diag_at(core::DiagKind::no_member, "d.c", 3, {"struct net_device", "wol_enabled"})}, port.ctx);
   EXPECT_TRUE(std::none_of(edits.begin(), edits.end(), [](const auto& e) { return e.title.find("moved to") != std::string::npos; }));
 }
+
+TEST(TargetApi, MemberMovedIntoAnEmbeddedStructDroppingAPrefixWord) {
+  // 6.7: cpuinfo_x86.cpu_core_id -> cpuinfo_x86.topo.core_id; uses spatch cannot type
+  // (`cpu_data(cpu).cpu_core_id`, a per-cpu macro) are matched by the untyped rule.
+  MiniPort m("embedded-",
+             {{"arch/x86/include/asm/processor.h", "struct cpuinfo_topology {\n\tu32 core_id;\n};\n"
+                                                   "struct cpuinfo_x86 {\n\t__u8 x86;\n\tstruct cpuinfo_topology topo;\n};\n"}},
+             {{"d.c", "static int f(int cpu)\n{\n\treturn cpu_data(cpu).cpu_core_id;\n}\n"}});
+  ASSERT_TRUE(m.tmp.has_value());
+  TargetOnly port(m.src, m.tree, m.tmp->path() / "s");
+  auto edits = propose::make_target_api()->propose(
+      {diag_at(core::DiagKind::no_member, "d.c", 3, {"struct cpuinfo_x86", "cpu_core_id"})}, port.ctx);
+  auto it = std::find_if(edits.begin(), edits.end(), [](const auto& e) { return e.title.find("moved to") != std::string::npos; });
+  ASSERT_NE(it, edits.end());
+  EXPECT_EQ(it->title, "struct cpuinfo_x86.cpu_core_id moved to .topo.core_id");
+  EXPECT_NE(it->smpl.find("- E.cpu_core_id\n+ E.topo.core_id\n"), std::string::npos) << it->smpl;
+}

@@ -1012,32 +1012,40 @@ private:
     static const std::regex k_struct(R"(^(?:const\s+)?struct\s+(\w+)\s*(\*?)$)");
     // Candidates: (member, its struct, pointer?); a struct declared under #ifdef/#else lists
     // its members twice.
-    std::set<std::tuple<std::string, std::string, bool>> cands;
+    // The member keeps its name, or drops a prefix word the sub-struct's name now carries
+    // (cpuinfo_x86.cpu_core_id -> .topo.core_id, 6.7), as long as two words remain.
+    std::vector<std::string> names = {m};
+    if (auto u = m.find('_'); u != std::string::npos && m.find('_', u + 1) != std::string::npos) names.push_back(m.substr(u + 1));
+    std::set<std::tuple<std::string, std::string, bool, std::string>> cands;
     for (const auto& p : idx.struct_member_types(tag)) {
       std::smatch sm;
       std::string t(util::trim(p.type));
       if (!std::regex_match(t, sm, k_struct) || sm[1].str() == tag) continue;
       auto sub = idx.struct_members(sm[1].str());
-      if (std::find(sub.begin(), sub.end(), m) != sub.end()) cands.insert({p.name, sm[1].str(), !sm[2].str().empty()});
+      for (const auto& n : names)
+        if (std::find(sub.begin(), sub.end(), n) != sub.end()) {
+          cands.insert({p.name, sm[1].str(), !sm[2].str().empty(), n});
+          break;
+        }
     }
     // Several (net_device.ethtool and .phydev both have wol_enabled): the one the target's own
     // drivers write, if only one of them is used.
-    std::string via, via_tag;
+    std::string via, via_tag, sub_name;
     bool pointer = false;
     int best = -1, second = -1;
-    for (const auto& [name, stag, ptr] : cands) {
-      int uses = cands.size() == 1 ? 1 : idx.usage_count(name + (ptr ? "->" : ".") + m);
+    for (const auto& [name, stag, ptr, n] : cands) {
+      int uses = cands.size() == 1 ? 1 : idx.usage_count(name + (ptr ? "->" : ".") + n);
       if (uses > best) {
         second = best;
         best = uses;
-        via = name, via_tag = stag, pointer = ptr;
+        via = name, via_tag = stag, pointer = ptr, sub_name = n;
       } else if (uses > second) {
         second = uses;
       }
     }
     util::log_debug("target-api: {}.{}: {} candidate path(s), best {} uses ({})", type, m, cands.size(), via, best);
     if (cands.empty() || best <= 0 || best == second) return false;
-    std::string path = via + (pointer ? "->" : ".") + m;
+    std::string path = via + (pointer ? "->" : ".") + sub_name;
     Edit e;
     e.proposer = "target-api";
     e.change_id = "member:" + type + "." + m;
@@ -1045,7 +1053,11 @@ private:
     e.title = fmt::format("{}.{} moved to .{}", type, m, path);
     e.description = fmt::format("{} has no member {} in the target kernel; its member {} (struct {}{}) has one.", type, m,
                                 via, via_tag, pointer ? " *" : "");
-    e.smpl = fmt::format("@@\n{0} *p;\n@@\n- p->{1}\n+ p->{2}\n\n@@\n{0} s;\n@@\n- s.{1}\n+ s.{2}\n", type, m, path);
+    // Typed first; then any `E.m` / `E->m` spatch cannot type (`cpu_data(cpu).cpu_core_id`: a
+    // per-cpu macro). A use on another struct with that member would now fail to build, and
+    // the loop keeps no edit that adds errors.
+    e.smpl = fmt::format("@@\n{0} *p;\n@@\n- p->{1}\n+ p->{2}\n\n@@\n{0} s;\n@@\n- s.{1}\n+ s.{2}\n\n"
+                         "@@\nexpression E;\n@@\n(\n- E->{1}\n+ E->{2}\n|\n- E.{1}\n+ E.{2}\n)\n", type, m, path);
     e.symbols = {type, m, via};
     e.support = 1;
     e.rank = rank;
