@@ -261,8 +261,12 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
       auto v = propose::parse_kversion(k.release);
       if (v < target_v && (!best || propose::parse_kversion(best->release) < v)) best = &k;
     }
+    // Only a source already at hand (extracted, or its tarball installed): a port never
+    // installs packages for a kernel the user did not name.
+    std::error_code tec;
     if (best)
-      if (auto rk = kernel::resolve_kernel(best->name); rk)
+      if (auto rk = kernel::resolve_kernel(best->name);
+          rk && (!kernel::cached_source(*rk).empty() || fs::exists(kernel::source_tarball(*rk), tec)))
         if (auto s = kernel::ensure_source(*rk, note); s) {
           ctx.old_src = *s;
           step("reference", {{"kernel", rk->release}, {"source", s->string()}});
