@@ -257,10 +257,9 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
     // how the kernel's own drivers followed each change since (learned-rewrite, inline-removed).
     auto target_v = propose::parse_kversion(to->release);
     const kernel::KnownKernel* best = nullptr;
-    for (const auto& k : kernel::known_kernels()) {
-      auto v = propose::parse_kversion(k.release);
-      if (v < target_v && (!best || propose::parse_kversion(best->release) < v)) best = &k;
-    }
+    propose::KVersion best_v;
+    for (const auto& k : kernel::known_kernels())
+      if (auto v = propose::parse_kversion(k.release); v < target_v && (!best || best_v < v)) best = &k, best_v = v;
     // Only a source already at hand (extracted, or its tarball installed): a port never
     // installs packages for a kernel the user did not name.
     std::error_code tec;

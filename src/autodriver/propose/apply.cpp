@@ -28,6 +28,34 @@ std::vector<std::string> c_files(const fs::path& tree) {
   return out;
 }
 
+std::vector<std::pair<std::string, std::string>> sources_mentioning(const fs::path& tree, const std::string& word) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto& rel : c_files(tree)) {
+    auto t = util::read_file(tree / rel);
+    if (t && t->find(word) != std::string::npos) out.emplace_back(std::move(rel), std::move(*t));
+  }
+  return out;
+}
+
+std::string apply_line_edits(const std::string& text, std::vector<TextEdit> edits) {
+  std::vector<std::string> lines;
+  for (auto l : util::split_lines(text)) lines.emplace_back(l);
+  std::stable_sort(edits.begin(), edits.end(), [](const auto& a, const auto& b) { return a.line > b.line; });
+  for (const auto& e : edits) {
+    if (e.line < 0) continue; // already applied
+    auto at = static_cast<std::size_t>(std::max(1, e.line) - 1);
+    if (at > lines.size()) at = lines.size();
+    auto end = std::min(lines.size(), at + static_cast<std::size_t>(e.remove));
+    lines.erase(lines.begin() + static_cast<long>(at), lines.begin() + static_cast<long>(end));
+    std::vector<std::string> ins;
+    for (auto l : util::split_lines(e.text)) ins.emplace_back(l);
+    lines.insert(lines.begin() + static_cast<long>(at), ins.begin(), ins.end());
+  }
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
 static std::map<std::string, std::size_t> hashes(const fs::path& tree, const std::vector<std::string>& files) {
   std::map<std::string, std::size_t> out;
   for (const auto& f : files) {
@@ -88,20 +116,7 @@ static util::Expected<void> apply_text_edits(const std::vector<TextEdit>& edits,
                                 fmt::format("{}:{}: the lines this edit replaces are no longer there", file, e.line));
       e.line = static_cast<int>(e.remove > 0 ? found + 1 : found + 2);
     }
-    std::stable_sort(list.begin(), list.end(), [](const auto& a, const auto& b) { return a.line > b.line; });
-    for (const auto& e : list) {
-      if (e.line < 0) continue; // already applied
-      auto at = static_cast<std::size_t>(std::max(1, e.line) - 1);
-      if (at > lines.size()) at = lines.size();
-      auto end = std::min(lines.size(), at + static_cast<std::size_t>(e.remove));
-      lines.erase(lines.begin() + static_cast<long>(at), lines.begin() + static_cast<long>(end));
-      std::vector<std::string> ins;
-      for (auto l : util::split_lines(e.text)) ins.emplace_back(l);
-      lines.insert(lines.begin() + static_cast<long>(at), ins.begin(), ins.end());
-    }
-    std::string out;
-    for (const auto& l : lines) out += l + "\n";
-    if (auto w = util::write_file(tree / file, out); !w) return w;
+    if (auto w = util::write_file(tree / file, apply_line_edits(*text, std::move(list))); !w) return w;
   }
   return {};
 }

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace autodriver::propose {
@@ -36,5 +37,13 @@ long linux_version_code(const std::filesystem::path& build_dir);
 
 /// C sources and headers of a tree (relative paths), the files spatch is run on.
 std::vector<std::string> c_files(const std::filesystem::path& tree);
+
+/// The tree's C sources and headers whose text contains `word`: (relative path, text).
+std::vector<std::pair<std::string, std::string>> sources_mentioning(const std::filesystem::path& tree,
+                                                                    const std::string& word);
+
+/// `text` with whole-line edits of it applied, bottom up (lines as the edits say: no relocation;
+/// an edit with a negative line is skipped).
+std::string apply_line_edits(const std::string& text, std::vector<TextEdit> edits);
 
 } // namespace autodriver::propose

@@ -4,6 +4,7 @@
 // fixed; the rule comes from the two types gcc prints, not from a table.
 
 #include "autodriver/propose/callback_signature.hpp"
+#include "autodriver/propose/apply.hpp"
 #include "autodriver/propose/c_tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/target_decls.hpp"
@@ -292,18 +293,6 @@ std::optional<ParamReshape> plan_param_reshape(const std::vector<Param>& old_par
 
 namespace {
 
-/// The tree's .c/.h files that mention `word`: (path relative to the tree, text).
-std::vector<std::pair<std::string, std::string>> sources_mentioning(const fs::path& tree, const std::string& word) {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& rel : util::list_files(tree)) {
-    auto ext = rel.extension().string();
-    if (ext != ".c" && ext != ".h") continue;
-    auto t = util::read_file(tree / rel);
-    if (t && t->find(word) != std::string::npos) out.emplace_back(rel.string(), std::move(*t));
-  }
-  return out;
-}
-
 /// Line edits that change the return type `from_ret` -> `to_ret` of the declarations of `fn` in
 /// the tree's .c/.h files (only prototypes when `prototypes_only`: SmPL rewrites definitions).
 std::vector<TextEdit> retype_return_edits(const PortContext& ctx, const std::string& fn, const std::string& from_ret,
@@ -362,9 +351,7 @@ std::string macro_wired_function(const std::string& line, const PortContext& ctx
   if (args.empty()) return {};
   auto want = split_top_level(from.params);
   std::string found;
-  for (const auto& rel : util::list_files(ctx.tree)) {
-    std::string ext = rel.extension().string();
-    if (ext != ".c" && ext != ".h") continue;
+  for (const auto& rel : c_files(ctx.tree)) {
     auto text = util::read_file(ctx.tree / rel);
     if (!text) continue;
     auto toks = tokenize(*text);
@@ -447,25 +434,6 @@ TextEdit param_list_edit(const std::string& file, const std::string& text, const
   }
   out += text.substr(toks[fd.close].begin, le - toks[fd.close].begin) + "\n";
   return {file, toks[fd.name].line, toks[fd.close].line - toks[fd.name].line + 1, out};
-}
-
-/// `text` with whole-line edits of one file applied (edits computed against `text`).
-std::string apply_lines(const std::string& text, std::vector<TextEdit> edits) {
-  auto lines = util::split_lines(text);
-  std::vector<std::string> out(lines.begin(), lines.end());
-  std::sort(edits.begin(), edits.end(), [](const auto& a, const auto& b) { return a.line > b.line; });
-  for (const auto& e : edits) {
-    if (e.line < 1 || static_cast<std::size_t>(e.line - 1 + e.remove) > out.size()) continue;
-    auto at = out.begin() + (e.line - 1);
-    at = out.erase(at, at + e.remove);
-    std::vector<std::string> add;
-    for (auto l : util::split_lines(e.text)) add.emplace_back(l);
-    if (!e.text.empty() && e.text.back() == '\n' && !add.empty() && add.back().empty()) add.pop_back();
-    out.insert(at, add.begin(), add.end());
-  }
-  std::string r;
-  for (const auto& l : out) r += l + "\n";
-  return r;
 }
 
 /// One edit replacing the lines where `before` and `after` differ.
@@ -575,8 +543,8 @@ private:
       std::vector<TextEdit> mine;
       for (const auto& te : ret_edits)
         if (te.file == rel) mine.push_back(te);
-      std::string t1 = apply_lines(t, mine);
-      std::string t2 = apply_lines(t1, retype_params(rel, t1, fn, tp, fp));
+      std::string t1 = apply_line_edits(t, mine);
+      std::string t2 = apply_line_edits(t1, retype_params(rel, t1, fn, tp, fp));
       if (t2 != t) e.text_edits.push_back(region_edit(rel, t, t2));
     }
     if (e.text_edits.empty()) return;

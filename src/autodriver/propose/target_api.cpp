@@ -36,12 +36,8 @@ namespace {
 bool driver_declares(const fs::path& tree, const std::string& name) {
   static const std::set<std::string> k_decl_start = {";", "}", "static", "const", "extern"};
   const std::regex define(R"(^\s*#\s*define\s+)" + name + R"(\b)");
-  for (const auto& rel : util::list_files(tree)) {
-    std::string ext = rel.extension().string();
-    if (ext != ".c" && ext != ".h") continue;
-    auto text = util::read_file(tree / rel);
-    if (!text || !has_word(*text, name)) continue;
-    auto toks = tokenize(*text);
+  for (const auto& [rel, text] : sources_mentioning(tree, name)) {
+    auto toks = tokenize(text);
     auto first = first_branch_mask(toks);
     int depth = 0;
     for (std::size_t i = 0; i < toks.size(); ++i) {
@@ -72,12 +68,8 @@ bool driver_declares(const fs::path& tree, const std::string& name) {
 /// line left empty goes. Empty when some use is anything else (nothing is half dropped).
 std::vector<TextEdit> drop_uses(const fs::path& tree, const std::string& name) {
   std::vector<TextEdit> out;
-  for (const auto& rel : util::list_files(tree)) {
-    std::string ext = rel.extension().string();
-    if (ext != ".c" && ext != ".h") continue;
-    auto text = util::read_file(tree / rel);
-    if (!text || !has_word(*text, name)) continue;
-    auto toks = tokenize(*text);
+  for (const auto& [rel, text] : sources_mentioning(tree, name)) {
+    auto toks = tokenize(text);
     std::vector<std::pair<std::size_t, std::size_t>> cuts; // byte ranges to remove
     auto at = [&](std::size_t k, const char* p) { return k < toks.size() && toks[k].text == p; };
     for (std::size_t i = 0; i < toks.size(); ++i) {
@@ -98,7 +90,7 @@ std::vector<TextEdit> drop_uses(const fs::path& tree, const std::string& name) {
       }
     }
     if (cuts.empty()) continue;
-    std::string now = *text;
+    std::string now = text;
     std::sort(cuts.rbegin(), cuts.rend());
     for (const auto& [from, to] : cuts) {
       std::size_t f = from;
@@ -111,12 +103,12 @@ std::vector<TextEdit> drop_uses(const fs::path& tree, const std::string& name) {
       }
       now.erase(f, to - f);
     }
-    auto old_lines = util::split_lines(*text), new_lines = util::split_lines(now);
+    auto old_lines = util::split_lines(text), new_lines = util::split_lines(now);
     if (old_lines.size() != new_lines.size()) return {};
     for (std::size_t l = 0; l < old_lines.size(); ++l) {
       if (old_lines[l] == new_lines[l]) continue;
       TextEdit te;
-      te.file = rel.string();
+      te.file = rel;
       te.line = static_cast<int>(l + 1);
       te.remove = 1;
       if (!util::trim(new_lines[l]).empty()) te.text = std::string(new_lines[l]) + "\n";
@@ -153,6 +145,7 @@ std::vector<std::string> name_words(const std::string& n) {
 Accessors find_accessors(TargetIndex& idx, std::string tag, const std::string& m) {
   Accessors a;
   auto mw = name_words(m);
+  if (mw.empty()) return a;
   std::vector<std::vector<std::string>> stems = {mw};
   if (mw.size() >= 2 && mw[0].size() <= 3) stems.push_back({mw.begin() + 1, mw.end()});
   auto contains = [](const std::vector<std::string>& w, const std::vector<std::string>& st) {
@@ -173,6 +166,7 @@ Accessors find_accessors(TargetIndex& idx, std::string tag, const std::string& m
   // (inode_get_mtime); with the struct unknown only the first.
   auto tag_words = name_words(tag);
   for (const auto& n : idx.names()) {
+    if (n.find(mw.back()) == std::string::npos) continue; // every stem ends with the member's last word
     auto w = name_words(n);
     const std::vector<std::string>* stem = nullptr;
     if (contains(w, stems[0])) stem = &stems[0];
