@@ -101,6 +101,21 @@ int trial_score(const BuildState& cur, const BuildState& trial) {
     if (cur.signatures.count(sig) || !counted.insert(sig).second) continue;
     if (removed_lines.count(d.file + ":" + std::to_string(d.line))) ++penalty;
   }
+  // A fatal error (a missing header) that moved further down its file is progress: the file
+  // now compiles past the old one (the next vanished header of a series of moves).
+  if (trial.fatal > 0 && trial.fatal == cur.fatal) {
+    bool further = true;
+    for (const auto& d : trial.errors) {
+      if (d.severity != core::Severity::fatal) continue;
+      bool later = false;
+      for (const auto& c : cur.errors)
+        if (c.severity == core::Severity::fatal && c.file == d.file && c.line < d.line &&
+            !trial.signatures.count(error_signature(c)))
+          later = true;
+      further = further && later;
+    }
+    if (further) --penalty;
+  }
   return trial.score() + penalty;
 }
 

@@ -74,11 +74,30 @@ static std::vector<std::string> expected_block(const TextEdit& e) {
 
 /// `after_smpl`: the edit's SmPL ran first, and a replacement it already made (spatch retypes a
 /// definition's prototypes with it) counts as applied.
+/// A file the edits create: it does not exist yet and every edit inserts at its start.
+static bool creates_file(const std::vector<TextEdit>& list, const fs::path& tree) {
+  std::error_code ec;
+  if (list.empty() || fs::exists(tree / list.front().file, ec)) return false;
+  return std::all_of(list.begin(), list.end(), [](const TextEdit& e) { return e.remove == 0 && e.line <= 1 && !e.expect; });
+}
+
+/// A relative path with no `..` component (a new file stays inside the tree).
+static bool safe_relative(const std::string& rel) {
+  fs::path p(rel);
+  if (p.empty() || p.is_absolute()) return false;
+  return std::none_of(p.begin(), p.end(), [](const fs::path& c) { return c == ".."; });
+}
+
 static util::Expected<void> apply_text_edits(const std::vector<TextEdit>& edits, const fs::path& tree, bool after_smpl) {
   std::map<std::string, std::vector<TextEdit>> by_file;
   for (const auto& e : edits) by_file[e.file].push_back(e);
   for (auto& [file, list] : by_file) {
-    auto text = util::read_file(tree / file);
+    util::Expected<std::string> text = std::string();
+    if (creates_file(list, tree)) {
+      if (!safe_relative(file)) return util::unexpected(util::ErrorKind::config, file + ": a new file must stay inside the tree");
+    } else {
+      text = util::read_file(tree / file);
+    }
     if (!text) return util::unexpected(text.error());
     std::vector<std::string> lines;
     for (auto l : util::split_lines(*text)) lines.emplace_back(l);
@@ -281,6 +300,14 @@ long linux_version_code(const fs::path& build_dir) {
 util::Expected<ApplyResult> apply_edit(const Edit& edit, const fs::path& tree, const fs::path& scratch,
                                        const ApplyOptions& options) {
   auto files = c_files(tree);
+  // Files the edit creates (a header vendored from the old kernel) count as changed when written.
+  std::vector<std::string> created;
+  for (const auto& te : edit.text_edits)
+    if (std::error_code ec; !fs::exists(tree / te.file, ec) && safe_relative(te.file) &&
+        std::find(files.begin(), files.end(), te.file) == files.end()) {
+      files.push_back(te.file);
+      created.push_back(te.file);
+    }
   // All or nothing: an edit whose SmPL ran but whose line edits then failed must not leave the
   // SmPL's changes behind (they would reach the tree with no patch to show for them).
   std::map<std::string, std::string> texts;
@@ -289,6 +316,8 @@ util::Expected<ApplyResult> apply_edit(const Edit& edit, const fs::path& tree, c
   auto restore = [&] {
     for (const auto& [f, t] : texts)
       if (auto now = util::read_file(tree / f); !now || *now != t) (void)util::write_file(tree / f, t);
+    std::error_code ec;
+    for (const auto& f : created) fs::remove(tree / f, ec);
   };
   // Old-kernel branches the target's version rules out are hidden behind marker comments while
   // the edit runs, then put back as they were.

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -102,6 +103,111 @@ std::vector<std::pair<std::string, int>> lines_including(const fs::path& tree, c
   return out;
 }
 
+/// Headers of the target named like `h` (its file name) anywhere under include/ or
+/// arch/x86/include/, as include paths; uapi copies are reached through <linux/...> too.
+std::vector<std::string> same_named_headers(const fs::path& src, const std::string& h) {
+  std::vector<std::string> out;
+  const std::string base = fs::path(h).filename().string();
+  for (const char* root : {"include", "arch/x86/include"}) {
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(src / root, ec), end; !ec && it != end; it.increment(ec)) {
+      if (!it->is_regular_file(ec) || it->path().filename() != base) continue;
+      std::string inc = fs::relative(it->path(), src / root, ec).generic_string();
+      if (inc.starts_with("uapi/")) inc = inc.substr(5);
+      if (inc.starts_with("generated/") || inc == h) continue;
+      if (std::find(out.begin(), out.end(), inc) == out.end()) out.push_back(inc);
+    }
+  }
+  return out;
+}
+
+/// The old kernel's copy of a header `<h>` (include/ or arch/x86/include/), if it has one.
+std::optional<fs::path> old_header(const fs::path& old_src, const std::string& h) {
+  for (const char* root : {"include", "arch/x86/include", "include/uapi", "arch/x86/include/uapi"}) {
+    std::error_code ec;
+    if (fs::is_regular_file(old_src / root / h, ec)) return old_src / root / h;
+  }
+  return std::nullopt;
+}
+
+/// `text` with each `#include <x>` the target lacks and the old kernel has replaced by that
+/// header's own text (recursively, a few levels): the vendored header needs nothing the target
+/// took away with it.
+std::string inline_vanished(const fs::path& old_src, const fs::path& new_src, const std::string& text, int depth) {
+  static const std::regex k_angle(R"(^\s*#\s*include\s*<([^>]+)>)");
+  std::string out;
+  for (auto l : util::split_lines(text)) {
+    std::match_results<std::string_view::const_iterator> m;
+    if (depth < 3 && std::regex_search(l.begin(), l.end(), m, k_angle)) {
+      std::string inc = m[1].str();
+      std::error_code ec;
+      bool in_target = fs::exists(new_src / "include" / inc, ec) || fs::exists(new_src / "arch/x86/include" / inc, ec) ||
+                       fs::exists(new_src / "include/uapi" / inc, ec);
+      if (!in_target)
+        if (auto p = old_header(old_src, inc); p)
+          if (auto t = util::read_file(*p); t) {
+            out += inline_vanished(old_src, new_src, *t, depth + 1);
+            continue;
+          }
+    }
+    out += std::string(l) + "\n";
+  }
+  return out;
+}
+
+/// The old kernel's header copied into the driver (the target removed it with its in-tree
+/// users): a new file beside the files that include it, which now include it by its quoted
+/// name. Nothing when there is no old tree, the includers sit in different folders or the
+/// name is taken.
+std::optional<Edit> vendored_header(SiteIndex& idx, const PortContext& ctx, const std::string& h,
+                                    const std::vector<std::pair<std::string, int>>& including) {
+  if (ctx.old_src.empty() || including.empty()) return std::nullopt;
+  auto src = old_header(ctx.old_src, h);
+  if (!src) return std::nullopt;
+  // Only a header that went with its users: a kernel file that included it and still exists
+  // now includes something else, and a private copy would fall out of step with it (an
+  // interface between two modules).
+  std::error_code ec;
+  const std::string stem = fs::path(h).stem().string();
+  for (const auto& rel : idx.files_using(ctx.old_src, stem, 400, SiteIndex::Files::c_and_h)) {
+    if (fs::path(rel).filename() == fs::path(h).filename() && rel.starts_with("include/")) continue;
+    if (rel.find("include/uapi/") != std::string::npos || rel.starts_with("arch/x86/include/")) continue;
+    if (fs::exists(ctx.new_src / rel, ec)) {
+      auto t = util::read_file(ctx.old_src / rel);
+      if (t && t->find(h) != std::string::npos) return std::nullopt;
+    }
+  }
+  auto text = util::read_file(*src);
+  if (!text) return std::nullopt;
+  fs::path dir = fs::path(including.front().first).parent_path();
+  for (const auto& [rel, line] : including)
+    if (fs::path(rel).parent_path() != dir) return std::nullopt;
+  const std::string name = fs::path(h).filename().string();
+  if (fs::exists(ctx.tree / dir / name, ec)) return std::nullopt;
+  std::string body = inline_vanished(ctx.old_src, ctx.new_src, *text, 0);
+  // The SPDX line stays first; then where the copy came from.
+  std::string spdx;
+  if (body.starts_with("/* SPDX-") || body.starts_with("// SPDX-")) {
+    auto nl = body.find('\n');
+    spdx = body.substr(0, nl + 1);
+    body = body.substr(nl + 1);
+  }
+  Edit e;
+  e.proposer = "header-fix";
+  e.change_id = "header:" + h;
+  e.label = "header-moved";
+  e.title = fmt::format("<{}> is gone: keep the old kernel's copy", h);
+  e.description = fmt::format("<{}> does not exist in the target kernel (it went with its in-tree users); the "
+                              "old kernel's header is copied into the driver as \"{}\".", h, name);
+  std::string rel_src = fs::relative(*src, ctx.old_src, ec).generic_string();
+  e.text_edits.push_back({(dir / name).generic_string(), 1, 0,
+                          spdx + fmt::format("/* Copied from the old kernel's {}: the target kernel no longer has it. */\n", rel_src) + body});
+  for (const auto& [rel, line] : including) e.text_edits.push_back({rel, line, 1, fmt::format("#include \"{}\"\n", name)});
+  e.symbols = {h};
+  e.support = 1;
+  return e;
+}
+
 class HeaderFix final : public Proposer {
 public:
   std::string_view id() const override { return "header-fix"; }
@@ -152,7 +258,7 @@ private:
     // Kernel files that included h in the old tree: what do they include now?
     if (!ctx.old_src.empty()) {
       std::string base = fs::path(h).stem().string();
-      for (const auto& pair : idx.pairs_using(base, 80)) {
+      for (const auto& pair : idx.pairs_using(base, 80, SiteIndex::Pairs::all, SiteIndex::Files::c_and_h)) {
         auto oi = includes_of(pair.before->tokens);
         if (std::find(oi.begin(), oi.end(), h) == oi.end()) continue;
         auto ni = includes_of(pair.after->tokens);
@@ -162,18 +268,33 @@ private:
           if (!old_set.count(x)) ++votes[x];
       }
     }
-    // Same file name elsewhere in the target's include dirs.
-    std::string base = fs::path(h).filename().string();
-    for (const char* dir : {"include/linux", "include/asm-generic", "arch/x86/include/asm", "include/net", "include/media"}) {
-      fs::path cand = ctx.new_src / dir / base;
-      if (fs::exists(cand)) {
-        std::string inc = (fs::path(dir).filename() / base).string();
-        if (std::string(dir) == "arch/x86/include/asm") inc = "asm/" + base;
-        votes[inc] += 1;
-      }
+    // Same file name elsewhere in the target's include dirs (<drm/x.h> -> <drm/intel/x.h>);
+    // a header under the old one's directory counts twice.
+    for (const auto& inc : same_named_headers(ctx.new_src, h)) {
+      std::string dir = fs::path(h).parent_path().string();
+      votes[inc] += !dir.empty() && inc.starts_with(dir + "/") ? 2 : 1;
     }
     std::vector<std::pair<std::string, int>> ranked(votes.begin(), votes.end());
-    std::stable_sort(ranked.begin(), ranked.end(), [](auto& a, auto& b) { return a.second > b.second; });
+    // Ties go to the name closer to the old one (i915_mei_hdcp_interface.h -> i915_hdcp_interface.h).
+    auto shared_words = [&](const std::string& inc) {
+      auto words = [](const std::string& p) {
+        std::set<std::string> w;
+        std::string stem = fs::path(p).stem().string(), cur;
+        for (char ch : stem + "_")
+          if (ch == '_' || ch == '-') {
+            if (!cur.empty()) w.insert(cur);
+            cur.clear();
+          } else {
+            cur += ch;
+          }
+        return w;
+      };
+      auto a = words(h), b = words(inc);
+      return static_cast<int>(std::count_if(b.begin(), b.end(), [&](const std::string& x) { return a.count(x) > 0; }));
+    };
+    std::stable_sort(ranked.begin(), ranked.end(), [&](auto& a, auto& b) {
+      return a.second != b.second ? a.second > b.second : shared_words(a.first) > shared_words(b.first);
+    });
     auto text = util::read_file(ctx.tree / d.file);
     if (!text) return;
     const auto including = lines_including(ctx.tree, h);
@@ -200,6 +321,10 @@ private:
     // now (reached through other includes) or gone. The last alternative drops the include and
     // lets the next build name what is still missing.
     if (fs::exists(ctx.new_src / "include" / h) || fs::exists(ctx.new_src / "arch/x86/include" / h)) return;
+    if (auto v = vendored_header(idx, ctx, h, including); v) {
+      v->rank = rank++;
+      out.push_back(std::move(*v));
+    }
     Edit e;
     e.proposer = "header-fix";
     e.change_id = "header:" + h;

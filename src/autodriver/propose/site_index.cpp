@@ -76,16 +76,20 @@ std::shared_ptr<const SourceFile> SiteIndex::load(const fs::path& tree, const st
   return out;
 }
 
-std::vector<std::string> SiteIndex::files_using(const fs::path& tree, const std::string& word, std::size_t limit) {
+std::vector<std::string> SiteIndex::files_using(const fs::path& tree, const std::string& word, std::size_t limit,
+                                                Files files) {
   std::vector<std::string> out;
   if (tree.empty() || word.empty()) return out;
-  const std::string key = tree.string() + '\n' + word + '\n' + std::to_string(limit);
+  const std::string key = tree.string() + '\n' + word + '\n' + std::to_string(limit) + (files == Files::c ? "" : "\nh");
   if (auto it = m_grep_cache.find(key); it != m_grep_cache.end()) return it->second;
   util::RunRequest req;
-  req.argv = {"grep", "-rlw", "--include=*.c", "-e", word, "--"};
+  req.argv = {"grep", "-rlw", "--include=*.c"};
+  if (files == Files::c_and_h) req.argv.push_back("--include=*.h");
+  for (const char* a : {"-e", word.c_str(), "--"}) req.argv.push_back(a);
   for (const char* d : {"drivers", "sound", "net", "fs", "kernel", "mm", "block", "crypto", "lib", "virt", "security",
                         "arch/x86"})
     if (fs::exists(tree / d)) req.argv.push_back(d);
+  if (files == Files::c_and_h && fs::exists(tree / "include")) req.argv.push_back("include");
   req.cwd = tree;
   req.timeout = 120s;
   req.output_cap = 1 << 20;
@@ -116,10 +120,10 @@ bool same_file(const fs::path& a, const fs::path& b) {
 
 } // namespace
 
-std::vector<FilePair> SiteIndex::pairs_using(const std::string& word, std::size_t limit, Pairs which) {
+std::vector<FilePair> SiteIndex::pairs_using(const std::string& word, std::size_t limit, Pairs which, Files files) {
   std::vector<FilePair> out;
   if (m_old.empty() || m_new.empty()) return out;
-  for (const auto& rel : files_using(m_old, word, which == Pairs::changed ? 4000 : 400)) {
+  for (const auto& rel : files_using(m_old, word, which == Pairs::changed ? 4000 : 400, files)) {
     if (out.size() >= limit) break;
     if (!fs::exists(m_new / rel)) continue;
     if (which == Pairs::changed) {

@@ -32,15 +32,17 @@ public:
             std::vector<std::filesystem::path> driver_files);
 
   enum class Pairs { all, changed };
+  enum class Files { c, c_and_h }; ///< which files of the kernel trees are searched
   /// Kernel .c files of the old tree that use `word` (whole words; "struct fd" works too), paired
   /// with the new tree's file of the same path (pairs whose file vanished are skipped). At most
   /// `limit` pairs, in path order; `Pairs::changed` skips files the new tree has unchanged, so a
   /// common word still reaches the files that changed.
-  std::vector<FilePair> pairs_using(const std::string& word, std::size_t limit = 80, Pairs which = Pairs::all);
+  std::vector<FilePair> pairs_using(const std::string& word, std::size_t limit = 80, Pairs which = Pairs::all,
+                                    Files files = Files::c);
 
   /// Files of `tree` (old or new) using `word`, relative paths, capped.
   std::vector<std::string> files_using(const std::filesystem::path& tree, const std::string& word,
-                                       std::size_t limit = 200);
+                                       std::size_t limit = 200, Files files = Files::c);
 
   std::shared_ptr<const SourceFile> load(const std::filesystem::path& tree, const std::string& rel);
 
