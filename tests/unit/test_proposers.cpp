@@ -243,6 +243,100 @@ TEST(CallbackSignature, ParametersRetypedToConst) {
   EXPECT_NE(out.find("static char *vpoll_devnode(const struct device *dev, umode_t *mode)"), std::string::npos) << out;
 }
 
+TEST(CallbackSignature, MinOfARetypedParameterBecomesMinT) {
+  auto tmp = util::TempDir::create(util::scratch_root(), "test-cb-");
+  ASSERT_TRUE(tmp);
+  // synclink_cs's tty write (6.1): 6.12 passes size_t count, and min(count, <int>) no longer compiles.
+  std::string src = "static int w(struct tty_struct *tty, const unsigned char *buf, int count)\n{\n"
+                    "\tint c = min(count, min(4 - tty->x, 5));\n\treturn max(c, count) + min(c, 2);\n}\n"
+                    "static const struct tty_operations ops = {\n\t.write = w,\n};\n";
+  ASSERT_TRUE(util::write_file(tmp->path() / "w.c", src));
+  gate::ParseOptions po;
+  auto ds = gate::parse_build_output(
+      "w.c:7:18: error: initialization of 'ssize_t (*)(struct tty_struct *, const u8 *, size_t)' {aka 'long int "
+      "(*)(struct tty_struct *, const unsigned char *, long unsigned int)'} from incompatible pointer type 'int "
+      "(*)(struct tty_struct *, const unsigned char *, int)' [-Werror=incompatible-pointer-types]\n",
+      po);
+  ASSERT_EQ(ds.size(), 1u);
+  propose::PortContext ctx;
+  ctx.tree = tmp->path();
+  auto edits = propose::make_callback_signature()->propose(ds, ctx);
+  ASSERT_EQ(edits.size(), 1u);
+  ASSERT_TRUE(propose::apply_edit(edits[0], tmp->path(), tmp->path() / "s"));
+  auto out = *util::read_file(tmp->path() / "w.c");
+  EXPECT_NE(out.find("static ssize_t w(struct tty_struct *tty, const u8 *buf, size_t count)"), std::string::npos) << out;
+  EXPECT_NE(out.find("\tint c = min_t(size_t, count, min(4 - tty->x, 5));"), std::string::npos) << out;
+  // Only where the parameter itself is an argument.
+  EXPECT_NE(out.find("return max_t(size_t, c, count) + min(c, 2);"), std::string::npos) << out;
+}
+
+TEST(ApplyTextEdits, CreatesANewFileInsideTheTree) {
+  auto tmp = util::TempDir::create(util::scratch_root(), "test-te-");
+  ASSERT_TRUE(tmp);
+  ASSERT_TRUE(util::write_file(tmp->path() / "a.c", "#include <linux/gone.h>\nint a;\n"));
+  propose::Edit e;
+  e.text_edits.push_back({"gone.h", 1, 0, "#define X 1\n"});
+  e.text_edits.push_back({"a.c", 1, 1, "#include \"gone.h\"\n"});
+  propose::fill_expectations(e, tmp->path());
+  auto r = propose::apply_edit(e, tmp->path(), tmp->path() / "s");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(*util::read_file(tmp->path() / "gone.h"), "#define X 1\n");
+  EXPECT_EQ(*util::read_file(tmp->path() / "a.c"), "#include \"gone.h\"\nint a;\n");
+  EXPECT_NE(std::find(r->changed_files.begin(), r->changed_files.end(), "gone.h"), r->changed_files.end());
+  // A failing edit takes its new file away again; a path out of the tree is refused.
+  propose::Edit bad;
+  bad.text_edits.push_back({"more.h", 1, 0, "#define Y 1\n"});
+  bad.text_edits.push_back({"a.c", 1, 1, "x\n", "not there\n"});
+  EXPECT_FALSE(propose::apply_edit(bad, tmp->path(), tmp->path() / "s"));
+  EXPECT_FALSE(fs::exists(tmp->path() / "more.h"));
+  propose::Edit out;
+  out.text_edits.push_back({"../escape.h", 1, 0, "x\n"});
+  EXPECT_FALSE(propose::apply_edit(out, tmp->path(), tmp->path() / "s"));
+  EXPECT_FALSE(fs::exists(tmp->path().parent_path() / "escape.h"));
+}
+
+TEST(HeaderFix, HeaderGoneWithItsUsersIsCopiedFromTheOldKernel) {
+  auto tmp = util::TempDir::create(util::scratch_root(), "test-hf-");
+  ASSERT_TRUE(tmp);
+  fs::path k_old = tmp->path() / "old", k_new = tmp->path() / "new", tree = tmp->path() / "tree";
+  auto put = [](const fs::path& p, const std::string& text) {
+    fs::create_directories(p.parent_path());
+    return static_cast<bool>(util::write_file(p, text));
+  };
+  // cm4000_cs (6.1): <linux/cm4000_cs.h> includes the uapi half; 6.12 removed both with the driver.
+  ASSERT_TRUE(put(k_old / "include/linux/cm4000_cs.h",
+                               "/* SPDX-License-Identifier: GPL-2.0 */\n#include <uapi/linux/cm4000_cs.h>\n#define DEVICE_NAME \"cmm\"\n"));
+  ASSERT_TRUE(put(k_old / "include/uapi/linux/cm4000_cs.h", "#include <linux/types.h>\n#define MAX_ATR 33\n"));
+  ASSERT_TRUE(put(k_old / "drivers/char/pcmcia/cm4000_cs.c", "#include <linux/cm4000_cs.h>\n"));
+  ASSERT_TRUE(put(k_new / "include/linux/types.h", "\n"));
+  ASSERT_TRUE(put(k_new / "drivers/char/Makefile", "\n"));
+  ASSERT_TRUE(put(tree / "cm4000_cs.c", "#include <linux/module.h>\n#include <linux/cm4000_cs.h>\nint x = MAX_ATR;\n"));
+  propose::PortContext ctx;
+  ctx.old_src = k_old;
+  ctx.new_src = k_new;
+  ctx.tree = tree;
+  ctx.original_tree = tree;
+  gate::ParseOptions po;
+  auto ds = gate::parse_build_output("cm4000_cs.c:2:10: fatal error: linux/cm4000_cs.h: No such file or directory\n", po);
+  ASSERT_EQ(ds.size(), 1u);
+  auto edits = propose::make_header_fix()->propose(ds, ctx);
+  auto it = std::find_if(edits.begin(), edits.end(), [](const auto& e) { return e.title.find("old kernel's copy") != std::string::npos; });
+  ASSERT_NE(it, edits.end());
+  ASSERT_TRUE(propose::apply_edit(*it, tree, tmp->path() / "s"));
+  EXPECT_NE(util::read_file(tree / "cm4000_cs.c")->find("#include \"cm4000_cs.h\"\n"), std::string::npos);
+  auto h = *util::read_file(tree / "cm4000_cs.h");
+  EXPECT_TRUE(h.starts_with("/* SPDX-License-Identifier: GPL-2.0 */\n/* Copied from the old kernel's include/linux/cm4000_cs.h")) << h;
+  EXPECT_NE(h.find("#define MAX_ATR 33"), std::string::npos) << h;        // the vanished uapi half, inlined
+  EXPECT_NE(h.find("#include <linux/types.h>"), std::string::npos) << h;  // the target still has this one
+  // A kernel file that included it and survives (an interface between modules): no copy.
+  ASSERT_TRUE(put(k_old / "drivers/char/user.c", "#include <linux/cm4000_cs.h>\n"));
+  ASSERT_TRUE(put(k_new / "drivers/char/user.c", "#include <linux/other.h>\n"));
+  ASSERT_TRUE(put(tree / "cm4000_cs.c", "#include <linux/module.h>\n#include <linux/cm4000_cs.h>\nint x = MAX_ATR;\n"));
+  fs::remove(tree / "cm4000_cs.h");
+  auto again = propose::make_header_fix()->propose(ds, ctx);
+  EXPECT_TRUE(std::none_of(again.begin(), again.end(), [](const auto& e) { return e.title.find("old kernel's copy") != std::string::npos; }));
+}
+
 TEST(TargetDecls, PrototypesAndSimilarity) {
   auto p = propose::parse_prototype("struct class * __must_check class_create(const char *name);", "class_create");
   ASSERT_TRUE(p);

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <map>
 #include <regex>
 #include <set>
 
@@ -177,6 +178,62 @@ std::vector<TextEdit> retype_params(const std::string& file, const std::string& 
     edits.push_back({file, toks[fd.name].line, toks[fd.close].line - toks[fd.name].line + 1, replaced});
   }
   return edits;
+}
+
+/// A plain integer type ("int", "size_t", "unsigned long", "u8"): no pointer, struct or array.
+bool integer_type(const std::string& type) {
+  static const std::regex k_int(R"(^\s*(const\s+)?((unsigned|signed)\s+)?(int|long|long\s+long|short|char|size_t|ssize_t|loff_t|[us](8|16|32|64)|__[us](8|16|32|64)|unsigned|signed)(\s+int)?\s*$)");
+  return std::regex_match(type, k_int);
+}
+
+/// The body of `fn`'s definition with each `min(`/`max(` that takes a parameter retyped between
+/// integer types (`int count` -> `size_t count`) as a whole argument turned into `min_t(T, `:
+/// min() and max() insist on one type, which the retype broke (the kernel's own fix, e.g. the
+/// tty write conversion). `to`/`from` are the new and old parameter types by position.
+std::string min_max_for_retyped(const std::string& text, const std::string& fn, const std::vector<std::string>& to,
+                                const std::vector<std::string>& from) {
+  auto toks = tokenize(text);
+  std::map<std::string, std::string> retyped; // parameter name -> new type
+  std::size_t open = 0, close = 0;
+  for (const auto& fd : fn_decls(toks, fn)) {
+    if (!fd.body || fd.params.size() != to.size() || to.size() != from.size()) continue;
+    for (std::size_t p = 0; p < fd.params.size(); ++p) {
+      auto b = fd.params[p].second;
+      if (squash(to[p]) != squash(from[p]) && integer_type(to[p]) && integer_type(from[p]) &&
+          toks[b].kind == TokKind::ident)
+        retyped[toks[b].text] = std::string(util::trim(to[p]));
+    }
+    open = fd.body;
+    close = matching_close(toks, fd.body);
+    break;
+  }
+  if (retyped.empty() || close == std::string::npos || close <= open) return text;
+  struct Splice {
+    std::size_t at, len;
+    std::string text;
+  };
+  std::vector<Splice> splices; // "min(" -> "min_t(T, "
+  for (std::size_t i = open; i + 1 < close; ++i) {
+    if ((toks[i].text != "min" && toks[i].text != "max") || toks[i + 1].text != "(") continue;
+    std::size_t c = matching_close(toks, i + 1);
+    if (c == std::string::npos || c > close) continue;
+    // A top-level argument that is exactly one retyped parameter.
+    std::string type;
+    int depth = 0;
+    std::size_t start = i + 2;
+    for (std::size_t k = i + 2; k <= c; ++k) {
+      if (k != c && (toks[k].text == "(" || toks[k].text == "[")) ++depth;
+      if (k != c && (toks[k].text == ")" || toks[k].text == "]")) --depth;
+      if ((depth == 0 && toks[k].text == ",") || k == c) {
+        if (k == start + 1 && retyped.count(toks[start].text)) type = retyped[toks[start].text];
+        start = k + 1;
+      }
+    }
+    if (!type.empty()) splices.push_back({toks[i].begin, toks[i + 1].end - toks[i].begin, toks[i].text + "_t(" + type + ", "});
+  }
+  std::string out = text;
+  for (auto it = splices.rbegin(); it != splices.rend(); ++it) out.replace(it->at, it->len, it->text);
+  return out;
 }
 
 std::string drop_const(const std::string& type) {
@@ -545,6 +602,7 @@ private:
         if (te.file == rel) mine.push_back(te);
       std::string t1 = apply_line_edits(t, mine);
       std::string t2 = apply_line_edits(t1, retype_params(rel, t1, fn, tp, fp));
+      t2 = min_max_for_retyped(t2, fn, tp, fp);
       if (t2 != t) e.text_edits.push_back(region_edit(rel, t, t2));
     }
     if (e.text_edits.empty()) return;
@@ -565,7 +623,8 @@ private:
     e.description = fmt::format("The kernel now expects '{}' where {}() is '{}': its parameters are retyped to match.",
                                 d.symbols[0], fn, d.symbols[1]);
     for (const auto& [rel, t] : sources_mentioning(ctx.tree, fn)) {
-      for (auto& te : retype_params(rel, t, fn, tp, fp)) e.text_edits.push_back(std::move(te));
+      std::string t2 = min_max_for_retyped(apply_line_edits(t, retype_params(rel, t, fn, tp, fp)), fn, tp, fp);
+      if (t2 != t) e.text_edits.push_back(region_edit(rel, t, t2));
     }
     if (e.text_edits.empty()) return;
     e.symbols = {fn, d.symbols[0]};
