@@ -337,6 +337,53 @@ TEST(HeaderFix, HeaderGoneWithItsUsersIsCopiedFromTheOldKernel) {
   EXPECT_TRUE(std::none_of(again.begin(), again.end(), [](const auto& e) { return e.title.find("old kernel's copy") != std::string::npos; }));
 }
 
+TEST(SysctlPath, NestedDirectoryTablesBecomeAPath) {
+  auto tmp = util::TempDir::create(util::scratch_root(), "test-sysctl-");
+  ASSERT_TRUE(tmp);
+  fs::path k_new = tmp->path() / "new", tree = tmp->path() / "tree";
+  fs::create_directories(k_new / "include/linux");
+  fs::create_directories(tree);
+  // The two lines of 6.12's include/linux/sysctl.h that matter (6.1 still declares register_sysctl_table).
+  ASSERT_TRUE(util::write_file(k_new / "include/linux/sysctl.h",
+                               "#define register_sysctl(path, table)\t\\\n\tregister_sysctl_sz(path, table, ARRAY_SIZE(table))\n"
+                               "void unregister_sysctl_table(struct ctl_table_header * table);\n"));
+  // ipmi_poweroff.c of 6.1, its sysctl part.
+  std::string src = "static struct ctl_table ipmi_table[] = {\n"
+                    "\t{ .procname\t= \"poweroff_powercycle\",\n\t  .mode\t\t= 0644,\n\t  .proc_handler\t= proc_dointvec },\n"
+                    "\t{ }\n};\n\n"
+                    "static struct ctl_table ipmi_dir_table[] = {\n"
+                    "\t{ .procname\t= \"ipmi\",\n\t  .mode\t\t= 0555,\n\t  .child\t= ipmi_table },\n\t{ }\n};\n\n"
+                    "static struct ctl_table ipmi_root_table[] = {\n"
+                    "\t{ .procname\t= \"dev\",\n\t  .mode\t\t= 0555,\n\t  .child\t= ipmi_dir_table },\n\t{ }\n};\n\n"
+                    "static struct ctl_table_header *h;\n\n"
+                    "static int init(void)\n{\n\th = register_sysctl_table(ipmi_root_table);\n\treturn h ? 0 : -ENOMEM;\n}\n";
+  ASSERT_TRUE(util::write_file(tree / "p.c", src));
+  gate::ParseOptions po;
+  auto ds = gate::parse_build_output(
+      "p.c:25:13: error: implicit declaration of function 'register_sysctl_table'; did you mean "
+      "'unregister_sysctl_table'? [-Werror=implicit-function-declaration]\n", po);
+  ASSERT_EQ(ds.size(), 1u);
+  propose::PortContext ctx;
+  ctx.new_src = k_new;
+  ctx.tree = tree;
+  ctx.original_tree = tree;
+  auto edits = propose::make_sysctl_path()->propose(ds, ctx);
+  ASSERT_EQ(edits.size(), 1u);
+  propose::fill_expectations(edits[0], tree);
+  ASSERT_TRUE(propose::apply_edit(edits[0], tree, tmp->path() / "s"));
+  EXPECT_EQ(*util::read_file(tree / "p.c"),
+            "static struct ctl_table ipmi_table[] = {\n"
+            "\t{ .procname\t= \"poweroff_powercycle\",\n\t  .mode\t\t= 0644,\n\t  .proc_handler\t= proc_dointvec },\n"
+            "};\n\nstatic struct ctl_table_header *h;\n\n"
+            "static int init(void)\n{\n\th = register_sysctl(\"dev/ipmi\", ipmi_table);\n\treturn h ? 0 : -ENOMEM;\n}\n");
+  // A directory level with two entries is not one path: nothing proposed.
+  std::string two = src;
+  two.replace(two.find("\t{ }\n};\n\nstatic struct ctl_table ipmi_root_table"), 4,
+              "\t{ .procname = \"x\", .mode = 0644, .proc_handler = proc_dointvec },\n\t{ }\n");
+  ASSERT_TRUE(util::write_file(tree / "p.c", two));
+  EXPECT_TRUE(propose::make_sysctl_path()->propose(ds, ctx).empty());
+}
+
 TEST(TargetDecls, PrototypesAndSimilarity) {
   auto p = propose::parse_prototype("struct class * __must_check class_create(const char *name);", "class_create");
   ASSERT_TRUE(p);

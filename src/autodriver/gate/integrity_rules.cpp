@@ -364,6 +364,9 @@ void ops_rules(CFile& cf) {
       if (cf.ctx.removed.count(id) || cf.file_idents.count(id)) value_named = true;
     bool member_named = cf.file_idents.count(a.member) > 0;
     if (value_named) continue;
+    // A table an accepted edit names as removed (sysctl directory tables the target's path
+    // registration replaced): its entries went with it.
+    if (!a.scope.empty() && cf.ctx.removed.count(a.scope)) continue;
     // The same value still set in the same table under another member: the member was renamed
     // (`.open = f` -> `.proc_open = f` when the table's struct type changed).
     if (vids.size() == 1 && values_in_scope[a.scope].count(uncast(a.value))) continue;

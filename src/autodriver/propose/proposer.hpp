@@ -110,5 +110,6 @@ std::unique_ptr<Proposer> make_inline_removed();
 std::unique_ptr<Proposer> make_ops_swap();
 std::unique_ptr<Proposer> make_feature_switch();
 std::unique_ptr<Proposer> make_removed_api();
+std::unique_ptr<Proposer> make_sysctl_path();
 
 } // namespace autodriver::propose
