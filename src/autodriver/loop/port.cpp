@@ -496,6 +496,8 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
         if (Clock::now() - start > req.budget) break;
         const propose::Edit* best = nullptr;
         std::optional<Trial> best_trial;
+        const propose::Edit* needs_include = nullptr; // fixed its errors, brought only undeclared names
+        std::vector<core::Diagnostic> needed;
         int tries = 0;
         for (const auto* e : g) {
           if (++tries > 3) break;
@@ -504,6 +506,23 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
           step("try", {{"iteration", iter}, {"change", id}, {"rank", e->rank}, {"proposer", e->proposer},
                        {"errors_before", cur->error_count()}, {"errors_after", t->applied ? t->state.error_count() : -1}});
           if (!t->applied) continue;
+          if (!needs_include && !t->state.ok) {
+            std::vector<core::Diagnostic> fresh;
+            bool only_names = true;
+            for (const auto& d : t->state.errors)
+              if (!cur->signatures.count(error_signature(d))) {
+                fresh.push_back(d);
+                only_names = only_names && (d.kind == core::DiagKind::implicit_function_declaration ||
+                                            d.kind == core::DiagKind::undeclared_identifier);
+              }
+            bool fixed_some = std::any_of(cur->errors.begin(), cur->errors.end(), [&](const auto& d) {
+              return !t->state.signatures.count(error_signature(d));
+            });
+            if (only_names && fixed_some && !fresh.empty()) {
+              needs_include = e;
+              needed = std::move(fresh);
+            }
+          }
           bool clean = std::all_of(t->state.signatures.begin(), t->state.signatures.end(),
                                    [&](const auto& sg) { return cur->signatures.count(sg) > 0; });
           if (trial_score(*cur, t->state) < cur->score() &&
@@ -513,6 +532,37 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
           }
           // First improvement that adds no new error wins: alternatives cost a build each.
           if (best && clean && best == e) break;
+        }
+        // An edit whose only new errors are names a kernel header it now reaches uses without
+        // including their header (6.12's <asm/intel-family.h> uses VFM_MAKE of
+        // <asm/cpu_device_id.h>): tried once more with the include header-fix finds for them.
+        std::optional<propose::Edit> merged;
+        if (!best && needs_include && Clock::now() - start < req.budget) {
+          fs::path probe = scratch->path() / "needs-include";
+          fs::remove_all(probe, ec);
+          if (util::copy_tree(work, probe, util::SkipBuildProducts::yes) &&
+              propose::apply_edit(*needs_include, probe, scratch->path() / "rules", apply_options)) {
+            auto pctx = ctx;
+            pctx.tree = probe;
+            auto fixes = propose::make_header_fix()->propose(needed, pctx);
+            if (!fixes.empty()) {
+              propose::fill_expectations(fixes.front(), probe);
+              merged = *needs_include;
+              for (const auto& te : fixes.front().text_edits) merged->text_edits.push_back(te);
+              merged->title += "; " + fixes.front().title;
+              merged->description += " " + fixes.front().description;
+              for (const auto& sym : fixes.front().symbols) merged->symbols.push_back(sym);
+              auto t = try_edits({&*merged}, work, scratch->path(), *to, req, apply_options);
+              if (!t) return unexpected(t.error());
+              step("try", {{"iteration", iter}, {"change", id}, {"with", fixes.front().change_id},
+                           {"errors_before", cur->error_count()}, {"errors_after", t->applied ? t->state.error_count() : -1}});
+              if (t->applied && trial_score(*cur, t->state) < cur->score()) {
+                best = &*merged;
+                best_trial = std::move(*t);
+              }
+            }
+          }
+          fs::remove_all(probe, ec);
         }
         if (!best) {
           settled.insert(id);

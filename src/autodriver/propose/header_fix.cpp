@@ -208,6 +208,27 @@ std::optional<Edit> vendored_header(SiteIndex& idx, const PortContext& ctx, cons
   return e;
 }
 
+/// The first file of gcc's "In file included from A:1, from B:2" chain that is the driver's:
+/// its path relative to `tree` (the shortest trailing part of the printed path the tree has).
+std::string innermost_driver_includer(const fs::path& tree, const std::string& raw) {
+  static const std::regex k_from(R"((?:In file included from|^\s+from) ([^:\s]+):\d+)");
+  for (auto l : util::split_lines(raw)) {
+    std::string line(l);
+    std::smatch m;
+    if (!std::regex_search(line, m, k_from)) continue;
+    fs::path p(m[1].str());
+    std::vector<std::string> parts;
+    for (const auto& c : p) parts.push_back(c.string());
+    for (std::size_t k = 1; k < parts.size(); ++k) {
+      fs::path rel;
+      for (std::size_t i = parts.size() - k; i < parts.size(); ++i) rel /= parts[i];
+      std::error_code ec;
+      if (fs::is_regular_file(tree / rel, ec)) return rel.generic_string();
+    }
+  }
+  return {};
+}
+
 class HeaderFix final : public Proposer {
 public:
   std::string_view id() const override { return "header-fix"; }
@@ -224,7 +245,14 @@ public:
         if (seen.insert("h:" + d.symbols[0]).second) moved_header(idx, ctx, d, out);
       } else if (d.kind == core::DiagKind::implicit_function_declaration ||
                  d.kind == core::DiagKind::undeclared_identifier) {
-        if (seen.insert("s:" + d.file + ":" + d.symbols[0]).second) missing_include(idx, ctx, d, false, out);
+        // In a kernel header (a macro it defines uses a name of a header it does not include):
+        // the include goes into the driver file that brought that header in.
+        core::Diagnostic here = d;
+        if (!d.file.empty() && d.file.front() == '/') {
+          here.file = innermost_driver_includer(ctx.tree, d.raw);
+          if (here.file.empty()) continue;
+        }
+        if (seen.insert("s:" + here.file + ":" + d.symbols[0]).second) missing_include(idx, ctx, here, false, out);
       } else if (d.kind == core::DiagKind::unknown_type || d.kind == core::DiagKind::incomplete_type) {
         std::string sym = d.symbols[0];
         if (sym.starts_with("struct ") || sym.starts_with("union ") || sym.starts_with("enum "))

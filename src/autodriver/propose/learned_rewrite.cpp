@@ -5,6 +5,7 @@
 // identifier replaced). The majority rule becomes a Coccinelle semantic patch.
 
 #include "autodriver/propose/call_merge.hpp"
+#include "autodriver/propose/family_rename.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/site_index.hpp"
 #include "autodriver/propose/stmt_template.hpp"
@@ -18,6 +19,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -484,6 +486,19 @@ public:
     for (const auto& sym : calls) learn_call(idx, sym, out);
     for (const auto& [type, member] : members) learn_member(idx, type, member, out);
     for (const auto& sym : idents) learn_identifier(idx, sym, out);
+    // A constant no kernel file used itself: what the kernel did to its family (same prefix).
+    std::set<std::string> families;
+    std::optional<TargetIndex> target;
+    for (const auto& sym : idents) {
+      bool learned = std::any_of(out.begin(), out.end(), [&](const Edit& e) { return e.change_id == "ident:" + sym; });
+      bool in_family = std::any_of(out.begin(), out.end(), [&](const Edit& e) {
+        return e.change_id.starts_with("family:") && std::any_of(e.renames.begin(), e.renames.end(),
+                                                                 [&](const auto& r) { return r.first == sym; });
+      });
+      if (learned || in_family || !ctx.to) continue;
+      if (!target) target.emplace(ctx.new_src, ctx.to->build_dir);
+      if (auto f = learn_family_rename(idx, ctx, sym, target->names()); f) out.push_back(std::move(*f));
+    }
     for (const auto& [sym, where] : stmts) learn_statement(idx, sym, where, out);
     for (const auto& sym : merges) learn_merge(idx, sym, out);
     drop_outvoted_calls(out);
