@@ -1,6 +1,7 @@
 // Proposers on real 6.1 -> 6.12 changes: learned from real kernel file pairs
 // (tests/fixtures/learn), applied with spatch to the real 6.1 ppdev.c with its real 6.12 errors.
 
+#include "autodriver/core/kernel.hpp"
 #include "autodriver/gate/gcc_parser.hpp"
 #include "autodriver/propose/apply.hpp"
 #include "autodriver/propose/c_tokens.hpp"
@@ -382,6 +383,56 @@ TEST(SysctlPath, NestedDirectoryTablesBecomeAPath) {
               "\t{ .procname = \"x\", .mode = 0644, .proc_handler = proc_dointvec },\n\t{ }\n");
   ASSERT_TRUE(util::write_file(tree / "p.c", two));
   EXPECT_TRUE(propose::make_sysctl_path()->propose(ds, ctx).empty());
+}
+
+TEST(LearnedRewrite, ConstantFamilyRenamedWithItsCompanion) {
+  auto tmp = util::TempDir::create(util::scratch_root(), "test-fam-");
+  ASSERT_TRUE(tmp);
+  fs::path k_old = tmp->path() / "old", k_new = tmp->path() / "new", tree = tmp->path() / "tree";
+  auto put = [](const fs::path& p, const std::string& text) {
+    fs::create_directories(p.parent_path());
+    return static_cast<bool>(util::write_file(p, text));
+  };
+  // Three kernel drivers as Linux 6.10 changed them: INTEL_FAM6_<S> -> INTEL_<S>, and the
+  // x86_model they are compared with -> x86_vfm.
+  const char* models[] = {"ICELAKE_X", "SKYLAKE_X", "ATOM_GOLDMONT"};
+  for (int i = 0; i < 3; ++i) {
+    std::string m = models[i];
+    auto body = [&](const std::string& field, const std::string& c) {
+      return fmt::format("static int f{}(void)\n{{\n\tif (boot_cpu_data.{} == {})\n\t\treturn 1;\n\treturn 0;\n}}\n", i, field, c);
+    };
+    ASSERT_TRUE(put(k_old / fmt::format("drivers/x/d{}.c", i), body("x86_model", "INTEL_FAM6_" + m)));
+    ASSERT_TRUE(put(k_new / fmt::format("drivers/x/d{}.c", i), body("x86_vfm", "INTEL_" + m)));
+  }
+  ASSERT_TRUE(put(k_new / "arch/x86/include/asm/intel-family.h",
+                  "#define INTEL_ICELAKE_X IFM(6, 0x6A)\n#define INTEL_ICELAKE_D IFM(6, 0x6C)\n#define INTEL_ATOM_AIRMONT IFM(6, 0x4C)\n"));
+  // The driver uses members no kernel file used: the family's rule still covers them.
+  ASSERT_TRUE(put(tree / "drv.c", "static int g(void)\n{\n\tif (boot_cpu_data.x86_model == INTEL_FAM6_ATOM_AIRMONT)\n"
+                                  "\t\treturn 2;\n\tswitch (boot_cpu_data.x86_model) {\n\tcase INTEL_FAM6_ICELAKE_D:\n"
+                                  "\t\treturn 1;\n\t}\n\tpr_info(\"%d\", boot_cpu_data.x86_model);\n\treturn 0;\n}\n"));
+  core::Kernel to;
+  to.build_dir = tmp->path() / "build";
+  propose::PortContext ctx;
+  ctx.old_src = k_old;
+  ctx.new_src = k_new;
+  ctx.to = &to;
+  ctx.tree = tree;
+  ctx.original_tree = tree;
+  gate::ParseOptions po;
+  auto ds = gate::parse_build_output(
+      "drv.c:3:35: error: 'INTEL_FAM6_ATOM_AIRMONT' undeclared (first use in this function); did you mean "
+      "'INTEL_ATOM_AIRMONT'?\n", po);
+  ASSERT_EQ(ds.size(), 1u);
+  auto edits = propose::make_learned_rewrite()->propose(ds, ctx);
+  auto it = std::find_if(edits.begin(), edits.end(), [](const auto& e) { return e.change_id == "family:INTEL_FAM6_"; });
+  ASSERT_NE(it, edits.end());
+  propose::fill_expectations(*it, tree);
+  ASSERT_TRUE(propose::apply_edit(*it, tree, tmp->path() / "s"));
+  // The comparison and the switch head read x86_vfm; the print of the model stays as it was.
+  EXPECT_EQ(*util::read_file(tree / "drv.c"),
+            "static int g(void)\n{\n\tif (boot_cpu_data.x86_vfm == INTEL_ATOM_AIRMONT)\n"
+            "\t\treturn 2;\n\tswitch (boot_cpu_data.x86_vfm) {\n\tcase INTEL_ICELAKE_D:\n"
+            "\t\treturn 1;\n\t}\n\tpr_info(\"%d\", boot_cpu_data.x86_model);\n\treturn 0;\n}\n");
 }
 
 TEST(TargetDecls, PrototypesAndSimilarity) {
