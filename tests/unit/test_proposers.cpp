@@ -435,6 +435,42 @@ TEST(LearnedRewrite, ConstantFamilyRenamedWithItsCompanion) {
             "\t\treturn 1;\n\t}\n\tpr_info(\"%d\", boot_cpu_data.x86_model);\n\treturn 0;\n}\n");
 }
 
+TEST(TargetApi, UnexportedArrayReadThroughTheExportedFunctionThatIndexesIt) {
+  auto tmp = util::TempDir::create(util::scratch_root(), "test-arr-");
+  ASSERT_TRUE(tmp);
+  fs::path k_new = tmp->path() / "new", tree = tmp->path() / "tree";
+  auto put = [](const fs::path& p, const std::string& text) {
+    fs::create_directories(p.parent_path());
+    return static_cast<bool>(util::write_file(p, text));
+  };
+  // 6.12's led-core.c made led_colors static and exports led_get_color_name().
+  ASSERT_TRUE(put(k_new / "drivers/leds/led-core.c",
+                  "static const char * const led_colors[LED_COLOR_ID_MAX] = {\n\t[LED_COLOR_ID_WHITE] = \"white\",\n};\n\n"
+                  "const char *led_get_color_name(u8 color_id)\n{\n\tif (color_id >= ARRAY_SIZE(led_colors))\n"
+                  "\t\treturn \"\";\n\n\treturn led_colors[color_id];\n}\nEXPORT_SYMBOL_GPL(led_get_color_name);\n"));
+  ASSERT_TRUE(put(k_new / "include/linux/leds.h", "const char *led_get_color_name(u8 color_id);\n"));
+  ASSERT_TRUE(put(tree / "mc.c", "extern const char * const led_colors[];\nstatic int show(char *buf, int i)\n{\n"
+                                 "\treturn sprintf(buf, \"%s\", led_colors[i + 1]);\n}\n"));
+  core::Kernel to;
+  to.build_dir = tmp->path() / "build";
+  propose::PortContext ctx;
+  ctx.new_src = k_new;
+  ctx.to = &to;
+  ctx.tree = tree;
+  ctx.original_tree = tree;
+  gate::ParseOptions po;
+  po.tree_root = tree.string();
+  auto ds = gate::parse_build_output("ERROR: modpost: \"led_colors\" [" + (tree / "mc.ko").string() + "] undefined!\n", po);
+  ASSERT_EQ(ds.size(), 1u);
+  auto edits = propose::make_target_api()->propose(ds, ctx);
+  auto it = std::find_if(edits.begin(), edits.end(), [](const auto& e) { return e.change_id == "array:led_colors"; });
+  ASSERT_NE(it, edits.end());
+  if (util::find_program("spatch").empty()) GTEST_SKIP() << "spatch missing";
+  ASSERT_TRUE(propose::apply_edit(*it, tree, tmp->path() / "s"));
+  EXPECT_NE(util::read_file(tree / "mc.c")->find("sprintf(buf, \"%s\", led_get_color_name(i + 1));"), std::string::npos)
+      << *util::read_file(tree / "mc.c");
+}
+
 TEST(TargetDecls, PrototypesAndSimilarity) {
   auto p = propose::parse_prototype("struct class * __must_check class_create(const char *name);", "class_create");
   ASSERT_TRUE(p);

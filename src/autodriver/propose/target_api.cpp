@@ -11,6 +11,7 @@
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/strings.hpp"
+#include "autodriver/util/subprocess.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -336,6 +337,8 @@ public:
       case DiagKind::undeclared_identifier:
       case DiagKind::modpost_undefined_symbol:
         if (seen.insert("name:" + sym).second) renamed(idx, ctx, d, out);
+        if (d.kind == DiagKind::modpost_undefined_symbol && seen.insert("array:" + sym).second)
+          unexported_array(idx, ctx, d, out);
         break;
       case DiagKind::conflicting_types:
         if (seen.insert("proto:" + sym).second) prototype_sync(ctx, d, out);
@@ -761,6 +764,72 @@ private:
     e.support = 1;
     e.rank = 1;
     out.push_back(std::move(e));
+  }
+
+  /// modpost: "X" undefined, where the target keeps the array X private and exports the
+  /// function that indexes it (`led_get_color_name(u8 color_id) { ... return led_colors[color_id]; }`):
+  /// each `X[E]` of the driver becomes `F(E)`. Found in the target's own source: an exported
+  /// function of one parameter whose body returns X indexed by that parameter.
+  void unexported_array(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d, std::vector<Edit>& out) {
+    const std::string& sym = d.symbols[0];
+    static const std::regex k_name(R"(^[A-Za-z_]\w*$)");
+    if (!std::regex_match(sym, k_name)) return;
+    bool indexed = false;
+    for (const auto& [rel, text] : sources_mentioning(ctx.tree, sym))
+      if (std::regex_search(text, std::regex("\\b" + sym + "\\s*\\[")) ) indexed = true;
+    if (!indexed) return;
+    util::RunRequest req;
+    req.argv = {"grep", "-rlE", "--include=*.c", "-e", "return[[:space:]]+" + sym + "[[:space:]]*\\[", "--"};
+    for (const char* dir : {"drivers", "lib", "kernel", "net", "fs", "sound", "mm", "block"})
+      if (fs::exists(ctx.new_src / dir)) req.argv.push_back(dir);
+    req.cwd = ctx.new_src;
+    req.timeout = std::chrono::seconds(120);
+    auto r = util::run(req);
+    if (!r) return;
+    for (auto line : util::split_lines(r->out)) {
+      auto text = util::read_file(ctx.new_src / std::string(line));
+      if (!text) continue;
+      auto toks = tokenize(*text);
+      for (const auto& u : find_units(toks)) {
+        if (u.kind != UnitKind::function) continue;
+        // One named parameter, and `return sym [ param ] ;` in the body.
+        std::size_t open = u.first;
+        while (open < u.body && !(toks[open].text == u.name && open + 1 < u.body && toks[open + 1].text == "(")) ++open;
+        if (open >= u.body) continue;
+        std::size_t close = matching_close(toks, open + 1);
+        if (close == std::string::npos || close > u.body) continue;
+        std::string param;
+        int commas = 0;
+        for (std::size_t k = open + 2; k < close; ++k) commas += toks[k].text == ",";
+        if (commas != 0 || close < open + 3 || toks[close - 1].kind != TokKind::ident) continue;
+        param = toks[close - 1].text;
+        bool returns = false;
+        for (std::size_t k = u.body; k + 5 <= u.last && k + 5 < toks.size(); ++k)
+          if (toks[k].text == "return" && toks[k + 1].text == sym && toks[k + 2].text == "[" && toks[k + 3].text == param &&
+              toks[k + 4].text == "]" && toks[k + 5].text == ";")
+            returns = true;
+        if (!returns) continue;
+        static const std::regex k_export(R"(EXPORT_SYMBOL(_GPL)?\s*\(\s*([A-Za-z_]\w*)\s*\))");
+        bool exported = false;
+        for (std::sregex_iterator it(text->begin(), text->end(), k_export), end; it != end; ++it)
+          if ((*it)[2].str() == u.name) exported = true;
+        if (!exported || !idx.names().count(u.name)) continue;
+        Edit e;
+        e.proposer = "target-api";
+        e.change_id = "array:" + sym;
+        e.label = "removed-with-replacement";
+        e.title = fmt::format("{}[] is not exported: use {}()", sym, u.name);
+        e.description = fmt::format("The target keeps {}[] to itself and exports {}() ({}), which returns {}[{}]: "
+                                    "each {}[E] becomes {}(E).",
+                                    sym, u.name, std::string(line), sym, param, sym, u.name);
+        e.smpl = fmt::format("@@\nexpression E;\n@@\n- {}[E]\n+ {}(E)\n", sym, u.name);
+        e.symbols = {sym, u.name};
+        e.evidence = {std::string(line)};
+        e.support = 1;
+        out.push_back(std::move(e));
+        return;
+      }
+    }
   }
 
   static Edit shim_edit(const std::string& file, const std::string& name, int line, int lines, const char* what) {
