@@ -23,6 +23,7 @@ std::vector<std::string> prefixes(const std::string& sym) {
   std::vector<std::string> out;
   for (std::size_t i = sym.size(); i-- > 1;)
     if (sym[i] == '_' && i + 1 < sym.size() && sym[i - 1] != '_') out.push_back(sym.substr(0, i + 1));
+  if (out.size() > 3) out.resize(3); // the longest three: a one-word prefix of a long name says little
   return out;
 }
 

@@ -487,7 +487,7 @@ public:
     for (const auto& [type, member] : members) learn_member(idx, type, member, out);
     for (const auto& sym : idents) learn_identifier(idx, sym, out);
     // A constant no kernel file used itself: what the kernel did to its family (same prefix).
-    std::set<std::string> families;
+    int family_attempts = 0;
     std::optional<TargetIndex> target;
     for (const auto& sym : idents) {
       bool learned = std::any_of(out.begin(), out.end(), [&](const Edit& e) { return e.change_id == "ident:" + sym; });
@@ -496,6 +496,9 @@ public:
                                                                  [&](const auto& r) { return r.first == sym; });
       });
       if (learned || in_family || !ctx.to) continue;
+      // Each attempt greps the old tree once per prefix: a few names per round are enough (the
+      // family's rule renames all its members at once).
+      if (++family_attempts > 6) break;
       if (!target) target.emplace(ctx.new_src, ctx.to->build_dir);
       if (auto f = learn_family_rename(idx, ctx, sym, target->names()); f) out.push_back(std::move(*f));
     }
