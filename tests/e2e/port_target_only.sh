@@ -1,4 +1,4 @@
-# Target-only repair (no --from) of three hand-written 6.1 drivers using APIs 6.12 changed
+# Target-only repair (no --from) of four hand-written 6.1 drivers using APIs 6.12 changed
 # (tests/fixtures/target_only): with --no-reference everything comes from the 6.12 tree itself
 # (its headers, its own callers, Documentation/filesystems/porting.rst); by default an older
 # known kernel's source is also learned from (the statements the kernel's own drivers deleted).
@@ -44,4 +44,14 @@ grep -q 'EINVAL' "$t" && fail "p3: a config-off stub body was inlined"
 grep -qF 'get_random_u32_below(10)' "$t" || fail "p3: prandom_u32_max"
 grep -qF 'static ssize_t p3_write(struct tty_struct *tty, const u8 *buf, size_t count)' "$t" || fail "p3: tty write retyped"
 grep -qF 'version_show(const struct class *class, const struct class_attribute *attr' "$t" || fail "p3: CLASS_ATTR_RO's show retyped"
+
+# 6.10's CPU-model constants (a family learned from the kernel's own changed functions, with the
+# x86_model -> x86_vfm of the same comparisons) and 6.6's sysctl paths.
+port probe4 p4
+t="$WORK/p4/tree/probe4.c"
+grep -qF 'if (boot_cpu_data.x86_vfm == INTEL_ATOM_AIRMONT)' "$t" || fail "p4: model comparison"
+grep -qF 'switch (boot_cpu_data.x86_vfm) {' "$t" || fail "p4: switch head"
+grep -qF 'case INTEL_ICELAKE_X:' "$t" || fail "p4: case label"
+grep -qF 'register_sysctl("dev/probe4", p4_table)' "$t" || fail "p4: sysctl path"
+grep -q 'p4_root_table\|\.child' "$t" && fail "p4: directory tables stayed"
 echo PASS
