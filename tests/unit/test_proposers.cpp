@@ -49,6 +49,12 @@ struct LearnFixture : ::testing::Test {
   static bool have_spatch() { return !util::find_program("spatch").empty(); }
 };
 
+/// Writes a file of a synthetic kernel or driver tree, creating its folders.
+bool put(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  return static_cast<bool>(util::write_file(p, text));
+}
+
 const propose::Edit* find_edit(const std::vector<propose::Edit>& es, const std::string& change_id) {
   for (const auto& e : es)
     if (e.change_id == change_id && e.rank == 0) return &e;
@@ -300,10 +306,6 @@ TEST(HeaderFix, HeaderGoneWithItsUsersIsCopiedFromTheOldKernel) {
   auto tmp = util::TempDir::create(util::scratch_root(), "test-hf-");
   ASSERT_TRUE(tmp);
   fs::path k_old = tmp->path() / "old", k_new = tmp->path() / "new", tree = tmp->path() / "tree";
-  auto put = [](const fs::path& p, const std::string& text) {
-    fs::create_directories(p.parent_path());
-    return static_cast<bool>(util::write_file(p, text));
-  };
   // cm4000_cs (6.1): <linux/cm4000_cs.h> includes the uapi half; 6.12 removed both with the driver.
   ASSERT_TRUE(put(k_old / "include/linux/cm4000_cs.h",
                                "/* SPDX-License-Identifier: GPL-2.0 */\n#include <uapi/linux/cm4000_cs.h>\n#define DEVICE_NAME \"cmm\"\n"));
@@ -389,10 +391,6 @@ TEST(LearnedRewrite, ConstantFamilyRenamedWithItsCompanion) {
   auto tmp = util::TempDir::create(util::scratch_root(), "test-fam-");
   ASSERT_TRUE(tmp);
   fs::path k_old = tmp->path() / "old", k_new = tmp->path() / "new", tree = tmp->path() / "tree";
-  auto put = [](const fs::path& p, const std::string& text) {
-    fs::create_directories(p.parent_path());
-    return static_cast<bool>(util::write_file(p, text));
-  };
   // Three kernel drivers as Linux 6.10 changed them: INTEL_FAM6_<S> -> INTEL_<S>, and the
   // x86_model they are compared with -> x86_vfm.
   const char* models[] = {"ICELAKE_X", "SKYLAKE_X", "ATOM_GOLDMONT"};
@@ -439,10 +437,6 @@ TEST(TargetApi, UnexportedArrayReadThroughTheExportedFunctionThatIndexesIt) {
   auto tmp = util::TempDir::create(util::scratch_root(), "test-arr-");
   ASSERT_TRUE(tmp);
   fs::path k_new = tmp->path() / "new", tree = tmp->path() / "tree";
-  auto put = [](const fs::path& p, const std::string& text) {
-    fs::create_directories(p.parent_path());
-    return static_cast<bool>(util::write_file(p, text));
-  };
   // 6.12's led-core.c made led_colors static and exports led_get_color_name().
   ASSERT_TRUE(put(k_new / "drivers/leds/led-core.c",
                   "static const char * const led_colors[LED_COLOR_ID_MAX] = {\n\t[LED_COLOR_ID_WHITE] = \"white\",\n};\n\n"

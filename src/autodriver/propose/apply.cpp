@@ -56,6 +56,32 @@ std::string apply_line_edits(const std::string& text, std::vector<TextEdit> edit
   return out;
 }
 
+std::optional<TextEdit> changed_lines_edit(const std::string& file, const std::string& before, const std::string& after) {
+  auto a = util::split_lines(before), b = util::split_lines(after);
+  std::size_t p = 0;
+  while (p < a.size() && p < b.size() && a[p] == b[p]) ++p;
+  std::size_t s = 0;
+  while (s < a.size() - p && s < b.size() - p && a[a.size() - 1 - s] == b[b.size() - 1 - s]) ++s;
+  if (p == a.size() && p == b.size()) return std::nullopt;
+  TextEdit e;
+  e.file = file;
+  e.line = static_cast<int>(p) + 1;
+  e.remove = static_cast<int>(a.size() - s - p);
+  for (std::size_t i = p; i < b.size() - s; ++i) e.text += std::string(b[i]) + "\n";
+  return e;
+}
+
+TextEdit token_span_edit(const std::string& file, const std::string& text, const Token& first, const Token& last,
+                         const std::string& replacement) {
+  std::size_t line_start = text.rfind('\n', first.begin);
+  line_start = line_start == std::string::npos ? 0 : line_start + 1;
+  std::size_t line_end = text.find('\n', last.end);
+  if (line_end == std::string::npos) line_end = text.size();
+  std::string lines = text.substr(line_start, first.begin - line_start) + replacement +
+                      text.substr(last.end, line_end - last.end) + "\n";
+  return {file, first.line, last.line - first.line + 1, lines};
+}
+
 static std::map<std::string, std::size_t> hashes(const fs::path& tree, const std::vector<std::string>& files) {
   std::map<std::string, std::size_t> out;
   for (const auto& f : files) {

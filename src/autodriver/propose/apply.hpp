@@ -1,10 +1,12 @@
 #pragma once
 // Applying an Edit to a tree: SmPL through spatch, line edits, identifier renames.
 
+#include "autodriver/propose/c_tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/util/expected.hpp"
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,5 +47,14 @@ std::vector<std::pair<std::string, std::string>> sources_mentioning(const std::f
 /// `text` with whole-line edits of it applied, bottom up (lines as the edits say: no relocation;
 /// an edit with a negative line is skipped).
 std::string apply_line_edits(const std::string& text, std::vector<TextEdit> edits);
+
+/// The lines of `before` that differ from `after` (common leading and trailing lines kept), as
+/// one whole-line TextEdit turning `before` into `after`; nullopt when they are equal.
+std::optional<TextEdit> changed_lines_edit(const std::string& file, const std::string& before, const std::string& after);
+
+/// The bytes of `text` from `first`'s start to `last`'s end replaced by `replacement`, as one
+/// whole-line TextEdit over the lines the two tokens span (the rest of those lines kept).
+TextEdit token_span_edit(const std::string& file, const std::string& text, const Token& first, const Token& last,
+                         const std::string& replacement);
 
 } // namespace autodriver::propose

@@ -169,13 +169,8 @@ std::vector<TextEdit> retype_params(const std::string& file, const std::string& 
     }
     if (!changed) continue;
     // Whole lines from the name's line to the closing parenthesis' line.
-    std::size_t line_start = text.rfind('\n', toks[fd.name].begin);
-    line_start = line_start == std::string::npos ? 0 : line_start + 1;
-    std::size_t line_end = text.find('\n', toks[fd.close].end);
-    if (line_end == std::string::npos) line_end = text.size();
-    std::string replaced = text.substr(line_start, toks[fd.name].begin - line_start) + out +
-                           text.substr(pos, line_end - pos) + "\n";
-    edits.push_back({file, toks[fd.name].line, toks[fd.close].line - toks[fd.name].line + 1, replaced});
+    out.append(text, pos, toks[fd.close].end - pos);
+    edits.push_back(token_span_edit(file, text, toks[fd.name], toks[fd.close], out));
   }
   return edits;
 }
@@ -493,21 +488,6 @@ TextEdit param_list_edit(const std::string& file, const std::string& text, const
   return {file, toks[fd.name].line, toks[fd.close].line - toks[fd.name].line + 1, out};
 }
 
-/// One edit replacing the lines where `before` and `after` differ.
-TextEdit region_edit(const std::string& file, const std::string& before, const std::string& after) {
-  auto a = util::split_lines(before), b = util::split_lines(after);
-  std::size_t head = 0;
-  while (head < a.size() && head < b.size() && a[head] == b[head]) ++head;
-  std::size_t tail = 0;
-  while (tail < a.size() - head && tail < b.size() - head && a[a.size() - 1 - tail] == b[b.size() - 1 - tail]) ++tail;
-  TextEdit te;
-  te.file = file;
-  te.line = static_cast<int>(head + 1);
-  te.remove = static_cast<int>(a.size() - head - tail);
-  for (std::size_t i = head; i < b.size() - tail; ++i) te.text += std::string(b[i]) + "\n";
-  return te;
-}
-
 Edit callback_edit(const std::string& fn) {
   Edit e;
   e.proposer = "callback-signature";
@@ -603,7 +583,7 @@ private:
       std::string t1 = apply_line_edits(t, mine);
       std::string t2 = apply_line_edits(t1, retype_params(rel, t1, fn, tp, fp));
       t2 = min_max_for_retyped(t2, fn, tp, fp);
-      if (t2 != t) e.text_edits.push_back(region_edit(rel, t, t2));
+      if (auto te = changed_lines_edit(rel, t, t2)) e.text_edits.push_back(std::move(*te));
     }
     if (e.text_edits.empty()) return;
     e.symbols = {fn, d.symbols[0]};
@@ -624,7 +604,7 @@ private:
                                 d.symbols[0], fn, d.symbols[1]);
     for (const auto& [rel, t] : sources_mentioning(ctx.tree, fn)) {
       std::string t2 = min_max_for_retyped(apply_line_edits(t, retype_params(rel, t, fn, tp, fp)), fn, tp, fp);
-      if (t2 != t) e.text_edits.push_back(region_edit(rel, t, t2));
+      if (auto te = changed_lines_edit(rel, t, t2)) e.text_edits.push_back(std::move(*te));
     }
     if (e.text_edits.empty()) return;
     e.symbols = {fn, d.symbols[0]};

@@ -54,22 +54,6 @@ struct Rule {
   std::vector<std::string> evidence;
 };
 
-/// Lines [first, last] of `before` that differ from `after`, as one whole-line TextEdit.
-std::optional<TextEdit> line_edit(const std::string& file, const std::string& before, const std::string& after) {
-  auto a = util::split_lines(before), b = util::split_lines(after);
-  std::size_t p = 0;
-  while (p < a.size() && p < b.size() && a[p] == b[p]) ++p;
-  std::size_t s = 0;
-  while (s < a.size() - p && s < b.size() - p && a[a.size() - 1 - s] == b[b.size() - 1 - s]) ++s;
-  if (p == a.size() && p == b.size()) return std::nullopt;
-  TextEdit e;
-  e.file = file;
-  e.line = static_cast<int>(p) + 1;
-  e.remove = static_cast<int>(a.size() - s - p);
-  for (std::size_t i = p; i < b.size() - s; ++i) e.text += std::string(b[i]) + "\n";
-  return e;
-}
-
 class CompatKb final : public Proposer {
 public:
   std::string_view id() const override { return "compat-kb"; }
@@ -132,7 +116,7 @@ public:
         for (const auto& [f, text] : texts) {
           auto rw = rewrite_text(text, c);
           if (rw.sites == 0) continue;
-          if (auto te = line_edit(f, text, rw.text)) {
+          if (auto te = changed_lines_edit(f, text, rw.text)) {
             e.text_edits.push_back(*te);
             sites += rw.sites;
           }

@@ -115,9 +115,9 @@ std::optional<Edit> learn_family_rename(SiteIndex& idx, const PortContext& ctx, 
   int best_n = 0;
   for (const auto& p : prefixes(sym)) {
     auto v = family_votes(idx, p);
+    int total = 0;
+    for (const auto& [x, c] : v.prefix) total += c;
     for (const auto& [np, n] : v.prefix) {
-      int total = 0;
-      for (const auto& [x, c] : v.prefix) total += c;
       // Most agreeing units; a tie goes to the shorter prefix (the whole family).
       if (n >= 3 && 3 * n >= 2 * total && n >= best_n && names.count(np + sym.substr(p.size()))) {
         p1 = p;

@@ -6,6 +6,7 @@
 #include "autodriver/gate/c_scan.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/site_index.hpp"
+#include "autodriver/propose/target_decls.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/strings.hpp"
@@ -306,16 +307,10 @@ private:
     // Ties go to the name closer to the old one (i915_mei_hdcp_interface.h -> i915_hdcp_interface.h).
     auto shared_words = [&](const std::string& inc) {
       auto words = [](const std::string& p) {
-        std::set<std::string> w;
-        std::string stem = fs::path(p).stem().string(), cur;
-        for (char ch : stem + "_")
-          if (ch == '_' || ch == '-') {
-            if (!cur.empty()) w.insert(cur);
-            cur.clear();
-          } else {
-            cur += ch;
-          }
-        return w;
+        std::string stem = fs::path(p).stem().string();
+        std::replace(stem.begin(), stem.end(), '-', '_');
+        auto w = name_words(stem);
+        return std::set<std::string>(w.begin(), w.end());
       };
       auto a = words(h), b = words(inc);
       return static_cast<int>(std::count_if(b.begin(), b.end(), [&](const std::string& x) { return a.count(x) > 0; }));

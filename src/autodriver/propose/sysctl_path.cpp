@@ -236,14 +236,8 @@ private:
         call.callee, path, leaf);
     // The call: its tokens from the name to the ')' replaced, on the lines they span.
     int l0 = toks[call.name_tok].line, l1 = toks[call.close_tok].line;
-    std::size_t line_start = text.rfind('\n', toks[call.name_tok].begin);
-    line_start = line_start == std::string::npos ? 0 : line_start + 1;
-    std::size_t line_end = text.find('\n', toks[call.close_tok].end);
-    if (line_end == std::string::npos) line_end = text.size();
-    std::string repl = text.substr(line_start, toks[call.name_tok].begin - line_start) +
-                       fmt::format("register_sysctl({}, {})", path, leaf) +
-                       text.substr(toks[call.close_tok].end, line_end - toks[call.close_tok].end) + "\n";
-    e.text_edits.push_back({rel, l0, l1 - l0 + 1, repl});
+    e.text_edits.push_back(token_span_edit(rel, text, toks[call.name_tok], toks[call.close_tok],
+                                           fmt::format("register_sysctl({}, {})", path, leaf)));
     for (const auto* d : dirs) {
       auto [first, last] = decl_lines(lines, toks, *d);
       if (first <= l1 && last >= l0) return std::nullopt;

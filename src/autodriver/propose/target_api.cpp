@@ -131,18 +131,6 @@ struct Accessors {
   std::string where;    ///< header of the first found
 };
 
-std::vector<std::string> name_words(const std::string& n) {
-  std::vector<std::string> w;
-  std::size_t b = 0;
-  while (b <= n.size()) {
-    auto e = n.find('_', b);
-    if (e == std::string::npos) e = n.size();
-    if (e > b) w.push_back(n.substr(b, e - b));
-    b = e + 1;
-  }
-  return w;
-}
-
 Accessors find_accessors(TargetIndex& idx, std::string tag, const std::string& m) {
   Accessors a;
   auto mw = name_words(m);

@@ -546,4 +546,16 @@ const std::map<std::string, TargetIndex::PortingNote>& TargetIndex::porting_note
   return m_notes;
 }
 
+std::vector<std::string> name_words(const std::string& n) {
+  std::vector<std::string> w;
+  std::size_t b = 0;
+  while (b <= n.size()) {
+    auto e = n.find('_', b);
+    if (e == std::string::npos) e = n.size();
+    if (e > b) w.push_back(n.substr(b, e - b));
+    b = e + 1;
+  }
+  return w;
+}
+
 } // namespace autodriver::propose

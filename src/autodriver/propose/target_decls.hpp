@@ -110,6 +110,9 @@ private:
 /// C tokens joined as a person writes them: "f(&pdev->dev, 0)", "a + b".
 std::string join_c_tokens(const std::vector<std::string>& tokens);
 
+/// The `_`-separated words of a name, empty pieces skipped ("cpu__core_id" -> cpu, core, id).
+std::vector<std::string> name_words(const std::string& n);
+
 /// Name similarity in [0, 1]: '_'-token overlap (prefix-tolerant) blended with edit distance.
 double name_similarity(const std::string& a, const std::string& b);
 
