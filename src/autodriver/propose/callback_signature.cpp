@@ -7,6 +7,7 @@
 #include "autodriver/propose/apply.hpp"
 #include "autodriver/propose/c_tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
+#include "autodriver/propose/struct_swap.hpp"
 #include "autodriver/propose/target_decls.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/strings.hpp"
@@ -15,6 +16,7 @@
 #include <fmt/ranges.h>
 
 #include <map>
+#include <ranges>
 #include <regex>
 #include <set>
 
@@ -241,6 +243,13 @@ std::string drop_const(const std::string& type) {
 std::string with_name(const std::string& type, const std::string& name) {
   if (name.empty()) return type;
   return type + (type.back() == '*' ? "" : " ") + name;
+}
+
+std::string without_const(const std::string& type) {
+  std::string out;
+  for (const auto& t : tokenize(type))
+    if (t.text != "const") out += (out.empty() ? "" : " ") + t.text;
+  return out;
 }
 
 /// "struct ethtool_rxfh_param *" -> "ethtool_rxfh_param", else empty.
@@ -608,6 +617,69 @@ private:
     }
     if (e.text_edits.empty()) return;
     e.symbols = {fn, d.symbols[0]};
+    e.support = 1;
+    out.push_back(std::move(e));
+    struct_swapped(d, tp, fp, fn, member, ctx, out);
+  }
+
+  /// A parameter went from `struct A *` to `struct B *`: the alternative that moves the whole
+  /// driver to struct B (its helpers, locals and members carry the same values), converting
+  /// the members whose representation changed as the target's own code does.
+  void struct_swapped(const core::Diagnostic& d, const std::vector<std::string>& tp, const std::vector<std::string>& fp,
+                      const std::string& fn, const std::string& member, const PortContext& ctx, std::vector<Edit>& out) {
+    std::string a, b;
+    for (std::size_t i = 0; i < tp.size(); ++i) {
+      if (squash(tp[i]) == squash(fp[i])) continue;
+      std::string na = pointed_struct(without_const(fp[i])), nb = pointed_struct(without_const(tp[i]));
+      if (na.empty() || nb.empty() || na == nb || (!a.empty() && (a != na || b != nb))) return;
+      a = na;
+      b = nb;
+    }
+    if (a.empty()) return;
+    std::map<std::string, MemberBridge> bridges;
+    if (!ctx.new_src.empty() && ctx.to) {
+      TargetIndex idx(ctx.new_src, ctx.to->build_dir);
+      bridges = target_member_bridges(ctx.new_src, a, b, [&](const std::string& conv) -> std::string {
+        auto p = idx.prototype(conv, nullptr);
+        if (!p || p->params.empty()) return {};
+        std::string t(util::trim(p->params[0].type));
+        if (t.empty() || t.back() != '*') return {};
+        t.pop_back();
+        return std::string(util::trim(t));
+      });
+    }
+    const auto sources = sources_mentioning(ctx.tree, a);
+    std::set<std::string> names;
+    for (const auto& [rel, t] : sources)
+      for (const auto& n : names_of_struct_type(t, {a, b})) names.insert(n);
+    Edit e = callback_edit(fn);
+    e.rank = 1;
+    e.title = fmt::format("{} takes struct {}: the driver's struct {} becomes struct {}",
+                          member.empty() ? "callback" : "callback ." + member, b, a, b);
+    e.description = fmt::format("The kernel now expects '{}' where {}() is '{}'; the driver's other uses of "
+                                "struct {} (helpers, locals, members) carry the same values and move to struct {}.",
+                                d.symbols[0], fn, d.symbols[1], a, b);
+    std::set<std::string> convs;
+    for (const auto& [m, br] : bridges) {
+      convs.insert(br.into);
+      convs.insert(br.out_of);
+    }
+    if (!bridges.empty())
+      e.description += fmt::format(" Members converted as the target's own code converts between the two ({}): {}.",
+                                   fmt::join(convs, ", "), fmt::join(std::views::keys(bridges), ", "));
+    // The driver functions it rewrites hold struct A values: their API changed with it.
+    std::set<std::string> touched;
+    for (const auto& [rel, t] : sources) {
+      std::string t2 = swap_struct(t, a, b, bridges, names);
+      for (const auto& f : changed_functions(t, t2))
+        if (!f.empty()) touched.insert(f);
+      if (auto te = changed_lines_edit(rel, t, t2)) e.text_edits.push_back(std::move(*te));
+    }
+    if (e.text_edits.empty()) return;
+    e.symbols = {fn, d.symbols[0], a, b};
+    for (const auto& f : touched) e.symbols.push_back(f);
+    for (const auto& c : convs) e.symbols.push_back(c);
+    for (const auto& [m, br] : bridges) e.symbols.push_back("legacy_" + m);
     e.support = 1;
     out.push_back(std::move(e));
   }
