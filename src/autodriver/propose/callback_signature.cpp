@@ -177,12 +177,6 @@ std::vector<TextEdit> retype_params(const std::string& file, const std::string& 
   return edits;
 }
 
-/// A plain integer type ("int", "size_t", "unsigned long", "u8"): no pointer, struct or array.
-bool integer_type(const std::string& type) {
-  static const std::regex k_int(R"(^\s*(const\s+)?((unsigned|signed)\s+)?(int|long|long\s+long|short|char|size_t|ssize_t|loff_t|[us](8|16|32|64)|__[us](8|16|32|64)|unsigned|signed)(\s+int)?\s*$)");
-  return std::regex_match(type, k_int);
-}
-
 /// The body of `fn`'s definition with each `min(`/`max(` that takes a parameter retyped between
 /// integer types (`int count` -> `size_t count`) as a whole argument turned into `min_t(T, `:
 /// min() and max() insist on one type, which the retype broke (the kernel's own fix, e.g. the

@@ -989,9 +989,36 @@ private:
         if (!p->is_macro && compat((*args)[i], p->params[i]) < -1) return false;
       return true;
     };
+    // With an older kernel's source at hand (--from, or the reference), the renamed function's
+    // old prototype is known: a successor takes the same parameter types (a similar name that
+    // takes a bool where the old one took a count compiles and means something else:
+    // blk_queue_max_hw_sectors(q, unsigned int) is not blk_mq_run_hw_queues(q, bool)).
+    std::optional<Prototype> old_proto;
+    if (d.kind == DiagKind::implicit_function_declaration && !ctx.old_src.empty()) {
+      TargetIndex old_idx(ctx.old_src, ctx.from ? ctx.from->build_dir : fs::path());
+      old_proto = old_idx.prototype(name, nullptr);
+      if (old_proto && (old_proto->is_macro || old_proto->variadic)) old_proto.reset();
+    }
+    auto same_shape = [&](const std::string& n) {
+      if (!old_proto) return true;
+      auto p = idx.prototype(n, nullptr);
+      if (!p || p->is_macro) return true;
+      if (p->variadic || p->params.size() != old_proto->params.size()) return false;
+      auto plain = [](const std::string& t) {
+        std::string o;
+        for (const auto& tk : tokenize(t))
+          if (tk.text != "const" && tk.text != "__user" && tk.text != "__iomem") o += tk.text;
+        return o;
+      };
+      for (std::size_t i = 0; i < p->params.size(); ++i) {
+        const auto &a = old_proto->params[i].type, &b = p->params[i].type;
+        if (plain(a) != plain(b) && !(integer_type(a) && integer_type(b))) return false;
+      }
+      return true;
+    };
     for (const auto& [s, n] : cands) {
       if (deprecated.count(n)) continue;
-      if (!takes(n)) continue;
+      if (!takes(n) || !same_shape(n)) continue;
       if (value_use) {
         auto p = idx.prototype(n, nullptr);
         if (p && !p->is_macro) continue;

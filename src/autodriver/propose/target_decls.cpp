@@ -546,6 +546,12 @@ const std::map<std::string, TargetIndex::PortingNote>& TargetIndex::porting_note
   return m_notes;
 }
 
+/// A plain integer type ("int", "size_t", "unsigned long", "u8"): no pointer, struct or array.
+bool integer_type(const std::string& type) {
+  static const std::regex k_int(R"(^\s*(const\s+)?((unsigned|signed)\s+)?(int|long|long\s+long|short|char|size_t|ssize_t|loff_t|[us](8|16|32|64)|__[us](8|16|32|64)|unsigned|signed)(\s+int)?\s*$)");
+  return std::regex_match(type, k_int);
+}
+
 std::vector<std::string> name_words(const std::string& n) {
   std::vector<std::string> w;
   std::size_t b = 0;

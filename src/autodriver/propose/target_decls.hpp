@@ -110,6 +110,9 @@ private:
 /// C tokens joined as a person writes them: "f(&pdev->dev, 0)", "a + b".
 std::string join_c_tokens(const std::vector<std::string>& tokens);
 
+/// A plain integer type ("int", "size_t", "unsigned long", "u8"): no pointer, struct, array or bool.
+bool integer_type(const std::string& type);
+
 /// The `_`-separated words of a name, empty pieces skipped ("cpu__core_id" -> cpu, core, id).
 std::vector<std::string> name_words(const std::string& n);
 
