@@ -1,6 +1,7 @@
 // struct-swap: a driver moved from one struct to its successor, members converted as the
 // target's own bridge code converts them.
 
+#include "autodriver/propose/adapter_macro.hpp"
 #include "autodriver/propose/struct_swap.hpp"
 
 #include <gtest/gtest.h>
@@ -130,4 +131,30 @@ TEST(StructSwap, LongConversionWrapsAfterTheFirstArgument) {
                      "\t\t\t\t\t\tmmd_eee_cap_to_ethtool_sup_t(phy_data_from_the_hardware));\n"),
             std::string::npos)
       << out;
+}
+
+TEST(AdapterMacro, AttributeGroupsReadsAttrsAndDefinesGroups) {
+  // Shaped like include/linux/sysfs.h.
+  const std::string header = "#define __ATTRIBUTE_GROUPS(_name)\t\t\t\t\\\n"
+                             "static const struct attribute_group *_name##_groups[] = {\t\\\n"
+                             "\t&_name##_group,\t\t\t\t\t\t\\\n"
+                             "\tNULL,\t\t\t\t\t\t\t\\\n"
+                             "}\n\n"
+                             "#define ATTRIBUTE_GROUPS(_name)\t\t\t\t\t\\\n"
+                             "static const struct attribute_group _name##_group = {\t\t\\\n"
+                             "\t.attrs = _name##_attrs,\t\t\t\t\t\\\n"
+                             "};\t\t\t\t\t\t\t\t\\\n"
+                             "__ATTRIBUTE_GROUPS(_name)\n\n"
+                             "#define __ATTR_RO(_name) {\t\t\t\t\t\t\\\n"
+                             "\t.attr\t= { .name = __stringify(_name), .mode = 0444 },\t\t\\\n"
+                             "\t.show\t= _name##_show,\t\t\t\t\t\t\\\n"
+                             "}\n";
+  auto macros = adapter_macros(header);
+  // __ATTRIBUTE_GROUPS adapts foo_group to foo_groups; __ATTR_RO defines nothing.
+  ASSERT_EQ(macros.size(), 2u);
+  const auto& m = macros[0].macro == "ATTRIBUTE_GROUPS" ? macros[0] : macros[1];
+  EXPECT_EQ(m.macro, "ATTRIBUTE_GROUPS");
+  EXPECT_EQ(m.in_suffix, "_attrs");
+  EXPECT_EQ(m.out_suffix, "_groups");
+  EXPECT_EQ(m.out_type, "const struct attribute_group **");
 }

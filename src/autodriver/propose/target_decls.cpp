@@ -207,6 +207,12 @@ const std::set<std::string>& TargetIndex::names() {
   return m_names;
 }
 
+fs::path TargetIndex::header_defining(const std::string& tag) {
+  if (m_src.empty()) return {};
+  auto files = grep_kernel(m_src, {"-rlE", "--include=*.h", "^struct " + tag + " \\{", "include"}, 60s);
+  return files.empty() ? fs::path() : m_src / files.front();
+}
+
 bool TargetIndex::in_headers(const std::string& name) {
   if (m_src.empty()) return false;
   return !grep_kernel(m_src, {"-rlw", "-m1", "--include=*.h", "-e", name, "include", "arch/x86/include"}, 60s).empty();

@@ -75,6 +75,9 @@ public:
   /// which names() does not list).
   bool in_headers(const std::string& name);
 
+  /// The target header that defines `struct tag { ... }` (absolute path), empty when none does.
+  std::filesystem::path header_defining(const std::string& tag);
+
   /// How many target .c files use `name` (capped grep).
   int usage_count(const std::string& name);
 
