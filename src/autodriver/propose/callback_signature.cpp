@@ -440,6 +440,14 @@ std::string callback_at(const core::Diagnostic& d, const PortContext& ctx, std::
   auto line = diagnostic_line(ctx.tree, d);
   if (!line) return {};
   std::string fn = assigned_identifier(*line);
+  if (fn.empty() && d.column > 0 && static_cast<std::size_t>(d.column) <= line->size()) {
+    // Several initializers on one line (`{ .name = "x", .uevent = x_uevent };`): the value
+    // gcc's column points at.
+    static const std::regex k_at(R"(^&?\s*(?:[A-Za-z_]\w*\s*\(\s*)?([A-Za-z_]\w*))");
+    std::smatch m;
+    std::string rest = line->substr(static_cast<std::size_t>(d.column) - 1);
+    if (std::regex_search(rest, m, k_at)) fn = m[1].str();
+  }
   if (fn.empty() && from) fn = macro_wired_function(*line, ctx, *from);
   if (fn.empty() || !done.insert(fn).second) return {};
   return fn;
@@ -453,8 +461,15 @@ std::string member_at(const core::Diagnostic& d, const PortContext& ctx) {
   if (d.line < 1 || static_cast<std::size_t>(d.line) > lines.size()) return {};
   static const std::regex k_member(R"((?:\.|->)\s*([A-Za-z_]\w*)\s*=[^=])");
   std::string line(lines[static_cast<std::size_t>(d.line) - 1]);
+  // The last designator before gcc's column (several initializers may share the line).
+  std::string before = line;
+  if (d.column > 0 && static_cast<std::size_t>(d.column) <= line.size()) before.resize(static_cast<std::size_t>(d.column) - 1);
+  std::string found;
+  for (auto it = std::sregex_iterator(before.begin(), before.end(), k_member); it != std::sregex_iterator(); ++it)
+    found = (*it)[1].str();
   std::smatch m;
-  return std::regex_search(line, m, k_member) ? m[1].str() : std::string{};
+  if (found.empty() && std::regex_search(line, m, k_member)) found = m[1].str();
+  return found;
 }
 
 /// Replaces the parameter list of one declaration with `params`, wrapping after commas (aligned
