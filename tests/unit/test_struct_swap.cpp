@@ -3,6 +3,7 @@
 
 #include "autodriver/propose/adapter_macro.hpp"
 #include "autodriver/propose/struct_swap.hpp"
+#include "autodriver/propose/target_decls.hpp"
 
 #include <gtest/gtest.h>
 
@@ -157,4 +158,13 @@ TEST(AdapterMacro, AttributeGroupsReadsAttrsAndDefinesGroups) {
   EXPECT_EQ(m.in_suffix, "_attrs");
   EXPECT_EQ(m.out_suffix, "_groups");
   EXPECT_EQ(m.out_type, "const struct attribute_group **");
+}
+
+TEST(TargetDecls, ParameterTypeWithoutItsName) {
+  EXPECT_EQ(param_type_only("const struct ktermios *old"), "const struct ktermios *");
+  EXPECT_EQ(param_type_only("struct file *"), "struct file *");
+  EXPECT_EQ(param_type_only("unsigned int"), "unsigned int");
+  EXPECT_EQ(param_type_only("size_t count"), "size_t");
+  EXPECT_EQ(param_type_only("struct dir_context"), "struct dir_context");
+  EXPECT_EQ(param_type_only("u8 **buf"), "u8 **");
 }

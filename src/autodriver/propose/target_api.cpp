@@ -341,7 +341,10 @@ public:
           adapter(idx, ctx, d, out);
         break;
       case DiagKind::no_member:
-        if (d.symbols.size() >= 2 && d.symbols[0].starts_with("struct ") && seen.insert("member:" + sym + d.symbols[1]).second)
+        // "'const struct file_operations' has no member named 'iterate'" is the same struct.
+        if (d.symbols.size() >= 2 &&
+            (d.symbols[0].starts_with("struct ") || d.symbols[0].starts_with("const struct ")) &&
+            seen.insert("member:" + sym + d.symbols[1]).second)
           member(idx, ctx, d, out);
         break;
       default:
@@ -1227,12 +1230,28 @@ private:
       }
     }
     bool value_is_function = false;
+    std::optional<std::vector<std::string>> value_params; // the driver function's parameter types
     if (!value.empty())
       for (const auto& rel : util::list_files(ctx.tree)) {
         auto t = util::read_file(ctx.tree / rel);
         if (!t) continue;
-        for (const auto& u : find_units(tokenize(*t)))
-          if (u.kind == UnitKind::function && u.name == value) value_is_function = true;
+        auto toks = tokenize(*t);
+        for (const auto& u : find_units(toks)) {
+          if (u.kind != UnitKind::function || u.name != value) continue;
+          value_is_function = true;
+          for (std::size_t k = u.first; k + 1 < u.body; ++k)
+            if (toks[k].text == value && toks[k + 1].text == "(") {
+              std::size_t c = matching_close(toks, k + 1);
+              if (c == std::string::npos || c >= u.body) break;
+              std::vector<std::string> ps;
+              if (c > k + 2)
+                for (const auto& p : split_top_level(t->substr(toks[k + 2].begin, toks[c - 1].end - toks[k + 2].begin)))
+                  ps.push_back(param_type_only(p));
+              if (ps.size() == 1 && ps[0] == "void") ps.clear();
+              value_params = std::move(ps);
+              break;
+            }
+        }
       }
     auto fn_members = idx.function_pointer_members(tag);
     // With the old kernel at hand, a successor has the type the member had: a similar name of
@@ -1255,6 +1274,15 @@ private:
       if (s < 0.5) continue;
       if (!value.empty() && value_is_function != (fn_members.count(x) > 0)) continue;
       if (auto it = new_types.find(x); !old_type.empty() && it != new_types.end() && it->second != old_type) continue;
+      // A function's successor member takes as many parameters as the function (iterate ->
+      // iterate_shared, not read_iter); one taking exactly its types comes first.
+      if (value_is_function && value_params)
+        if (auto mp = idx.function_member_params(tag, x)) {
+          if (mp->size() != value_params->size()) continue;
+          bool same = true;
+          for (std::size_t i = 0; i < mp->size(); ++i) same = same && squash((*mp)[i]) == squash((*value_params)[i]);
+          if (same) s += 1.0;
+        }
       cands.push_back({s, x});
     }
     std::sort(cands.begin(), cands.end(), [](auto& a, auto& b) { return a.first > b.first; });

@@ -255,6 +255,18 @@ std::vector<Param> TargetIndex::struct_member_types(const std::string& tag) {
         if (k >= 2 && toks[k - 1].text == "*" && toks[k - 2].text == "(" && nx == ")" && parens == 1) {
           out.push_back({"", t});
           m_fn_members[tag].insert(t);
+          if (k + 2 < toks.size() && toks[k + 2].text == "(") {
+            std::size_t c = matching_close(toks, k + 2);
+            if (c != std::string::npos && c > k + 3) {
+              std::vector<std::string> params;
+              for (const auto& p : split_top_level(text->substr(toks[k + 3].begin, toks[c - 1].end - toks[k + 3].begin)))
+                params.push_back(param_type_only(p));
+              if (params.size() == 1 && params[0] == "void") params.clear();
+              m_fn_params[tag][t] = std::move(params);
+            } else if (c == k + 3) {
+              m_fn_params[tag][t] = {};
+            }
+          }
           continue;
         }
         if (parens != 0 || !(nx == ";" || nx == "[" || nx == ":" || nx == ",")) continue;
@@ -287,6 +299,33 @@ std::vector<Param> TargetIndex::struct_member_types(const std::string& tag) {
 std::set<std::string> TargetIndex::function_pointer_members(const std::string& tag) {
   if (!m_fn_members.count(tag)) (void)struct_member_types(tag);
   return m_fn_members[tag];
+}
+
+std::optional<std::vector<std::string>> TargetIndex::function_member_params(const std::string& tag,
+                                                                           const std::string& name) {
+  if (!m_fn_members.count(tag)) (void)struct_member_types(tag);
+  auto it = m_fn_params.find(tag);
+  if (it == m_fn_params.end()) return std::nullopt;
+  auto p = it->second.find(name);
+  if (p == it->second.end()) return std::nullopt;
+  return p->second;
+}
+
+std::string param_type_only(const std::string& param) {
+  auto toks = tokenize(param);
+  std::size_t n = toks.size();
+  // A trailing identifier is the name unless it is all there is or follows struct/enum/union.
+  if (n >= 2 && toks[n - 1].kind == TokKind::ident && toks[n - 2].text != "struct" && toks[n - 2].text != "enum" &&
+      toks[n - 2].text != "union" && toks[n - 1].text != "int" && toks[n - 1].text != "long" &&
+      toks[n - 1].text != "char" && toks[n - 1].text != "short")
+    --n;
+  std::string out;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!out.empty() && toks[i].text != "*" ) out += " ";
+    else if (!out.empty() && out.back() != '*') out += " ";
+    out += toks[i].text;
+  }
+  return out;
 }
 
 std::vector<std::map<std::string, int>> TargetIndex::caller_args(const std::string& name, std::size_t arity, int* calls) {

@@ -56,6 +56,9 @@ public:
   std::vector<Param> struct_member_types(const std::string& tag);
   /// The members of `struct tag` that are function pointers ("(*name)(...)").
   std::set<std::string> function_pointer_members(const std::string& tag);
+  /// The parameter types of function-pointer member `name` of `struct tag` (names dropped,
+  /// const kept: "struct file *", "struct dir_context *"); nullopt when it is not one.
+  std::optional<std::vector<std::string>> function_member_params(const std::string& tag, const std::string& name);
 
   /// Argument texts the target's own callers pass, per position, for calls with `arity` arguments.
   std::vector<std::map<std::string, int>> caller_args(const std::string& name, std::size_t arity, int* calls = nullptr);
@@ -106,6 +109,7 @@ private:
   bool m_names_loaded = false;
   std::set<std::string> m_deprecated;
   std::map<std::string, std::set<std::string>> m_fn_members;
+  std::map<std::string, std::map<std::string, std::vector<std::string>>> m_fn_params;
   std::map<std::string, std::vector<Param>> m_members;
   bool m_deprecated_loaded = false;
 };
@@ -115,6 +119,9 @@ std::string join_c_tokens(const std::vector<std::string>& tokens);
 
 /// A plain integer type ("int", "size_t", "unsigned long", "u8"): no pointer, struct, array or bool.
 bool integer_type(const std::string& type);
+
+/// A parameter's type without its name ("const struct ktermios *old" -> "const struct ktermios *").
+std::string param_type_only(const std::string& param);
 
 /// The `_`-separated words of a name, empty pieces skipped ("cpu__core_id" -> cpu, core, id).
 std::vector<std::string> name_words(const std::string& n);
