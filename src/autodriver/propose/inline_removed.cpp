@@ -19,6 +19,7 @@
 #include "autodriver/util/subprocess.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cctype>
 #include <map>
@@ -218,6 +219,11 @@ public:
         if (auto l = diagnostic_line(ctx.tree, d))
           for (auto it = std::sregex_iterator(l->begin(), l->end(), k_struct); it != std::sregex_iterator(); ++it)
             tags.insert((*it)[1].str());
+      // "invalid use of undefined type 'struct spi_master'" on `master->x = y;`: the message names it
+      if (d.severity == core::Severity::error && d.message.find("undefined type 'struct ") != std::string::npos) {
+        std::smatch m;
+        if (std::regex_search(d.message, m, k_struct)) tags.insert(m[1].str());
+      }
       if (d.symbols.empty() || !is_ident(d.symbols[0])) continue;
       if (d.kind == core::DiagKind::implicit_function_declaration) names.insert(d.symbols[0]);
       if (d.kind == core::DiagKind::undeclared_identifier) idents.insert(d.symbols[0]);
@@ -306,6 +312,35 @@ public:
       util::log_debug("inline-removed: {} -> {}", name, body);
       out.push_back(std::move(e));
     }
+    // A header's compat layer removed at once (6.1's <linux/spi/spi.h>: `struct spi_master`,
+    // spi_master_get_devdata(), devm_spi_register_master() ...): each rename alone leaves the
+    // others' types mismatched, so all of one old header's go together as one more change.
+    std::map<std::string, std::vector<const Edit*>> by_header;
+    for (const auto& e : out)
+      if (!e.evidence.empty()) by_header[e.evidence.front().substr(0, e.evidence.front().rfind(':'))].push_back(&e);
+    std::vector<Edit> layers;
+    for (const auto& [header, edits] : by_header) {
+      if (edits.size() < 2) continue;
+      Edit all;
+      all.proposer = "inline-removed";
+      all.change_id = "inline-header:" + header;
+      all.label = "removed-with-replacement";
+      std::vector<std::string> names_in;
+      for (const auto* e : edits) {
+        for (const auto& r : e->renames) all.renames.push_back(r);
+        if (!e->smpl.empty()) all.smpl += (all.smpl.empty() ? "" : "\n") + e->smpl;
+        for (const auto& sym : e->symbols) all.symbols.push_back(sym);
+        all.evidence.push_back(e->evidence.front());
+        names_in.push_back(e->symbols.front());
+      }
+      all.title = fmt::format("{}'s compat names were removed: {}", header, fmt::join(names_in, ", "));
+      all.description = fmt::format("The target kernel declares none of {}; the old kernel's {} defined each as an "
+                                    "alias or a one-expression wrapper, all replaced together.",
+                                    fmt::join(names_in, ", "), header);
+      all.support = static_cast<int>(edits.size());
+      layers.push_back(std::move(all));
+    }
+    for (auto& l : layers) out.push_back(std::move(l));
     return out;
   }
 };

@@ -1084,11 +1084,24 @@ private:
         const auto &a = old_proto->params[i].type, &b = p->params[i].type;
         if (plain(a) != plain(b) && !(integer_type(a) && integer_type(b))) return false;
       }
-      return true;
+      // and returns what it returned (spi_controller_is_slave's bool is not
+      // spi_controller_resume's int status)
+      const auto &ra = old_proto->ret, &rb = p->ret;
+      if (ra.empty() || rb.empty()) return true;
+      return plain(ra) == plain(rb) || (integer_type(ra) && integer_type(rb));
+    };
+    // A macro that compiles its arguments away (`no_printk`: `if (0) _printk(...)`) is a
+    // stub, never the successor of something that did work (snd_printk).
+    auto stub = [&](const std::string& n) {
+      std::string body = idx.macro_body(n);
+      std::string sq;
+      for (char ch : body)
+        if (!std::isspace(static_cast<unsigned char>(ch))) sq += ch;
+      return sq.find("if(0)") != std::string::npos || sq == "do{}while(0)" || sq == "({0;})" || sq == "((void)0)";
     };
     for (const auto& [s, n] : cands) {
       if (deprecated.count(n)) continue;
-      if (!takes(n) || !same_shape(n)) continue;
+      if (!takes(n) || !same_shape(n) || stub(n)) continue;
       if (value_use) {
         auto p = idx.prototype(n, nullptr);
         if (p && !p->is_macro) continue;

@@ -207,6 +207,29 @@ const std::set<std::string>& TargetIndex::names() {
   return m_names;
 }
 
+std::string TargetIndex::macro_body(const std::string& name) {
+  if (m_src.empty()) return {};
+  auto lines = grep_kernel(m_src, {"-rnE", "--include=*.h", "^#\\s*define\\s+" + name + "\\(", "include"}, 60s);
+  for (const auto& l : lines) {
+    auto c1 = l.find(':');
+    auto c2 = l.find(':', c1 + 1);
+    if (c1 == std::string_view::npos || c2 == std::string_view::npos) continue;
+    int line = std::atoi(std::string(l.substr(c1 + 1, c2 - c1 - 1)).c_str());
+    auto text = util::read_file(m_src / std::string(l.substr(0, c1)));
+    if (!text) continue;
+    for (const auto& tk : tokenize(*text)) {
+      if (tk.kind != TokKind::pp_line || tk.line != line) continue;
+      std::string body = tk.text;
+      auto close = body.find(')');
+      if (close == std::string::npos) return {};
+      body = body.substr(close + 1);
+      for (auto p = body.find("\\\n"); p != std::string::npos; p = body.find("\\\n")) body.replace(p, 2, " ");
+      return std::string(util::trim(body));
+    }
+  }
+  return {};
+}
+
 fs::path TargetIndex::header_defining(const std::string& tag) {
   if (m_src.empty()) return {};
   auto files = grep_kernel(m_src, {"-rlE", "--include=*.h", "^struct " + tag + " \\{", "include"}, 60s);

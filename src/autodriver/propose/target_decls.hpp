@@ -81,6 +81,10 @@ public:
   /// The target header that defines `struct tag { ... }` (absolute path), empty when none does.
   std::filesystem::path header_defining(const std::string& tag);
 
+  /// The replacement text of the target's first `#define name(...)` (continuations joined),
+  /// empty when it defines no such macro.
+  std::string macro_body(const std::string& name);
+
   /// How many target .c files use `name` (capped grep).
   int usage_count(const std::string& name);
 
