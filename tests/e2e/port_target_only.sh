@@ -1,4 +1,4 @@
-# Target-only repair (no --from) of four hand-written 6.1 drivers using APIs 6.12 changed
+# Target-only repair (no --from) of five hand-written 6.1 drivers using APIs 6.12 changed
 # (tests/fixtures/target_only): with --no-reference everything comes from the 6.12 tree itself
 # (its headers, its own callers, Documentation/filesystems/porting.rst); by default an older
 # known kernel's source is also learned from (the statements the kernel's own drivers deleted).
@@ -54,4 +54,17 @@ grep -qF 'switch (boot_cpu_data.x86_vfm) {' "$t" || fail "p4: switch head"
 grep -qF 'case INTEL_ICELAKE_X:' "$t" || fail "p4: case label"
 grep -qF 'register_sysctl("dev/probe4", p4_table)' "$t" || fail "p4: sysctl path"
 grep -q 'p4_root_table\|\.child' "$t" && fail "p4: directory tables stayed"
+# 6.9's ethtool_keee through the driver's own helper (members converted as the target's
+# net/ethtool/ioctl.c converts them), ->iterate_shared (not the similarly named read_iter), a
+# bus callback on a one-line initializer, and spi.h's compat layer replaced together.
+port probe5 p5
+t="$WORK/p5/tree/probe5.c"
+grep -q 'struct ethtool_eee\b' "$t" && fail "p5: struct ethtool_eee stayed"
+grep -qF 'ethtool_convert_legacy_u32_to_link_mode(e->supported, mmd_eee_cap_to_ethtool_sup_t(val));' "$t" || fail "p5: keee write"
+grep -qF 'ethtool_convert_link_mode_to_legacy_u32(&legacy_advertised, e->advertised);' "$t" || fail "p5: keee read"
+grep -qF '.iterate_shared = p5_readdir,' "$t" || fail "p5: iterate_shared"
+grep -q 'read_iter' "$t" && fail "p5: .iterate became .read_iter"
+grep -qF 'static int p5_uevent(const struct device *dev' "$t" || fail "p5: uevent retyped"
+grep -q 'spi_master' "$t" && fail "p5: spi_master names stayed"
+grep -qF 'devm_spi_register_controller(&pdev->dev, master)' "$t" || fail "p5: spi register"
 echo PASS
