@@ -43,7 +43,10 @@ std::vector<std::string> declaring_headers(const fs::path& src, const std::strin
   bool constant = std::none_of(sym.begin(), sym.end(), [](char ch) { return std::islower(static_cast<unsigned char>(ch)); });
   std::string enumerator = constant ? "|^[ \\t]*" + sym + "[ \\t]*(=[^=\\n][^\\n]*,|,)[ \\t]*(/[*/][^\\n]*)?$" : "";
   std::regex decl = is_type ? std::regex("(struct|union|enum)\\s+" + sym + "\\s*\\{|typedef[^;]*\\b" + sym + "\\s*;|\\}\\s*" + sym + "\\s*;")
-                            : std::regex("(^|[\\s\\*])" + sym + "\\s*\\(|#\\s*define\\s+" + sym + "\\b" + enumerator,
+                            // a prototype or definition: type words before the name at a line's
+                            // start (a call after `return`, `=` or `(` declares nothing)
+                            : std::regex("^[ \\t]*(?!return\\b)(?:[A-Za-z_]\\w*[ \\t\\*]+)+" + sym +
+                                             "\\s*\\(|#\\s*define\\s+" + sym + "\\b" + enumerator,
                                          std::regex::ECMAScript | std::regex::multiline);
   for (auto line : util::split_lines(r->out)) {
     std::string rel(line);

@@ -483,6 +483,17 @@ public:
         break;
       }
     }
+    // An undeclared call of a function the target's headers still declare wants an include
+    // (header-fix), not a rewrite the kernel's drivers made for other reasons (crypto_tfm_ctx
+    // moved to <crypto/algapi.h>; some drivers had also switched to crypto_shash_ctx).
+    if (ctx.to) {
+      std::optional<TargetIndex> declared;
+      for (const auto& d : diags) {
+        if (d.kind != DiagKind::implicit_function_declaration || d.symbols.empty() || !calls.count(d.symbols[0])) continue;
+        if (!declared) declared.emplace(ctx.new_src, ctx.to->build_dir);
+        if (declared->names().count(d.symbols[0])) calls.erase(d.symbols[0]);
+      }
+    }
     for (const auto& sym : calls) learn_call(idx, sym, out);
     for (const auto& [type, member] : members) learn_member(idx, type, member, out);
     for (const auto& sym : idents) learn_identifier(idx, sym, out);

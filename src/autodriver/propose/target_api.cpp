@@ -1099,9 +1099,45 @@ private:
         if (!std::isspace(static_cast<unsigned char>(ch))) sq += ch;
       return sq.find("if(0)") != std::string::npos || sq == "do{}while(0)" || sq == "({0;})" || sq == "((void)0)";
     };
+    // With an older kernel's source, its drivers that called `name` and still exist in the
+    // target show whether a candidate took its place: their calls of it grew by about as many
+    // calls as `name` had (devlink_info_driver_name_put's callers kept their
+    // devlink_info_serial_number_put calls as they were: the kernel dropped the former).
+    std::vector<std::string> old_callers;
+    if (!ctx.old_src.empty() && d.kind == DiagKind::implicit_function_declaration) {
+      util::RunRequest req;
+      req.argv = {"grep", "-rlw", "--include=*.c", "-e", name, "--", "drivers", "sound", "net", "fs"};
+      req.cwd = ctx.old_src;
+      req.timeout = std::chrono::seconds(60);
+      if (auto r = util::run(req))
+        for (auto l : util::split_lines(r->out))
+          if (!l.empty() && old_callers.size() < 30 && fs::exists(ctx.new_src / std::string(l)) &&
+              !std::any_of(ctx.leave_out.begin(), ctx.leave_out.end(),
+                           [&](const std::string& lo) { return std::string(l).starts_with(lo); }))
+            old_callers.emplace_back(l);
+    }
+    auto absorbs = [&](const std::string& n) {
+      if (old_callers.empty()) return true;
+      auto count = [](const std::string& text, const std::string& w) {
+        int c = 0;
+        for (const auto& t : tokenize(text))
+          if (t.kind == TokKind::ident && t.text == w) ++c;
+        return c;
+      };
+      int had = 0, before = 0, after = 0;
+      for (const auto& rel : old_callers) {
+        auto o = util::read_file(ctx.old_src / rel);
+        auto t = util::read_file(ctx.new_src / rel);
+        if (!o || !t) continue;
+        had += count(*o, name);
+        before += count(*o, n);
+        after += count(*t, n);
+      }
+      return had == 0 || 2 * (after - before) >= had;
+    };
     for (const auto& [s, n] : cands) {
       if (deprecated.count(n)) continue;
-      if (!takes(n) || !same_shape(n) || stub(n)) continue;
+      if (!takes(n) || !same_shape(n) || stub(n) || !absorbs(n)) continue;
       if (value_use) {
         auto p = idx.prototype(n, nullptr);
         if (p && !p->is_macro) continue;

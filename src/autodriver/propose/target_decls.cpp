@@ -171,14 +171,16 @@ const std::set<std::string>& TargetIndex::names() {
   if (m_src.empty()) return m_names;
   // Keyed by the tree's path too: two trees may share a folder name (test fixtures "new").
   fs::path cache = kernel::cache_root() / "index" /
-                   fmt::format("{}-{:016x}-names.txt", m_src.filename().string(), std::hash<std::string>{}(m_src.string()));
+                   fmt::format("{}-{:016x}-names2.txt", m_src.filename().string(), std::hash<std::string>{}(m_src.string()));
   if (auto t = util::read_file(cache); t) {
     for (auto l : util::split_lines(*t))
       if (!l.empty()) m_names.emplace(l);
     if (!m_names.empty()) return m_names;
   }
   for (const char* dir : {"include/linux", "include/net", "include/media", "include/sound", "include/drm",
-                          "include/asm-generic", "arch/x86/include/asm", "include/scsi", "include/video"}) {
+                          "include/asm-generic", "arch/x86/include/asm", "include/scsi", "include/video",
+                          "include/crypto", "include/rdma", "include/target", "include/keys", "include/acpi",
+                          "include/pcmcia", "include/xen"}) {
     std::error_code ec;
     for (auto it = fs::recursive_directory_iterator(m_src / dir, ec); !ec && it != fs::recursive_directory_iterator();
          it.increment(ec)) {
