@@ -445,8 +445,11 @@ std::string callback_at(const core::Diagnostic& d, const PortContext& ctx, std::
     // gcc's column points at.
     static const std::regex k_at(R"(^&?\s*(?:[A-Za-z_]\w*\s*\(\s*)?([A-Za-z_]\w*))");
     std::smatch m;
+    static const std::regex k_assigned(R"(=\s*$)");
     std::string rest = line->substr(static_cast<std::size_t>(d.column) - 1);
-    if (std::regex_search(rest, m, k_at)) fn = m[1].str();
+    std::string before = line->substr(0, static_cast<std::size_t>(d.column) - 1);
+    // only an assigned value (`.uevent = x_uevent`), not a declaring macro's line
+    if (std::regex_search(before, k_assigned) && std::regex_search(rest, m, k_at)) fn = m[1].str();
   }
   if (fn.empty() && from) fn = macro_wired_function(*line, ctx, *from);
   if (fn.empty() || !done.insert(fn).second) return {};
