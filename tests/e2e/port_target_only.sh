@@ -65,6 +65,6 @@ grep -qF 'ethtool_convert_link_mode_to_legacy_u32(&legacy_advertised, e->adverti
 grep -qF '.iterate_shared = p5_readdir,' "$t" || fail "p5: iterate_shared"
 grep -q 'read_iter' "$t" && fail "p5: .iterate became .read_iter"
 grep -qF 'static int p5_uevent(const struct device *dev' "$t" || fail "p5: uevent retyped"
-grep -q 'spi_master' "$t" && fail "p5: spi_master names stayed"
+grep -v '^ \*' "$t" | grep -q 'spi_master' && fail "p5: spi_master names stayed"
 grep -qF 'devm_spi_register_controller(&pdev->dev, master)' "$t" || fail "p5: spi register"
 echo PASS
