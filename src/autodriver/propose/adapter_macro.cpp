@@ -1,5 +1,6 @@
 #include "autodriver/propose/adapter_macro.hpp"
 #include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/propose/target_decls.hpp"
 
 #include <map>
 #include <regex>
@@ -68,13 +69,11 @@ std::vector<AdapterMacro> adapter_macros(const std::string& header_text) {
       // The type: the tokens back to the statement's start, storage class dropped.
       std::size_t s = i;
       while (s > 0 && expanded[s - 1].text != ";" && expanded[s - 1].text != "}" && expanded[s - 1].text != "{") --s;
-      std::string type;
-      for (std::size_t k = s; k < i; ++k) {
-        if (expanded[k].text == "static") continue;
-        if (!type.empty() && (expanded[k].text != "*" || type.back() != '*')) type += " ";
-        type += expanded[k].text;
-      }
-      if (next == "[") type += type.back() == '*' ? "*" : " *";
+      std::vector<std::string> words;
+      for (std::size_t k = s; k < i; ++k)
+        if (expanded[k].text != "static") words.push_back(expanded[k].text);
+      if (next == "[") words.push_back("*"); // the array, as a value
+      std::string type = type_text(words);
       declared[suffix] = type;
     }
     std::vector<std::string> ins, outs;

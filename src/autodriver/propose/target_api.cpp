@@ -132,6 +132,12 @@ struct Accessors {
   std::string where;    ///< header of the first found
 };
 
+/// A type's text without its spaces ("struct a *" -> "structa*").
+std::string no_spaces(std::string t) {
+  t.erase(std::remove(t.begin(), t.end(), ' '), t.end());
+  return t;
+}
+
 Accessors find_accessors(TargetIndex& idx, std::string tag, const std::string& m) {
   Accessors a;
   auto mw = name_words(m);
@@ -729,16 +735,12 @@ private:
     if (header.empty()) return;
     auto htext = util::read_file(header);
     if (!htext) return;
-    auto squash = [](std::string t) {
-      t.erase(std::remove(t.begin(), t.end(), ' '), t.end());
-      return t;
-    };
     auto text = util::read_file(ctx.tree / d.file);
     auto line = diagnostic_line(ctx.tree, d);
     if (!text || !line) return;
     auto toks = tokenize(*text);
     for (const auto& a : adapter_macros(*htext)) {
-      if (squash(a.out_type) != squash(d.symbols[0])) continue;
+      if (no_spaces(a.out_type) != no_spaces(d.symbols[0])) continue;
       // The one identifier on the line named `p<in>`.
       std::vector<const Token*> vals;
       for (const auto& t : toks)
@@ -1116,24 +1118,24 @@ private:
                            [&](const std::string& lo) { return std::string(l).starts_with(lo); }))
             old_callers.emplace_back(l);
     }
+    // Identifier counts of those files, old and new, read once for all candidates.
+    std::map<std::string, int> old_uses, new_uses;
+    bool counted = false;
     auto absorbs = [&](const std::string& n) {
-      if (old_callers.empty()) return true;
-      auto count = [](const std::string& text, const std::string& w) {
-        int c = 0;
-        for (const auto& t : tokenize(text))
-          if (t.kind == TokKind::ident && t.text == w) ++c;
-        return c;
-      };
-      int had = 0, before = 0, after = 0;
-      for (const auto& rel : old_callers) {
-        auto o = util::read_file(ctx.old_src / rel);
-        auto t = util::read_file(ctx.new_src / rel);
-        if (!o || !t) continue;
-        had += count(*o, name);
-        before += count(*o, n);
-        after += count(*t, n);
+      if (!counted) {
+        counted = true;
+        for (const auto& rel : old_callers) {
+          auto o = util::read_file(ctx.old_src / rel);
+          auto t = util::read_file(ctx.new_src / rel);
+          if (!o || !t) continue;
+          for (const auto& tk : tokenize(*o))
+            if (tk.kind == TokKind::ident) ++old_uses[tk.text];
+          for (const auto& tk : tokenize(*t))
+            if (tk.kind == TokKind::ident) ++new_uses[tk.text];
+        }
       }
-      return had == 0 || 2 * (after - before) >= had;
+      int had = old_uses[name];
+      return had == 0 || 2 * (new_uses[n] - old_uses[n]) >= had;
     };
     for (const auto& [s, n] : cands) {
       if (deprecated.count(n)) continue;
@@ -1292,12 +1294,7 @@ private:
             if (toks[k].text == value && toks[k + 1].text == "(") {
               std::size_t c = matching_close(toks, k + 1);
               if (c == std::string::npos || c >= u.body) break;
-              std::vector<std::string> ps;
-              if (c > k + 2)
-                for (const auto& p : split_top_level(t->substr(toks[k + 2].begin, toks[c - 1].end - toks[k + 2].begin)))
-                  ps.push_back(param_type_only(p));
-              if (ps.size() == 1 && ps[0] == "void") ps.clear();
-              value_params = std::move(ps);
+              value_params = param_types(t->substr(toks[k + 1].end, toks[c].begin - toks[k + 1].end));
               break;
             }
         }
@@ -1305,17 +1302,13 @@ private:
     auto fn_members = idx.function_pointer_members(tag);
     // With the old kernel at hand, a successor has the type the member had: a similar name of
     // another type (block_device.bd_inode -> bd_holder, a void *) compiles and is wrong.
-    auto squash = [](std::string t) {
-      t.erase(std::remove(t.begin(), t.end(), ' '), t.end());
-      return t;
-    };
     std::string old_type;
     std::map<std::string, std::string> new_types;
     if (!ctx.old_src.empty() && ctx.from) {
       TargetIndex old_idx(ctx.old_src, ctx.from->build_dir);
       for (const auto& p : old_idx.struct_member_types(tag))
-        if (p.name == m) old_type = squash(p.type);
-      for (const auto& p : idx.struct_member_types(tag)) new_types[p.name] = squash(p.type);
+        if (p.name == m) old_type = no_spaces(p.type);
+      for (const auto& p : idx.struct_member_types(tag)) new_types[p.name] = no_spaces(p.type);
     }
     std::vector<std::pair<double, std::string>> cands;
     for (const auto& x : members) {
@@ -1329,7 +1322,7 @@ private:
         if (auto mp = idx.function_member_params(tag, x)) {
           if (mp->size() != value_params->size()) continue;
           bool same = true;
-          for (std::size_t i = 0; i < mp->size(); ++i) same = same && squash((*mp)[i]) == squash((*value_params)[i]);
+          for (std::size_t i = 0; i < mp->size(); ++i) same = same && no_spaces((*mp)[i]) == no_spaces((*value_params)[i]);
           if (same) s += 1.0;
         }
       cands.push_back({s, x});

@@ -282,15 +282,8 @@ std::vector<Param> TargetIndex::struct_member_types(const std::string& tag) {
           m_fn_members[tag].insert(t);
           if (k + 2 < toks.size() && toks[k + 2].text == "(") {
             std::size_t c = matching_close(toks, k + 2);
-            if (c != std::string::npos && c > k + 3) {
-              std::vector<std::string> params;
-              for (const auto& p : split_top_level(text->substr(toks[k + 3].begin, toks[c - 1].end - toks[k + 3].begin)))
-                params.push_back(param_type_only(p));
-              if (params.size() == 1 && params[0] == "void") params.clear();
-              m_fn_params[tag][t] = std::move(params);
-            } else if (c == k + 3) {
-              m_fn_params[tag][t] = {};
-            }
+            if (c != std::string::npos)
+              m_fn_params[tag][t] = param_types(text->substr(toks[k + 2].end, toks[c].begin - toks[k + 2].end));
           }
           continue;
         }
@@ -344,11 +337,24 @@ std::string param_type_only(const std::string& param) {
       toks[n - 2].text != "union" && toks[n - 1].text != "int" && toks[n - 1].text != "long" &&
       toks[n - 1].text != "char" && toks[n - 1].text != "short")
     --n;
+  std::vector<std::string> words;
+  for (std::size_t i = 0; i < n; ++i) words.push_back(toks[i].text);
+  return type_text(words);
+}
+
+std::vector<std::string> param_types(const std::string& list) {
+  std::vector<std::string> out;
+  if (util::trim(list).empty()) return out;
+  for (const auto& p : split_top_level(list)) out.push_back(param_type_only(p));
+  if (out.size() == 1 && out[0] == "void") out.clear();
+  return out;
+}
+
+std::string type_text(const std::vector<std::string>& tokens) {
   std::string out;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!out.empty() && toks[i].text != "*" ) out += " ";
-    else if (!out.empty() && out.back() != '*') out += " ";
-    out += toks[i].text;
+  for (const auto& t : tokens) {
+    if (!out.empty() && (t != "*" || out.back() != '*')) out += " ";
+    out += t;
   }
   return out;
 }

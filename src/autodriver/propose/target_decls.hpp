@@ -127,6 +127,14 @@ bool integer_type(const std::string& type);
 /// A parameter's type without its name ("const struct ktermios *old" -> "const struct ktermios *").
 std::string param_type_only(const std::string& param);
 
+/// The parameter types of a parameter list's text (what is between its parentheses), names
+/// dropped; "void" and "" are no parameters.
+std::vector<std::string> param_types(const std::string& list);
+
+/// Type tokens joined as the kernel writes a type: words apart, stars on the name's side
+/// ("const", "struct", "a", "*", "*" -> "const struct a **").
+std::string type_text(const std::vector<std::string>& tokens);
+
 /// The `_`-separated words of a name, empty pieces skipped ("cpu__core_id" -> cpu, core, id).
 std::vector<std::string> name_words(const std::string& n);
 
