@@ -1,5 +1,7 @@
 #include "autodriver/apidiff/kbuild_flags.hpp"
 
+#include "autodriver/util/sandbox.hpp"
+
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/strings.hpp"
@@ -122,6 +124,7 @@ util::Expected<Capture> capture_compile_commands(const core::Kernel& kernel, con
   Capture cap;
   cap.command = util::render_argv(req.argv);
   util::log_debug("apidiff: {}", cap.command);
+  if (auto s = util::sandbox_request(req, kernel.build_sandbox(tree)); !s) return util::unexpected(s.error());
   auto r = util::run(req);
   if (!r) return util::unexpected(r.error());
   if (r->interrupted) return util::unexpected(util::ErrorKind::interrupted, "interrupted");

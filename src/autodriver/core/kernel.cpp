@@ -14,4 +14,13 @@ int Kernel::version_code() const {
   return (a << 16) + (b << 8) + (c > 255 ? 255 : c);
 }
 
+util::SandboxSpec Kernel::build_sandbox(const std::filesystem::path& writable) const {
+  util::SandboxSpec spec;
+  spec.root = toolchain_root;
+  spec.read_only = read_paths;
+  if (read_paths.empty() && !build_dir.empty()) spec.read_only.push_back(build_dir);
+  spec.writable.push_back(writable);
+  return spec;
+}
+
 } // namespace autodriver::core

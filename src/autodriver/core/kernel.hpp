@@ -1,8 +1,11 @@
 #pragma once
 // The Kernel domain type: one target kernel that drivers are built against and booted in.
 
+#include "autodriver/util/sandbox.hpp"
+
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace autodriver::core {
 
@@ -17,11 +20,18 @@ struct Kernel {
   std::string headers_package;      ///< Debian package names (empty for a path target)
   std::string image_package;
   std::string source_package;
+  std::string version;              ///< Debian package version ("7.3.4-1~bpo13+1"); empty for a path
+  std::string suite;                ///< Debian suite it comes from ("trixie-backports"); empty for a path
+  std::string compiler;             ///< compiler package its config names ("gcc-14")
+  std::filesystem::path toolchain_root; ///< root its kbuild runs in; empty: the host's /
+  std::vector<std::filesystem::path> read_paths; ///< what a build reads besides the toolchain (the kernel's cache dir)
 
   bool has_headers() const;
   bool has_image() const;
   /// "6.1" -> 0x060100 style number for LINUX_VERSION_CODE comparisons: (a<<16)+(b<<8)+c.
   int version_code() const;
+  /// The sandbox a build against this kernel runs in, with `writable` its only writable folder.
+  util::SandboxSpec build_sandbox(const std::filesystem::path& writable) const;
 };
 
 } // namespace autodriver::core

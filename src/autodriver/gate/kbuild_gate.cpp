@@ -6,6 +6,7 @@
 #include "autodriver/gate/kbuild.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
+#include "autodriver/util/sandbox.hpp"
 #include "autodriver/util/strings.hpp"
 
 #include <fmt/format.h>
@@ -63,6 +64,9 @@ util::Expected<BuildRun> build_tree(const core::Kernel& kernel, const fs::path& 
   BuildRun br;
   br.command = util::render_argv(req.argv);
   util::log_debug("build: {}", br.command);
+  // The tree's Makefile and a --build-cmd are the driver's code: they run sandboxed, with the
+  // kernel's toolchain root and tree read-only and only the scratch copy writable.
+  if (auto s = util::sandbox_request(req, kernel.build_sandbox(tree)); !s) return util::unexpected(s.error());
   auto r = util::run(req);
   if (!r) return util::unexpected(r.error());
   br.run = std::move(*r);

@@ -1,5 +1,6 @@
 #include "autodriver/kernel/source.hpp"
 
+#include "autodriver/kernel/archive.hpp"
 #include "autodriver/kernel/target.hpp"
 #include "autodriver/util/file_lock.hpp"
 #include "autodriver/util/files.hpp"
@@ -31,23 +32,62 @@ fs::path cached_source(const core::Kernel& k) {
   return dir / ("linux-source-" + k.line);
 }
 
+std::optional<core::Kernel> reference_kernel(const core::Kernel& target) {
+  std::vector<std::string> lines = Archive::open_offline().source_lines();
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(cache_root() / "source", ec))
+    if (fs::exists(e.path() / "complete.json")) lines.push_back(e.path().filename().string());
+  std::string best;
+  for (const auto& l : lines)
+    if (compare_debian_versions(l, target.line) < 0 && (best.empty() || compare_debian_versions(best, l) < 0)) best = l;
+  if (best.empty()) return std::nullopt;
+  auto k = resolve_kernel(best);
+  if (!k) return std::nullopt;
+  return *k;
+}
+
+namespace {
+
+// linux-source-<line> from the archive (the version of the kernel's own build when the archive has
+// it): the .deb is unpacked in `work`, and the path of its tarball returned.
+util::Expected<fs::path> download_source(const core::Kernel& k, const fs::path& work, const ProgressFn& progress) {
+  auto archive = Archive::open(Archive::Refresh::if_missing, progress);
+  if (!archive) return unexpected(archive.error());
+  std::string pkg = "linux-source-" + k.line;
+  const PackageEntry* p = k.version.empty() ? nullptr : archive->package(pkg, "=", k.version);
+  if (!p) p = archive->package(pkg);
+  if (!p) {
+    std::string lines;
+    for (const auto& l : archive->source_lines()) lines += (lines.empty() ? "" : ", ") + l;
+    return unexpected(ErrorKind::not_found,
+                      fmt::format("Debian's archive has no {} (kernel sources exist for {})", pkg, lines));
+  }
+  std::error_code ec;
+  fs::create_directories(work / "debs", ec);
+  auto debs = archive->download({p}, work / "debs", progress);
+  if (!debs) return unexpected(debs.error());
+  util::RunRequest req;
+  req.argv = {"dpkg", "-x", debs->front().string(), (work / "pkg").string()};
+  req.timeout = 900s;
+  req.stderr_mode = util::Stderr::merge;
+  auto r = util::run(req);
+  if (!r) return unexpected(r.error());
+  fs::remove_all(work / "debs", ec);
+  if (!r->ok()) {
+    std::string why(util::trim(util::tail_capped(r->out, 300)));
+    if (why.find("No space left") != std::string::npos)
+      return unexpected(ErrorKind::io, fmt::format("disk full while unpacking {} into {}", pkg, work.string()));
+    return unexpected(ErrorKind::io, fmt::format("dpkg -x of {} failed: {}", pkg, why));
+  }
+  fs::path tarball = work / "pkg/usr/src" / (pkg + ".tar.xz");
+  if (!fs::exists(tarball)) return unexpected(ErrorKind::parse, fmt::format("{} holds no {}.tar.xz", pkg, pkg));
+  return tarball;
+}
+
+} // namespace
+
 util::Expected<fs::path> ensure_source(const core::Kernel& k, const ProgressFn& progress) {
   if (auto c = cached_source(k); !c.empty()) return c;
-  fs::path tarball = source_tarball(k);
-  if (!fs::exists(tarball)) {
-    std::string pkg = "linux-source-" + k.line;
-    if (geteuid() != 0)
-      return unexpected(ErrorKind::not_found, fmt::format("{} is missing: run `apt-get install {}` as root", tarball.string(), pkg));
-    progress(fmt::format("installing {} (apt-get)", pkg));
-    util::RunRequest req;
-    req.argv = {"apt-get", "install", "-y", "-q", "--no-install-recommends", pkg};
-    req.timeout = 900s;
-    req.stderr_mode = util::Stderr::merge;
-    req.env_set = {{"DEBIAN_FRONTEND", "noninteractive"}};
-    auto r = util::run(req);
-    if (!r || !r->ok() || !fs::exists(tarball))
-      return unexpected(ErrorKind::network, fmt::format("cannot install {} (is the Debian mirror reachable?)", pkg));
-  }
   fs::path dir = source_dir(k);
   auto lock = util::FileLock::acquire(cache_root() / "locks" / ("source-" + k.line + ".lock"), 1800s);
   if (!lock) return unexpected(lock.error());
@@ -59,31 +99,44 @@ util::Expected<fs::path> ensure_source(const core::Kernel& k, const ProgressFn& 
   fs::remove_all(dir, ec);
   fs::path partial = dir.parent_path() / fmt::format(".partial-{}-{}", k.line, getpid());
   fs::create_directories(partial, ec);
-  progress(fmt::format("decompressing {} (once; ~10 s)", tarball.filename().string()));
+  struct Cleanup {
+    fs::path dir;
+    bool armed = true;
+    ~Cleanup() {
+      std::error_code e;
+      if (armed) fs::remove_all(dir, e);
+    }
+  } cleanup{partial};
+  // A tarball the user installed (linux-source-X) saves the download; otherwise the archive's.
+  fs::path tarball = source_tarball(k);
+  if (!fs::exists(tarball, ec)) {
+    auto t = download_source(k, partial, progress);
+    if (!t) return unexpected(t.error());
+    tarball = *t;
+  }
+  if (progress) progress(fmt::format("decompressing {} (once; ~10-20 s)", tarball.filename().string()));
   util::RunRequest req;
   req.argv = {"tar", "-xf", tarball.string(), "-C", partial.string()};
   req.timeout = 900s;
   req.stderr_mode = util::Stderr::merge;
   auto r = util::run(req);
   if (!r) return unexpected(r.error());
+  fs::remove_all(partial / "pkg", ec);
   if (!r->ok()) {
-    fs::remove_all(partial, ec);
+    if (r->interrupted) return unexpected(ErrorKind::interrupted, "interrupted");
     std::string why(util::trim(util::tail_capped(r->out, 300)));
     if (why.find("No space left") != std::string::npos)
       return unexpected(ErrorKind::io, fmt::format("disk full while extracting {} into {}", tarball.string(), dir.string()));
-    return unexpected(ErrorKind::io, fmt::format("{} is corrupt or truncated ({}): reinstall with `apt-get install "
-                                                 "--reinstall linux-source-{}`",
-                                                 tarball.string(), why, k.line));
+    return unexpected(ErrorKind::io, fmt::format("{} is corrupt or truncated ({})", tarball.filename().string(), why));
   }
-  if (!fs::exists(partial / ("linux-source-" + k.line) / "Makefile")) {
-    fs::remove_all(partial, ec);
+  if (!fs::exists(partial / ("linux-source-" + k.line) / "Makefile"))
     return unexpected(ErrorKind::parse, fmt::format("{} does not contain linux-source-{}/Makefile", tarball.string(), k.line));
-  }
-  nlohmann::json stamp = {{"schema_version", 1}, {"tarball", tarball.string()},
+  nlohmann::json stamp = {{"schema_version", 1}, {"tarball", tarball.filename().string()}, {"line", k.line},
                           {"extracted_at", static_cast<long long>(std::time(nullptr))}};
   if (auto w = util::write_file_atomic(partial / "complete.json", stamp.dump(2) + "\n"); !w) return unexpected(w.error());
   fs::rename(partial, dir, ec);
   if (ec) return unexpected(ErrorKind::io, fmt::format("cannot move {} into place: {}", partial.string(), ec.message()));
+  cleanup.armed = false;
   return cached_source(k);
 }
 

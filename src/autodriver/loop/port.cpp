@@ -268,25 +268,19 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
     if (auto s = kernel::ensure_source(*from, note); s) ctx.old_src = *s;
     else util::log_info("no source tree for {}: {}", req.from, s.error().message);
   } else if (req.reference) {
-    // The driver's old kernel is unknown: an older kernel whose source is at hand still shows
-    // how the kernel's own drivers followed each change since (learned-rewrite, inline-removed).
-    auto target_v = propose::parse_kversion(to->release);
-    const kernel::KnownKernel* best = nullptr;
-    propose::KVersion best_v;
-    for (const auto& k : kernel::known_kernels())
-      if (auto v = propose::parse_kversion(k.release); v < target_v && (!best || best_v < v)) best = &k, best_v = v;
-    // Only a source already at hand (extracted, or its tarball installed): a port never
-    // installs packages for a kernel the user did not name.
-    std::error_code tec;
-    if (best)
-      if (auto rk = kernel::resolve_kernel(best->name);
-          rk && (!kernel::cached_source(*rk).empty() || fs::exists(kernel::source_tarball(*rk), tec)))
-        if (auto s = kernel::ensure_source(*rk, note); s) {
-          ctx.old_src = *s;
-          step("reference", {{"kernel", rk->release}, {"source", s->string()}});
-          rep.reference = rk->release;
-          note(fmt::format("no --from: learning from {}'s source as a reference (never built against)", rk->release));
-        }
+    // The driver's old kernel is unknown: the newest older kernel line whose source Debian has
+    // (downloaded into the cache on demand, never installed) still shows how the kernel's own
+    // drivers followed each change since (learned-rewrite, inline-removed).
+    if (auto rk = kernel::reference_kernel(*to)) {
+      if (auto s = kernel::ensure_source(*rk, note); s) {
+        ctx.old_src = *s;
+        step("reference", {{"kernel", rk->release}, {"source", s->string()}});
+        rep.reference = rk->release;
+        note(fmt::format("no --from: learning from {}'s source as a reference (never built against)", rk->release));
+      } else {
+        util::log_info("no reference source ({}): {}", rk->line, s.error().message);
+      }
+    }
   }
 
   auto finish_out = [&]() -> util::Expected<void> {
