@@ -1,7 +1,9 @@
 #!/bin/sh
-# autodriver setup on Debian 12, as root. Installs Debian packages, builds and installs
-# autodriver into /usr/local/bin, fetches the 6.1 and 6.12 kernel targets and builds the compat KB, then:
-#   ./setup.sh run    checks the bundled example driver on both kernels with the QEMU boot test
+# autodriver setup on Debian 12, as root. Installs Debian packages (the tools only: no kernel,
+# headers or source package is ever installed), builds and installs autodriver into /usr/local/bin,
+# fetches the 6.1, 6.12 and 7.3 kernel targets into the cache (with their toolchain roots) and builds
+# the compat KB, then:
+#   ./setup.sh run    checks the bundled example driver on 6.1, 6.12 and 7.3 with the QEMU boot test
 #   ./setup.sh test   runs the whole test suite (ctest)
 #   ./setup.sh        setup only
 set -eu
@@ -13,7 +15,7 @@ PACKAGES="build-essential cmake ninja-build pkg-config git ca-certificates
  libgtest-dev libgmock-dev libclang-14-dev
  qemu-system-x86 qemu-system-data busybox-static kmod xz-utils zstd cpio bc flex bison libelf-dev libssl-dev
  sparse coccinelle dpkg-dev python3 sqlite3 procps diffutils
- linux-headers-6.1.0-57-amd64 linux-headers-6.12.117+deb12-amd64 linux-source-6.1 linux-source-6.12"
+ apt mmdebstrap bubblewrap uidmap debian-archive-keyring"
 
 missing=""
 for p in $PACKAGES; do
@@ -37,14 +39,16 @@ if [ "$(id -u)" = 0 ]; then
 else
   AD="$PWD/build/src/autodriver/autodriver"
 fi
-"$AD" kernel fetch 6.1 6.12
+# Kernels come from Debian's archive through autodriver's own apt configuration in the cache; each
+# is built in a toolchain root of its suite (mmdebstrap, once per suite), under bubblewrap.
+"$AD" kernel fetch 6.1 6.12 7.3
 # The compat KB that `port` uses (maintainers' #if LINUX_VERSION_CODE blocks of Debian's DKMS
 # packages, downloaded into the cache, never installed); a port still works without it.
 "$AD" kb build --dkms >/dev/null || echo "setup.sh: warning: no compat KB (autodriver kb build --dkms failed)" >&2
 
 case "$mode" in
   run)
-    exec "$AD" check examples/misc-counter --kernel 6.1 --kernel 6.12 --boot ;;
+    exec "$AD" check examples/misc-counter --kernel 6.1 --kernel 6.12 --kernel 7.3 --boot ;;
   test)
     exec ctest --test-dir build --output-on-failure -j 2 ;;
   setup) ;;

@@ -2,9 +2,8 @@
 # drivetemp (class_interface add_dev/remove_dev lost a parameter), sht4x (i2c_driver.probe type
 # changed), and a small file written here that uses ethtool_ops get_rxfh and class_create.
 . "$(dirname "$0")/lib.sh.inc"
-for r in $R61 $R612; do
-  [ -f "/usr/src/linux-headers-$r/Makefile" ] || { echo "SKIP: linux-headers-$r not installed" >&2; exit $SKIP; }
-done
+need_kernel 6.1
+need_kernel 6.12
 SRC=$("$AD" kernel source 6.1) || fail "kernel source 6.1"
 D="$WORK/drv"
 mkdir -p "$D"

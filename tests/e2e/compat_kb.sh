@@ -26,7 +26,7 @@ py "$WORK/summary.json" 'd["entry_count"] >= 10 and d["stats"]["blocks"] > d["st
 py "$WORK/kb-lo.json" 'd["sources"] == ["xtables-addons-dkms"] and d["entries"] and all(e["provenance"]["package"] == "xtables-addons-dkms" for e in d["entries"])' "leave-out"
 
 # Collapsed-block cases between 6.1 and 6.12 (needs the kernels' headers for their versions).
-if [ -d /usr/src/linux-headers-6.1.0-57-amd64 ] && [ -d "/usr/src/linux-headers-6.12.117+deb12-amd64" ]; then
+if [ "$(kernel_field 6.1 headers_fetched)" = True ] && [ "$(kernel_field 6.12 headers_fetched)" = True ]; then
   "$AD" kb cases --package rapiddisk-dkms -o "$WORK/cases" > "$WORK/cases.txt"
   c="$WORK/cases/rapiddisk-dkms--rapiddisk.c--L801"
   [ -f "$c/case.json" ] || fail "no blk_alloc_disk case: $(cat "$WORK/cases.txt")"

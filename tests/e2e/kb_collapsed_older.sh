@@ -4,9 +4,8 @@
 # counts the rest; one real case (<asm/semaphore.h>, 2.6.26) ported with --to 6.1 and the package
 # left out of the KB reproduces the maintainers' new branch. ~30 s.
 . "$AD_SRC/tests/e2e/lib.sh.inc"
-CACHE=${AUTODRIVER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/autodriver}
-[ -f "$CACHE/dkms/tp-smapi-dkms/complete.json" ] || { echo "SKIP: tp-smapi-dkms not in the DKMS cache" >&2; exit $SKIP; }
-[ -d "/usr/src/linux-headers-$R61" ] || { echo "SKIP: no 6.1 headers" >&2; exit $SKIP; }
+need_kernel 6.1
+"$AD" kb build --package tp-smapi-dkms -o "$WORK/kb.json" > /dev/null || fail "kb build (fetches the package)"
 
 "$AD" kb cases --package tp-smapi-dkms --to 6.1 --older-than-target --check-build -o "$WORK/cases" > "$WORK/ids.txt" \
   || fail "kb cases failed"

@@ -8,7 +8,7 @@
 need apt-get
 need dpkg
 need spatch
-[ -d "/usr/src/linux-headers-$R61" ] || { echo "SKIP: no 6.1 headers" >&2; exit $SKIP; }
+need_kernel 6.1
 "$AD" kernel source 6.1 > /dev/null || fail "kernel source 6.1"
 
 "$AD" kb build --package acpi-call-dkms --package lime-forensics-dkms -o "$WORK/kb.json" > /dev/null || fail "kb build"

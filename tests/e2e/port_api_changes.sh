@@ -1,9 +1,8 @@
 # port --api-changes on drivetemp from linux-source-6.1: the verdict's `changes` name the kernel API
 # change behind each 6.12 diagnostic (apidiff on the real headers), and the patches say it too.
 . "$(dirname "$0")/lib.sh.inc"
-for r in $R61 $R612; do
-  [ -f "/usr/src/linux-headers-$r/Makefile" ] || { echo "SKIP: linux-headers-$r not installed" >&2; exit $SKIP; }
-done
+need_kernel 6.1
+need_kernel 6.12
 SRC=$("$AD" kernel source 6.1) || fail "kernel source 6.1"
 mkdir -p "$WORK/drivetemp"
 cp "$SRC/drivers/hwmon/drivetemp.c" "$WORK/drivetemp/"

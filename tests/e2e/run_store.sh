@@ -30,7 +30,7 @@ py "$WORK/show.json" "all(isinstance(s['elapsed_ms'], int) and s['elapsed_ms'] >
 py "$WORK/show.json" "sum(s['elapsed_ms'] for s in d['steps'] if s['kind'].startswith('build') or s['kind'] == 'try') > 0" "builds take time"
 py "$WORK/show.json" "any(s['kind'] == 'build-target' and len(s['diagnostics']) > 0 and s['component'] == 'kbuild' for s in d['steps'])" "diagnostics of the first target build"
 py "$WORK/show.json" "all(s['component'] for s in d['steps'] if s['kind'] in ('propose', 'accept'))" "proposer of every propose/accept step"
-py "$WORK/show.json" "any(c['argv'][0] == 'make' and c['exit'] == 0 for s in d['steps'] if s['kind'] == 'try' for c in (s['argv'] or []))" "the trial build's command line"
+py "$WORK/show.json" "any('make' in c['argv'] and c['exit'] == 0 for s in d['steps'] if s['kind'] == 'try' for c in (s['argv'] or []))" "the trial build's command line"
 py "$WORK/show.json" "len([a for a in d['artifacts'] if a['kind'] == 'patch']) == len([s for s in d['steps'] if s['kind'] == 'accept'])" "one patch per accept"
 # Patches are stored by their content hash.
 for p in "$WORK"/out1/patches/*.patch; do

@@ -163,8 +163,7 @@ util::Expected<void> materialize_unit(const fs::path& tree, const DriverUnit& un
   for (const auto& f : layout.files) {
     fs::path to = dest / f;
     fs::create_directories(to.parent_path(), ec);
-    fs::copy_file(tree / unit.dir / f, to, fs::copy_options::overwrite_existing, ec);
-    if (ec) return util::unexpected(util::ErrorKind::io, fmt::format("cannot copy {} into {}: {}", f, dest.string(), ec.message()));
+    if (auto r = util::copy_file(tree / unit.dir / f, to); !r) return r;
   }
   return util::write_file(dest / "Makefile", layout.makefile);
 }

@@ -176,7 +176,10 @@ std::string env_or(const char* name, std::string fallback) {
 }
 
 std::string security_mirror() {
-  return env_or("AUTODRIVER_SECURITY_MIRROR", "http://deb.debian.org/debian-security");
+  // A mirror of .../debian has its security archive next to it (deb.debian.org, snapshot.debian.org).
+  std::string m = Archive::mirror();
+  std::string fallback = m.ends_with("/debian") ? m + "-security" : "http://deb.debian.org/debian-security";
+  return env_or("AUTODRIVER_SECURITY_MIRROR", fallback);
 }
 
 std::string host_codename() {
@@ -241,6 +244,15 @@ util::Expected<util::RunResult> run_apt(const fs::path& dir, std::vector<std::st
   return util::run(req);
 }
 
+// The suites whose index apt could not fetch ("W: Failed to fetch http://m/debian/dists/sid/InRelease ...").
+std::vector<std::string> failed_suites(const std::string& out) {
+  std::vector<std::string> suites;
+  static const std::regex k_re(R"(Failed to fetch \S*/dists/([^/\s]+)/)");
+  for (std::sregex_iterator it(out.begin(), out.end(), k_re), end; it != end; ++it)
+    if (std::find(suites.begin(), suites.end(), (*it)[1].str()) == suites.end()) suites.push_back((*it)[1].str());
+  return suites;
+}
+
 bool network_failure(const std::string& out) {
   for (const char* s : {"Temporary failure resolving", "Could not resolve", "Failed to fetch", "Unable to connect",
                         "Connection failed", "Could not connect", "Connection timed out", "No route to host"})
@@ -299,7 +311,11 @@ util::Expected<Archive> Archive::open(Refresh refresh, const ProgressFn& progres
     // missing for every suite is the failure that matters.
     bool failed = !r->ok() || network_failure(r->out);
     if (failed) {
-      std::string why(util::trim(util::tail_capped(r->out, 400)));
+      std::string why;
+      for (const auto& suite : failed_suites(r->out)) why += (why.empty() ? "cannot read " : ", ") + suite;
+      if (why.empty()) why = std::string(util::trim(util::tail_capped(r->out, 300)));
+      for (auto& c : why)
+        if (c == '\n') c = ' ';
       if (have) {
         util::log_warn("could not refresh Debian's package lists ({}); using the ones from the last update", why);
       } else {
@@ -312,7 +328,7 @@ util::Expected<Archive> Archive::open(Refresh refresh, const ProgressFn& progres
                             fmt::format("the Debian archive at {} is not reachable ({}): check the network or set "
                                         "AUTODRIVER_MIRROR to a reachable Debian mirror",
                                         mirror(), why));
-        util::log_warn("some suites could not be read from {}: {}", mirror(), why);
+        util::log_warn("{} from {}: kernels of those suites are not listed", why, mirror());
       }
     }
     if (!failed || !have)
@@ -326,17 +342,41 @@ util::Expected<void> Archive::load_lists() {
   m_packages.clear();
   m_kernels.clear();
   std::error_code ec;
+  // The linux-* stanzas of every suite, kept as a small index next to the lists (the lists are
+  // ~200 MB; a kernel name is resolved by every command).
+  fs::path index = m_dir / "linux-packages.tsv";
+  fs::path stamp = m_dir / "lists/updated";
+  bool fresh = fs::exists(index, ec) && fs::exists(stamp, ec) && fs::last_write_time(index, ec) >= fs::last_write_time(stamp, ec);
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(m_dir / "lists", ec))
     if (e.path().filename().string().ends_with("_Packages")) files.push_back(e.path());
   std::sort(files.begin(), files.end());
-  auto keep = [](std::string_view n) { return n.starts_with("linux-"); };
-  for (const auto& f : files) {
-    std::string suite = suite_of_list(f.filename().string());
-    auto text = util::read_file(f);
+  if (fresh) {
+    auto text = util::read_file(index);
     if (!text) return unexpected(text.error());
-    auto entries = parse_packages(*text, suite, keep);
-    m_packages.insert(m_packages.end(), std::make_move_iterator(entries.begin()), std::make_move_iterator(entries.end()));
+    for (auto line : util::split_lines(*text)) {
+      std::vector<std::string> f;
+      std::size_t a = 0;
+      while (true) {
+        auto t = line.find('\t', a);
+        f.emplace_back(line.substr(a, t == std::string_view::npos ? std::string_view::npos : t - a));
+        if (t == std::string_view::npos) break;
+        a = t + 1;
+      }
+      if (f.size() == 4) m_packages.push_back({f[0], f[1], f[3], f[2]});
+    }
+  } else {
+    auto keep = [](std::string_view n) { return n.starts_with("linux-"); };
+    for (const auto& f : files) {
+      std::string suite = suite_of_list(f.filename().string());
+      auto text = util::read_file(f);
+      if (!text) return unexpected(text.error());
+      auto entries = parse_packages(*text, suite, keep);
+      m_packages.insert(m_packages.end(), std::make_move_iterator(entries.begin()), std::make_move_iterator(entries.end()));
+    }
+    std::string out;
+    for (const auto& p : m_packages) out += fmt::format("{}\t{}\t{}\t{}\n", p.name, p.version, p.suite, p.depends);
+    (void)util::write_file_atomic(index, out);
   }
   m_has_lists = !files.empty();
   static const std::regex k_generic(R"(^linux-headers-(\d+\.\d+\.\d+[^ ]*)-amd64$)");

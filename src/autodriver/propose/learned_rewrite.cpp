@@ -135,11 +135,23 @@ void learn_call_votes(SiteIndex& idx, const std::string& sym, std::map<std::stri
         for (auto& c : new_calls)
           if (!old_callees.count(c.callee)) by_callee[c.callee].push_back(c);
         int best = -1;
+        // With no argument to anchor the pairing (a call without arguments), the new call must
+        // stand where the old one stood: the same token before it and after it (`x = old();` ->
+        // `x = new();`), not merely be some call new to the function.
+        auto same_place = [&](const std::vector<Call>& calls) {
+          auto text = [](const std::vector<Token>& t, std::size_t i) { return i < t.size() ? t[i].text : std::string(); };
+          for (std::size_t i = 0; i < calls.size(); ++i)
+            if (olds[i].name_tok == 0 || calls[i].name_tok == 0 ||
+                text(before.tokens, olds[i].name_tok - 1) != text(after.tokens, calls[i].name_tok - 1) ||
+                text(before.tokens, olds[i].close_tok + 1) != text(after.tokens, calls[i].close_tok + 1))
+              return false;
+          return true;
+        };
         for (auto& [callee, calls] : by_callee) {
           if (calls.size() != olds.size()) continue;
           int ov = 0;
           for (std::size_t i = 0; i < calls.size(); ++i) ov += arg_overlap(olds[i].args, calls[i].args);
-          if (ov > best && (ov > 0 || olds[0].args.empty())) {
+          if (ov > best && (ov > 0 || (olds[0].args.empty() && same_place(calls)))) {
             best = ov;
             news = calls;
           }

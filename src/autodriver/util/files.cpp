@@ -9,6 +9,8 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace autodriver::util {
@@ -53,6 +55,58 @@ static bool is_build_product(const fs::path& p) {
   return false;
 }
 
+Expected<void> copy_file(const fs::path& from, const fs::path& to) {
+  // Not std::filesystem::copy_file: libstdc++ reports a destination that fills up mid-copy as
+  // "Input/output error"; a plain read/write loop keeps the real errno (ENOSPC, EDQUOT).
+  auto fail = [&](const char* what, int err) {
+    return unexpected(ErrorKind::io, fmt::format("cannot copy {} to {}: {}: {}", from.string(), to.string(), what,
+                                                 std::strerror(err)));
+  };
+  int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) return fail("open", errno);
+  struct stat st {};
+  if (::fstat(in, &st) != 0) {
+    int err = errno;
+    ::close(in);
+    return fail("stat", err);
+  }
+  int out = ::open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, st.st_mode & 07777);
+  if (out < 0) {
+    int err = errno;
+    ::close(in);
+    return fail("create", err);
+  }
+  std::vector<char> buf(1 << 17);
+  int err = 0;
+  const char* what = "";
+  for (;;) {
+    ssize_t n = ::read(in, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      err = errno, what = "read";
+      break;
+    }
+    if (n == 0) break;
+    for (ssize_t done = 0; done < n;) {
+      ssize_t w = ::write(out, buf.data() + done, static_cast<std::size_t>(n - done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) {
+        err = errno, what = "write";
+        break;
+      }
+      done += w;
+    }
+    if (err) break;
+  }
+  ::close(in);
+  if (::close(out) != 0 && !err) err = errno, what = "write";
+  if (err) {
+    ::unlink(to.c_str());
+    return fail(what, err);
+  }
+  return {};
+}
+
 Expected<void> copy_tree(const fs::path& from, const fs::path& to, SkipBuildProducts skip) {
   std::error_code ec;
   fs::create_directories(to, ec);
@@ -72,7 +126,7 @@ Expected<void> copy_tree(const fs::path& from, const fs::path& to, SkipBuildProd
     } else if (it->is_directory()) {
       fs::create_directories(dst, ec);
     } else if (it->is_regular_file()) {
-      fs::copy_file(src, dst, fs::copy_options::overwrite_existing, ec);
+      if (auto r = util::copy_file(src, dst); !r) return r;
     }
     if (ec) return unexpected(ErrorKind::io, fmt::format("cannot copy {}: {}", src.string(), ec.message()));
   }
@@ -104,7 +158,8 @@ TempDir::~TempDir() {
 
 fs::path scratch_root() {
   const char* t = std::getenv("TMPDIR");
-  return fs::path(t && *t ? t : "/tmp") / "autodriver";
+  // One folder per user: another user's scratch folder is neither writable nor theirs to see.
+  return fs::path(t && *t ? t : "/tmp") / fmt::format("autodriver-{}", getuid());
 }
 
 std::vector<fs::path> list_files(const fs::path& root) {

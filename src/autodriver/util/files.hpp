@@ -19,6 +19,9 @@ Expected<void> write_file(const fs::path& path, std::string_view content);
 
 /// Recursive copy that skips build products (*.o, *.ko, .*.cmd, ...) when `skip_build_products`.
 enum class SkipBuildProducts { yes, no };
+/// Copies one regular file (mode kept, contents replaced if `to` exists); errors name the real
+/// cause (a full disk says so).
+Expected<void> copy_file(const fs::path& from, const fs::path& to);
 Expected<void> copy_tree(const fs::path& from, const fs::path& to, SkipBuildProducts skip);
 
 /// A fresh directory under `parent` (created), removed on destruction unless kept.
@@ -38,7 +41,7 @@ private:
   bool m_keep = false;
 };
 
-/// $TMPDIR or /tmp, plus "autodriver".
+/// $TMPDIR or /tmp, plus "autodriver-<uid>".
 fs::path scratch_root();
 
 /// All regular files under `root`, relative paths, sorted.
