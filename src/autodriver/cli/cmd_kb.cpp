@@ -29,35 +29,41 @@ using propose::KbSource;
 void add_source_options(CLI::App& sub, SourceOptions& o) {
   sub.add_option("--source", o.source_dirs, "A driver source directory to learn from (repeatable)");
   sub.add_option("--package", o.packages, "A Debian *-dkms package, fetched into the cache (repeatable)");
-  sub.add_flag("--dkms", o.dkms, "Every *-dkms package apt knows (apt-get download + dpkg -x, never installed)");
+  sub.add_flag("--dkms", o.dkms, "Every *-dkms package of the Debian release (downloaded into the cache, never installed)");
+  sub.add_option("--suite", o.suite,
+                 "The Debian release whose *-dkms packages --package/--dkms mean (bookworm, trixie, sid; default: the "
+                 "target kernel's release, else the host's)");
 }
 
 namespace {
-/// The package a directory belongs to: <cache>/dkms/<pkg>/root/usr/src/<dir> -> <pkg>, else its name.
+/// The package a directory belongs to: <cache>/dkms/<suite>/<pkg>/root/usr/src/<dir> -> <pkg>, else its name.
 std::string package_of(const fs::path& dir) {
   auto abs = fs::weakly_canonical(dir).string();
-  static const std::regex k_cached(R"(/dkms/([^/]+)/root/usr/src/)");
+  static const std::regex k_cached(R"(/dkms/(?:[^/]+/)?([^/]+)/root/usr/src/)");
   std::smatch m;
   if (std::regex_search(abs, m, k_cached)) return m[1].str();
   return fs::path(abs).filename().string();
 }
 } // namespace
 
-util::Expected<std::vector<KbSource>> gather(const SourceOptions& o) {
+util::Expected<std::vector<KbSource>> gather(const SourceOptions& o, const std::string& default_suite) {
   std::vector<KbSource> out;
   for (const auto& d : o.source_dirs) {
     if (!fs::is_directory(d)) return util::unexpected(util::ErrorKind::not_found, fmt::format("--source {}: no such directory", d));
     out.push_back({package_of(d), "", d});
   }
   std::vector<std::string> pkgs = o.packages;
+  std::string suite = !o.suite.empty() ? o.suite : corpus::dkms_suite(default_suite);
+  if ((o.dkms || !pkgs.empty()) && suite.empty())
+    return util::unexpected(util::ErrorKind::config, "no Debian release for the DKMS packages: give --suite");
   if (o.dkms) {
-    auto all = corpus::list_dkms_packages();
+    auto all = corpus::list_dkms_packages(suite);
     if (!all) return util::unexpected(all.error());
     pkgs.insert(pkgs.end(), all->begin(), all->end());
   }
   for (const auto& p : pkgs) {
     util::log_info("fetching {}", p);
-    auto s = corpus::fetch_dkms_source(p);
+    auto s = corpus::fetch_dkms_source(p, suite);
     if (!s) {
       // One unavailable package does not spoil the others; say which and go on.
       std::fprintf(stderr, "autodriver: warning: %s: %s\n", p.c_str(), s.error().message.c_str());

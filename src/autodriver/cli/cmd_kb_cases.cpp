@@ -105,7 +105,7 @@ int run_cases(const CasesOptions& o) {
     fv = kernel_version(*from);
   }
   auto tv = kernel_version(*to);
-  auto sources = gather(o.sources);
+  auto sources = gather(o.sources, to->suite);
   if (!sources) {
     std::fprintf(stderr, "autodriver: error: %s\n", sources.error().message.c_str());
     return k_exit_error;

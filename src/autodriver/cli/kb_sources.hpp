@@ -18,6 +18,7 @@ struct SourceOptions {
   std::vector<std::string> source_dirs;
   std::vector<std::string> packages;
   bool dkms = false;
+  std::string suite;  ///< --suite: the Debian release whose *-dkms packages are meant
 };
 
 /// --source, --package, --dkms.
@@ -25,7 +26,9 @@ void add_source_options(CLI::App& sub, SourceOptions& o);
 
 /// The sources the options name; DKMS packages fetched into the cache (one unavailable package
 /// is a warning, not an error).
-util::Expected<std::vector<propose::KbSource>> gather(const SourceOptions& o);
+/// The packages come from --suite, else `default_suite` (the target kernel's release), else the
+/// host's own Debian release.
+util::Expected<std::vector<propose::KbSource>> gather(const SourceOptions& o, const std::string& default_suite = {});
 
 /// LINUX_VERSION_CODE of a kernel's headers (the sublevel matters for backported boundaries).
 propose::KVersion kernel_version(const core::Kernel& k);

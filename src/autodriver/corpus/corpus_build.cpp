@@ -155,7 +155,7 @@ util::Expected<nlohmann::json> build_corpus(const CorpusBuildOptions& opt, const
     listing += j.dump() + "\n";
   }
   if (opt.dkms) {
-    auto pkgs = list_dkms_packages();
+    auto pkgs = list_dkms_packages(dkms_suite(to->suite));
     if (!pkgs) note("cannot list DKMS packages: " + pkgs.error().message);
     else
       for (const auto& p : *pkgs) {

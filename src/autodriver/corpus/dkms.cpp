@@ -1,12 +1,15 @@
 #include "autodriver/corpus/dkms.hpp"
 
+#include "autodriver/kernel/archive.hpp"
 #include "autodriver/kernel/target.hpp"
 #include "autodriver/util/file_lock.hpp"
 #include "autodriver/util/files.hpp"
+#include "autodriver/util/log.hpp"
 #include "autodriver/util/strings.hpp"
 #include "autodriver/util/subprocess.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -66,61 +69,63 @@ std::string dkms_build_command(const DkmsConf& conf, const std::string& build_di
   return cmd;
 }
 
-util::Expected<std::vector<std::string>> list_dkms_packages() {
-  util::RunRequest req;
-  req.argv = {"apt-cache", "search", "--names-only", "--", "-dkms$"};
-  req.timeout = 60s;
-  auto r = util::run(req);
-  if (!r) return unexpected(r.error());
-  if (!r->ok()) return unexpected(ErrorKind::spawn, "apt-cache search failed: " + r->status_text());
-  std::vector<std::string> out;
-  for (auto line : util::split_lines(r->out)) {
-    auto sp = line.find(' ');
-    std::string name(line.substr(0, sp));
-    if (name.ends_with("-dkms") && name != "dh-dkms") out.push_back(name);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
+std::string dkms_suite(std::string_view kernel_suite) {
+  if (!kernel_suite.empty()) return kernel::base_suite(kernel_suite);
+  if (auto h = kernel::Archive::host_suite(); !h.empty()) return h;
+  auto archive = kernel::Archive::open_offline();
+  auto lines = archive.lines();
+  if (!lines.empty())
+    if (auto k = archive.newest(lines.back())) return kernel::base_suite(k->suite);
+  return {};
 }
 
-util::Expected<DkmsSource> fetch_dkms_source(const std::string& package) {
-  const fs::path dir = kernel::cache_root() / "dkms" / package;
-  auto lock = util::FileLock::acquire(kernel::cache_root() / "locks" / ("dkms-" + package + ".lock"), 600s);
+util::Expected<std::vector<std::string>> list_dkms_packages(const std::string& suite) {
+  auto archive = kernel::Archive::open(kernel::Archive::Refresh::if_missing, [](const std::string& m) { util::log_info("{}", m); });
+  if (!archive) return unexpected(archive.error());
+  auto names = archive->dkms_packages(suite);
+  if (names.empty())
+    return unexpected(ErrorKind::not_found, fmt::format("Debian's archive lists no *-dkms packages in '{}' (suites: {})", suite,
+                                                        fmt::join(kernel::archive_suites(), ", ")));
+  return names;
+}
+
+util::Expected<DkmsSource> fetch_dkms_source(const std::string& package, const std::string& suite) {
+  const fs::path dir = kernel::cache_root() / "dkms" / suite / package;
+  auto lock = util::FileLock::acquire(kernel::cache_root() / "locks" / ("dkms-" + suite + "-" + package + ".lock"), 600s);
   if (!lock) return unexpected(lock.error());
   if (!fs::exists(dir / "complete.json")) {
+    auto archive = kernel::Archive::open(kernel::Archive::Refresh::if_missing, [](const std::string& m) { util::log_info("{}", m); });
+    if (!archive) return unexpected(archive.error());
+    const kernel::PackageEntry* entry = archive->package_in(package, suite);
+    if (!entry)
+      return unexpected(ErrorKind::not_found, fmt::format("Debian's archive has no package {} in {}", package, suite));
     std::error_code ec;
     fs::remove_all(dir, ec);
     fs::path partial = dir.parent_path() / fmt::format(".partial-{}-{}", package, getpid());
     fs::remove_all(partial, ec);
     fs::create_directories(partial / "root", ec);
     if (ec) return unexpected(ErrorKind::io, fmt::format("cannot create {}: {}", partial.string(), ec.message()));
-    util::RunRequest dl;
-    dl.argv = {"apt-get", "download", "-q", package};
-    dl.cwd = partial;
-    dl.timeout = 300s;
-    dl.stderr_mode = util::Stderr::merge;
-    auto r = util::run(dl);
-    if (!r) return unexpected(r.error());
-    fs::path deb;
-    for (const auto& e : fs::directory_iterator(partial, ec))
-      if (e.path().extension() == ".deb") deb = e.path();
-    if (!r->ok() || deb.empty()) {
+    auto debs = archive->download({entry}, partial, nullptr);
+    if (!debs || debs->empty()) {
       fs::remove_all(partial, ec);
-      return unexpected(ErrorKind::network, fmt::format("apt-get download {} failed ({}): is the Debian mirror "
-                                                        "reachable?",
-                                                        package, std::string(util::trim(util::tail_capped(r->out, 200)))));
+      return unexpected(debs ? util::Error{ErrorKind::network, fmt::format("no .deb downloaded for {}", package)} : debs.error());
     }
+    const fs::path deb = debs->front();
     util::RunRequest x;
-    x.argv = {"dpkg", "-x", deb.string(), (partial / "root").string()};
+    x.argv = {"dpkg-deb", "-x", deb.string(), (partial / "root").string()};
     x.timeout = 300s;
     x.stderr_mode = util::Stderr::merge;
     auto rx = util::run(x);
     if (!rx || !rx->ok()) {
       fs::remove_all(partial, ec);
-      return unexpected(ErrorKind::io, fmt::format("dpkg -x {} failed (corrupt download or disk full)", deb.string()));
+      return unexpected(ErrorKind::io, fmt::format("dpkg-deb -x {} failed (corrupt download or disk full)", deb.string()));
     }
-    std::string version = deb.filename().string();
-    nlohmann::json stamp = {{"schema_version", 1}, {"package", package}, {"deb", version}};
+    fs::remove(deb, ec);
+    nlohmann::json stamp = {{"schema_version", 2},
+                            {"package", package},
+                            {"suite", entry->suite},
+                            {"version", entry->version},
+                            {"deb", deb.filename().string()}};
     if (auto w = util::write_file_atomic(partial / "complete.json", stamp.dump(2) + "\n"); !w) {
       fs::remove_all(partial, ec);
       return unexpected(w.error());
@@ -134,6 +139,7 @@ util::Expected<DkmsSource> fetch_dkms_source(const std::string& package) {
     auto j = nlohmann::json::parse(*st, nullptr, false);
     if (!j.is_discarded()) s.version = j.value("deb", "");
   }
+  s.suite = suite;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir / "root/usr/src", ec))
     if (fs::exists(e.path() / "dkms.conf")) s.source = e.path();

@@ -1,6 +1,7 @@
 #pragma once
-// Debian's `*-dkms` packages as corpus units: listed with apt-cache, fetched with
-// `apt-get download` + `dpkg -x` into the cache (never installed), built from their dkms.conf.
+// Debian's `*-dkms` packages as corpus units: listed from the private archive index (never the
+// system's apt state), downloaded and unpacked with `dpkg-deb -x` into the cache (never
+// installed), built from their dkms.conf.
 
 #include "autodriver/util/expected.hpp"
 
@@ -26,17 +27,24 @@ DkmsConf parse_dkms_conf(std::string_view text);
 /// `build_dir`; empty when it needs a shell (pipes, $(...), conditionals).
 std::string dkms_build_command(const DkmsConf& conf, const std::string& build_dir);
 
-/// Names of `*-dkms` packages known to apt (`apt-cache search --names-only`), sorted.
-util::Expected<std::vector<std::string>> list_dkms_packages();
+/// The Debian release whose DKMS packages go with a kernel of `kernel_suite` ("trixie-backports"
+/// -> "trixie"); for a kernel not from the archive (host, path), the host's own suite, else the
+/// suite of the archive's newest kernel. Empty when nothing is known.
+std::string dkms_suite(std::string_view kernel_suite);
+
+/// Names of the `*-dkms` packages of a Debian release in the private archive index, sorted.
+util::Expected<std::vector<std::string>> list_dkms_packages(const std::string& suite);
 
 struct DkmsSource {
   std::string package;              ///< "v4l2loopback-dkms"
-  std::string version;              ///< Debian version of the .deb
-  std::filesystem::path source;     ///< <cache>/dkms/<package>/root/usr/src/<name>-<version>
+  std::string version;              ///< Debian version of the package
+  std::string suite;                ///< the archive suite it came from
+  std::filesystem::path source;     ///< <cache>/dkms/<suite>/<package>/root/usr/src/<name>-<version>
   DkmsConf conf;
 };
 
-/// Downloads and unpacks the package once into <cache>/dkms/<package>/ (locked, resumable).
-util::Expected<DkmsSource> fetch_dkms_source(const std::string& package);
+/// Downloads and unpacks the package of `suite` once into <cache>/dkms/<suite>/<package>/
+/// (locked, resumable).
+util::Expected<DkmsSource> fetch_dkms_source(const std::string& package, const std::string& suite);
 
 } // namespace autodriver::corpus

@@ -247,7 +247,7 @@ util::Expected<Outcome> decide_in_tree_unit(const ScanContext& ctx, const Driver
 }
 
 util::Expected<Outcome> decide_dkms_unit(const ScanContext& ctx, const std::string& package) {
-  auto src = fetch_dkms_source(package);
+  auto src = fetch_dkms_source(package, dkms_suite(ctx.to.suite));
   if (!src) return unexpected(src.error());
   auto scratch = gate::make_scratch("corpus-dkms");
   if (!scratch) return unexpected(scratch.error());
@@ -292,6 +292,7 @@ util::Expected<Outcome> decide_dkms_unit(const ScanContext& ctx, const std::stri
                            {"modules", src->conf.module_names},
                            {"package", package},
                            {"deb", src->version},
+                           {"suite", src->suite},
                            {"build_command", cmd_template.empty() ? "make -C {kdir} M=<before> modules" : cmd_template}}},
                          {"golden", {{"status", "none"}, {"reason", "out-of-tree driver: success is build + load"}}}};
   return finish_case(ctx, std::move(meta), before, {}, *b1, *b2);

@@ -342,9 +342,9 @@ util::Expected<void> Archive::load_lists() {
   m_packages.clear();
   m_kernels.clear();
   std::error_code ec;
-  // The linux-* stanzas of every suite, kept as a small index next to the lists (the lists are
+  // The linux-* and *-dkms stanzas of every suite, kept as a small index next to the lists (the lists are
   // ~200 MB; a kernel name is resolved by every command).
-  fs::path index = m_dir / "linux-packages.tsv";
+  fs::path index = m_dir / "packages-linux-dkms.tsv";
   fs::path stamp = m_dir / "lists/updated";
   bool fresh = fs::exists(index, ec) && fs::exists(stamp, ec) && fs::last_write_time(index, ec) >= fs::last_write_time(stamp, ec);
   std::vector<fs::path> files;
@@ -366,7 +366,7 @@ util::Expected<void> Archive::load_lists() {
       if (f.size() == 4) m_packages.push_back({f[0], f[1], f[3], f[2]});
     }
   } else {
-    auto keep = [](std::string_view n) { return n.starts_with("linux-"); };
+    auto keep = [](std::string_view n) { return n.starts_with("linux-") || n.ends_with("-dkms"); };
     for (const auto& f : files) {
       std::string suite = suite_of_list(f.filename().string());
       auto text = util::read_file(f);
@@ -408,6 +408,27 @@ std::vector<std::string> Archive::lines() const {
   std::vector<std::string> out(s.begin(), s.end());
   std::sort(out.begin(), out.end(), line_less);
   return out;
+}
+
+std::vector<std::string> Archive::dkms_packages(std::string_view suite) const {
+  std::set<std::string> names;
+  for (const auto& p : m_packages)
+    if (p.name.ends_with("-dkms") && p.name != "dh-dkms" && base_suite(p.suite) == suite) names.insert(p.name);
+  return {names.begin(), names.end()};
+}
+
+const PackageEntry* Archive::package_in(std::string_view name, std::string_view suite) const {
+  const PackageEntry* best = nullptr;
+  for (const auto& p : m_packages)
+    if (p.name == name && base_suite(p.suite) == suite && (!best || compare_debian_versions(p.version, best->version) > 0))
+      best = &p;
+  return best;
+}
+
+std::string Archive::host_suite() {
+  std::string h = host_codename();
+  const auto& all = archive_suites();
+  return std::find(all.begin(), all.end(), h) != all.end() ? h : std::string();
 }
 
 std::optional<ArchiveKernel> Archive::newest(std::string_view line) const {

@@ -77,6 +77,14 @@ public:
   std::optional<ArchiveKernel> newest(std::string_view line) const;
   std::optional<ArchiveKernel> find_release(std::string_view release) const;
 
+  /// Names of the `*-dkms` packages (not dh-dkms) of a Debian release: `suite` and its
+  /// -security/-backports suites ("trixie"), sorted.
+  std::vector<std::string> dkms_packages(std::string_view suite) const;
+  /// The newest version of `name` in `suite` and its -security/-backports suites.
+  const PackageEntry* package_in(std::string_view name, std::string_view suite) const;
+  /// The running system's Debian suite when the archive serves it (VERSION_CODENAME), else empty.
+  static std::string host_suite();
+
   /// The newest version of `name` satisfying `op version` (any when op is empty).
   const PackageEntry* package(std::string_view name, std::string_view op = {}, std::string_view version = {}) const;
 
@@ -98,7 +106,7 @@ private:
 
   std::filesystem::path m_dir;
   bool m_has_lists = false;
-  std::vector<PackageEntry> m_packages;  // linux-* packages of every suite
+  std::vector<PackageEntry> m_packages;  // linux-* and *-dkms packages of every suite
   std::vector<ArchiveKernel> m_kernels;
 };
 

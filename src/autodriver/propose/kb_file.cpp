@@ -1,11 +1,13 @@
 #include "autodriver/propose/kb_file.hpp"
 
+#include "autodriver/kernel/archive.hpp"
 #include "autodriver/kernel/target.hpp"
 #include "autodriver/util/files.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <cstdlib>
 #include <set>
 
@@ -162,20 +164,39 @@ fs::path default_kb_path() {
 }
 
 std::vector<KbSource> cached_dkms_sources() {
-  std::vector<KbSource> out;
+  // <cache>/dkms/<suite>/<package>/: a package cached for several Debian releases counts once, in
+  // its newest version (the one that knows the most kernels).
+  struct Found {
+    std::string debian_version;
+    std::vector<KbSource> sources;
+  };
+  std::map<std::string, Found> by_package;
   std::error_code ec;
   fs::path dkms = kernel::cache_root() / "dkms";
-  for (const auto& pkg : fs::directory_iterator(dkms, ec)) {
-    if (!fs::exists(pkg.path() / "complete.json")) continue;
-    std::string version;
-    if (auto st = util::read_file(pkg.path() / "complete.json"); st) {
-      auto j = nlohmann::json::parse(*st, nullptr, false);
-      if (!j.is_discarded()) version = j.value("deb", "");
+  for (const auto& suite : fs::directory_iterator(dkms, ec)) {
+    std::error_code ec1;
+    for (const auto& pkg : fs::directory_iterator(suite.path(), ec1)) {
+      if (!fs::exists(pkg.path() / "complete.json")) continue;
+      std::string deb, version;
+      if (auto st = util::read_file(pkg.path() / "complete.json"); st) {
+        auto j = nlohmann::json::parse(*st, nullptr, false);
+        if (!j.is_discarded()) {
+          deb = j.value("deb", "");
+          version = j.value("version", "");
+        }
+      }
+      std::string name = pkg.path().filename().string();
+      auto it = by_package.find(name);
+      if (it != by_package.end() && kernel::compare_debian_versions(version, it->second.debian_version) <= 0) continue;
+      Found f{version, {}};
+      std::error_code ec2;
+      for (const auto& d : fs::directory_iterator(pkg.path() / "root/usr/src", ec2))
+        if (d.is_directory()) f.sources.push_back({name, deb, d.path()});
+      by_package[name] = std::move(f);
     }
-    std::error_code ec2;
-    for (const auto& d : fs::directory_iterator(pkg.path() / "root/usr/src", ec2))
-      if (d.is_directory()) out.push_back({pkg.path().filename().string(), version, d.path()});
   }
+  std::vector<KbSource> out;
+  for (auto& [name, f] : by_package) out.insert(out.end(), f.sources.begin(), f.sources.end());
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.root < b.root; });
   return out;
 }

@@ -62,7 +62,8 @@ Kb without_packages(const Kb& kb, const std::vector<std::string>& packages);
 /// Default KB path: $AUTODRIVER_KB, else <cache_root()>/kb/compat-kb.json.
 std::filesystem::path default_kb_path();
 
-/// DKMS sources already unpacked in the cache (<cache>/dkms/<pkg>/root/usr/src/<dir>), sorted.
+/// DKMS sources already unpacked in the cache (<cache>/dkms/<suite>/<pkg>/root/usr/src/<dir>),
+/// each package once (its newest cached version), sorted.
 std::vector<KbSource> cached_dkms_sources();
 
 } // namespace autodriver::propose
