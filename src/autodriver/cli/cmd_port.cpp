@@ -31,7 +31,11 @@ Command port_command() {
             sub.add_option("--build-cmd", req->build_cmd, "Build command with {kdir} and {kver} (default: kbuild M=)");
             sub.add_flag("--boot", req->boot, "Also boot the target kernel in QEMU and load the result");
             sub.add_option("--device", req->device, "QEMU -device to probe on with --boot");
-            sub.add_flag("--compat", req->compat, "Keep the old kernel building (#if LINUX_VERSION_CODE guards)");
+            auto compat = sub.add_option("--compat", req->compat_kernels,
+                                         "Keep older kernels building (#if LINUX_VERSION_CODE guards): alone, the --from "
+                                         "kernel; with a kernel (repeatable: --compat 6.1 --compat 6.12) that one too")
+                              ->expected(0, 1)
+                              ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
             sub.add_option("-o,--out", req->out, "Output directory: OUT/tree, OUT/patches, OUT/verdict.json")->required();
             sub.add_option("--max-iters", req->max_iters, "Iterations of the loop")->capture_default_str();
             sub.add_option("--budget-s", *budget, "Wall-time budget in seconds")->capture_default_str();
@@ -55,6 +59,13 @@ Command port_command() {
             sub.add_flag("--json", *json, "Print the versioned JSON verdict (also written to OUT/verdict.json)");
             return [=]() -> int {
               req->budget = std::chrono::seconds(*budget);
+              req->compat = compat->count() > 0;
+              std::erase(req->compat_kernels, std::string());
+              if (req->compat && req->compat_kernels.empty() && req->from.empty()) {
+                std::fprintf(stderr, "autodriver: error: --compat needs --from or a kernel to stay compatible with "
+                                     "(--compat 6.1)\n");
+                return k_exit_error;
+              }
               req->store_kb = !*no_store_kb;
               req->reference = !*no_reference;
               if (*json && util::log_level() != util::LogLevel::debug) util::set_log_level(util::LogLevel::quiet);

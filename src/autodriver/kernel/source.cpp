@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <ctime>
 #include <unistd.h>
 
@@ -32,18 +33,24 @@ fs::path cached_source(const core::Kernel& k) {
   return dir / ("linux-source-" + k.line);
 }
 
-std::optional<core::Kernel> reference_kernel(const core::Kernel& target) {
+std::vector<core::Kernel> reference_chain(const core::Kernel& target) {
   std::vector<std::string> lines = Archive::open_offline().source_lines();
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(cache_root() / "source", ec))
     if (fs::exists(e.path() / "complete.json")) lines.push_back(e.path().filename().string());
-  std::string best;
+  std::sort(lines.begin(), lines.end(), [](const auto& a, const auto& b) { return compare_debian_versions(a, b) > 0; });
+  lines.erase(std::unique(lines.begin(), lines.end()), lines.end());
+  std::vector<core::Kernel> out;
   for (const auto& l : lines)
-    if (compare_debian_versions(l, target.line) < 0 && (best.empty() || compare_debian_versions(best, l) < 0)) best = l;
-  if (best.empty()) return std::nullopt;
-  auto k = resolve_kernel(best);
-  if (!k) return std::nullopt;
-  return *k;
+    if (compare_debian_versions(l, target.line) < 0)
+      if (auto k = resolve_kernel(l)) out.push_back(*k);
+  return out;
+}
+
+std::optional<core::Kernel> reference_kernel(const core::Kernel& target) {
+  auto chain = reference_chain(target);
+  if (chain.empty()) return std::nullopt;
+  return chain.front();
 }
 
 namespace {

@@ -22,6 +22,9 @@ util::Expected<std::filesystem::path> ensure_source(const core::Kernel& k, const
 /// For a port without --from: the newest kernel line older than `target`'s whose source Debian's
 /// archive has (or the cache holds), resolved but not fetched; the kernel's own history to learn from.
 std::optional<core::Kernel> reference_kernel(const core::Kernel& target);
+/// Every kernel line older than the target whose source is at hand (the archive's or the cache's),
+/// newest first: the kernel's own history, one Debian line per step.
+std::vector<core::Kernel> reference_chain(const core::Kernel& target);
 
 /// The extracted tree if it is already there (no work), else empty.
 std::filesystem::path cached_source(const core::Kernel& k);

@@ -14,6 +14,7 @@
 #include "autodriver/propose/apply.hpp"
 #include "autodriver/propose/c_tokens.hpp"
 #include "autodriver/propose/kb_extract.hpp"
+#include "autodriver/propose/target_decls.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/strings.hpp"
@@ -204,6 +205,54 @@ util::Expected<std::vector<AcceptedEdit>> replay_without(const std::vector<Accep
   return kept;
 }
 
+/// Without --from, the reference pair is the newest older kernel line with source; but a kernel
+/// that already lacks what the driver misses (functions and identifiers the target no longer
+/// declares) cannot show how the kernel's own drivers moved away from them. Down the chain of
+/// Debian's kernel sources, the newest line that still declares the most of them becomes the
+/// reference (at most three steps: each may download a source tree).
+void choose_reference(const core::Kernel& to, const std::vector<core::Diagnostic>& errors, propose::PortContext& ctx,
+                      PortReport& rep, const std::function<void(const std::string&)>& note,
+                      const std::function<void(const std::string&, nlohmann::json)>& step) {
+  std::set<std::string> missing;
+  for (const auto& d : errors)
+    if (d.kind == core::DiagKind::implicit_function_declaration || d.kind == core::DiagKind::undeclared_identifier)
+      for (const auto& sym : d.symbols) missing.insert(sym);
+  if (missing.empty() || ctx.old_src.empty()) return;
+  auto declared = [&](const fs::path& src) {
+    propose::TargetIndex idx(src, {});
+    const auto& names = idx.names();
+    return static_cast<std::size_t>(std::count_if(missing.begin(), missing.end(), [&](const auto& m) { return names.count(m) > 0; }));
+  };
+  std::size_t best = declared(ctx.old_src);
+  if (best == missing.size()) return;
+  fs::path best_src;
+  std::string best_release;
+  int steps = 0;
+  for (const auto& k : kernel::reference_chain(to)) {
+    if (k.release == rep.reference) continue;
+    if (++steps > 3) break;
+    auto src = kernel::ensure_source(k, note);
+    if (!src) {
+      util::log_info("no reference source ({}): {}", k.line, src.error().message);
+      continue;
+    }
+    std::size_t n = declared(*src);
+    if (n > best) {
+      best = n;
+      best_src = *src;
+      best_release = k.release;
+    }
+    if (best == missing.size()) break;
+  }
+  if (best_src.empty()) return;
+  note(fmt::format("reference: {} still declares {} of the {} name(s) the target lacks; learning from it instead",
+                   best_release, best, missing.size()));
+  ctx.old_src = best_src;
+  rep.reference = best_release;
+  step("reference", {{"kernel", best_release}, {"source", best_src.string()}, {"declares_missing", best},
+                     {"missing", missing.size()}});
+}
+
 } // namespace
 
 util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn& progress) {
@@ -233,6 +282,19 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
     if (!f->has_headers())
       return unexpected(ErrorKind::not_found, fmt::format("kernel {}: no build directory: run `autodriver kernel fetch {}`", req.from, req.from));
     from = *f;
+  }
+  // --compat K: older kernels the result must keep building on, besides --from.
+  std::vector<core::Kernel> olds;
+  std::vector<std::string> old_names;  // as the user wrote them (the gates resolve them again)
+  if (from) olds.push_back(*from), old_names.push_back(req.from);
+  for (const auto& name : req.compat_kernels) {
+    auto k = kernel::resolve_kernel(name);
+    if (!k) return unexpected(ErrorKind::config, fmt::format("--compat {}: {}", name, k.error().message));
+    if (!k->has_headers())
+      return unexpected(ErrorKind::not_found, fmt::format("--compat {}: no build directory: run `autodriver kernel fetch {}`", name, name));
+    if (std::none_of(olds.begin(), olds.end(), [&](const core::Kernel& o) { return o.build_dir == k->build_dir; }) &&
+        k->build_dir != to->build_dir)
+      olds.push_back(*k), old_names.push_back(name);
   }
   if (req.boot && !to->has_image())
     return unexpected(ErrorKind::not_found, fmt::format("kernel {}: the image is not in the cache: run `autodriver kernel fetch {}`", req.to, req.to));
@@ -337,6 +399,8 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
     rep.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
     return rep;
   }
+
+  if (!from && !rep.reference.empty()) choose_reference(*to, cur->errors, ctx, rep, note, step);
 
   // Proposers.
   std::vector<std::unique_ptr<propose::Proposer>> proposers;
@@ -642,7 +706,12 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
       }
       // The headers' own LINUX_VERSION_CODE (Debian's 6.1.0-57 is 6.1.192), not the release string.
       auto code_of = [](const core::Kernel& k) { long c = propose::linux_version_code(k.build_dir); return c ? c : static_cast<long>(k.version_code()); };
-      auto guard_for = kb_guards(kb, from ? code_of(*from) : 0, code_of(*to), version);
+      // The guard must send every older kernel to the old code: the newest of them bounds it.
+      long newest_old = 0;
+      for (const auto& o : olds) newest_old = std::max(newest_old, code_of(o));
+      if (newest_old >= code_of(*to))
+        return unexpected(ErrorKind::config, "--compat: every kernel kept building must be older than the target");
+      auto guard_for = kb_guards(kb, newest_old, code_of(*to), version);
       nlohmann::json guards = nlohmann::json::array();
       fs::path ctree = scratch->path() / "compat";
       if (auto c = util::copy_tree(work, ctree, util::SkipBuildProducts::yes); !c) return unexpected(c.error());
@@ -661,14 +730,14 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
       if (!on_to) return unexpected(on_to.error());
       nlohmann::json builds = {{to->release, on_to->ok}};
       bool both = on_to->ok;
-      if (from) {
-        auto on_from = build(*from, ctree, req);
-        if (!on_from) return unexpected(on_from.error());
-        builds[from->release] = on_from->ok;
-        both = both && on_from->ok;
+      for (const auto& old : olds) {
+        auto on_old = build(old, ctree, req);
+        if (!on_old) return unexpected(on_old.error());
+        builds[old.release] = on_old->ok;
+        both = both && on_old->ok;
       }
       rep.compat = {{"ok", both}, {"version", version}, {"guard", "LINUX_VERSION_CODE >= " + kernel_version_macro(version)},
-                    {"guards", guards}, {"builds", builds}, {"verified_on_old_kernel", from.has_value()}};
+                    {"guards", guards}, {"builds", builds}, {"verified_on_old_kernel", !olds.empty()}};
       step("compat", {{"ok", both}, {"builds", builds}});
       if (both) {
         gate::clean_build_products(ctree);
@@ -686,7 +755,8 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
       gate::CheckRequest cr;
       cr.tree = work;
       cr.kernels = {req.to};
-      if (req.compat && from) cr.kernels.push_back(req.from);
+      if (req.compat)
+        for (const auto& name : old_names) cr.kernels.push_back(name);
       cr.sparse = false;
       cr.boot = req.boot;
       cr.device = req.device;

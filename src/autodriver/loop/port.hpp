@@ -25,6 +25,7 @@ struct PortRequest {
   bool boot = false;
   std::string device;
   bool compat = false;
+  std::vector<std::string> compat_kernels;  ///< --compat K: older kernels the result must still build on
   std::filesystem::path out;                ///< OUT/tree, OUT/patches, OUT/verdict.json
   int max_iters = 6;
   std::chrono::seconds budget{900};

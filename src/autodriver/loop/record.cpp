@@ -20,6 +20,7 @@ nlohmann::json request_to_json(const PortRequest& r) {
           {"boot", r.boot},
           {"device", r.device},
           {"compat", r.compat},
+          {"compat_kernels", r.compat_kernels},
           {"out", r.out.empty() ? "" : fs::absolute(r.out).string()},
           {"max_iters", r.max_iters},
           {"budget_s", r.budget.count()},
@@ -42,6 +43,7 @@ PortRequest request_from_json(const nlohmann::json& a) {
   r.boot = a.value("boot", false);
   r.device = a.value("device", "");
   r.compat = a.value("compat", false);
+  r.compat_kernels = a.value("compat_kernels", std::vector<std::string>{});
   r.out = a.value("out", "");
   r.max_iters = a.value("max_iters", 6);
   r.budget = std::chrono::seconds(a.value("budget_s", 900));
