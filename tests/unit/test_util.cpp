@@ -118,3 +118,26 @@ TEST(ModulesDep, LoadOrderPutsDependenciesFirst) {
   EXPECT_EQ(missing, (std::vector<std::string>{"nosuch"}));
   EXPECT_EQ(md.path_of("pvpanic_pci"), "kernel/drivers/misc/pvpanic/pvpanic-pci.ko.xz");
 }
+
+// A symlink to a sibling file is copied as that symlink under its own name (fs::relative would
+// resolve it to the sibling's name and clobber the sibling with a self-link); file modes are kept.
+TEST(Files, CopyTreeKeepsSymlinksUnderTheirOwnNames) {
+  namespace fs = std::filesystem;
+  auto dir = util::TempDir::create(util::scratch_root(), "test-");
+  ASSERT_TRUE(dir);
+  fs::path from = dir->path() / "from", to = dir->path() / "to";
+  fs::create_directories(from / "fw");
+  ASSERT_TRUE(util::write_file(from / "fw/a.hex", "data\n"));
+  fs::create_symlink("a.hex", from / "fw/b.hex");
+  ASSERT_TRUE(util::write_file(from / "run.sh", "#!/bin/sh\n"));
+  fs::permissions(from / "run.sh", fs::perms::owner_all);
+  auto r = util::copy_tree(from, to, util::SkipBuildProducts::yes);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(to / "fw/a.hex")));
+  EXPECT_EQ(*util::read_file(to / "fw/a.hex"), "data\n");
+  ASSERT_TRUE(fs::is_symlink(to / "fw/b.hex"));
+  EXPECT_EQ(fs::read_symlink(to / "fw/b.hex"), "a.hex");
+  EXPECT_EQ(fs::status(to / "run.sh").permissions() & fs::perms::owner_exec, fs::perms::owner_exec);
+  auto files = util::list_files(from);
+  EXPECT_EQ(std::count(files.begin(), files.end(), fs::path("fw/a.hex")), 1);
+}

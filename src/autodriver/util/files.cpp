@@ -118,7 +118,7 @@ Expected<void> copy_tree(const fs::path& from, const fs::path& to, SkipBuildProd
       if (it->is_directory()) it.disable_recursion_pending();
       continue;
     }
-    fs::path dst = to / fs::relative(src, from);
+    fs::path dst = to / src.lexically_relative(from);  // not fs::relative: it follows symlinks
     if (it->is_symlink()) {
       // Symlinks could point outside the tree; copy them as links, never follow.
       fs::copy_symlink(src, dst, ec);
@@ -167,7 +167,7 @@ std::vector<fs::path> list_files(const fs::path& root) {
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator();
        it.increment(ec)) {
-    if (it->is_regular_file()) out.push_back(fs::relative(it->path(), root));
+    if (it->is_regular_file()) out.push_back(it->path().lexically_relative(root));
   }
   std::sort(out.begin(), out.end());
   return out;
