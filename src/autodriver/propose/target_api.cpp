@@ -360,6 +360,7 @@ public:
       // lacked the name) collide with the target's own definition once the target has it.
       if (d.severity == core::Severity::error || d.severity == core::Severity::fatal) {
         shim(idx, ctx, d, seen, out);
+        type_shim(ctx, d, seen, out);
         alias_shim(idx, ctx, d, seen, out);
       }
     }
@@ -479,6 +480,74 @@ private:
       if (u.first > 0 && toks[u.first - 1].line == first) return;
       if (u.last + 1 < toks.size() && toks[u.last + 1].line == last) return;
       out.push_back(shim_edit(d.file, name, first, last - first + 1, "function"));
+      return;
+    }
+  }
+
+  /// The driver's own definition of a struct, union or enum the target's headers now define:
+  /// "redefinition of 'struct X'" or "redeclaration of enumerator 'E'" with gcc's note on the
+  /// earlier definition in a kernel header (a private header the driver carries whose types the
+  /// kernel made public, or a compat copy). The whole definition statement goes (a `typedef`
+  /// around it too); whole lines only. Whether the kernel's definition serves the driver is the
+  /// build's to say: an enum with members the kernel lacks leaves new errors and is not kept.
+  void type_shim(const PortContext& ctx, const core::Diagnostic& d, std::set<std::string>& seen, std::vector<Edit>& out) {
+    if (d.file.empty() || d.file.front() == '/' || d.line <= 0) return;
+    static const std::regex k_type(R"(^redefinition of '(struct|union|enum) ([A-Za-z_]\w*)')");
+    static const std::regex k_enumerator(R"(^redeclaration of enumerator '([A-Za-z_]\w*)')");
+    static const std::regex k_typedef(R"(^conflicting types for '([A-Za-z_]\w*)')");
+    std::smatch m;
+    std::string keyword, tag, typedef_name;
+    if (std::regex_search(d.message, m, k_type)) keyword = m[1].str(), tag = m[2].str();
+    else if (std::regex_search(d.message, m, k_enumerator)) keyword = "enum";
+    else if (std::regex_search(d.message, m, k_typedef)) typedef_name = m[1].str();
+    else return;
+    bool in_kernel = std::any_of(d.notes.begin(), d.notes.end(), [&](const core::DiagNote& n) {
+      return !n.file.empty() && n.file.front() == '/' && !n.file.starts_with(ctx.tree.string());
+    });
+    if (!in_kernel) return;
+    auto text = util::read_file(ctx.tree / d.file);
+    if (!text) return;
+    auto toks = tokenize(*text);
+    // The definition: `keyword [tag] {` ... `}` holding the diagnostic's line (the tag's line for
+    // a type, an enumerator's line inside the braces for an enumerator).
+    for (std::size_t k = 0; k + 1 < toks.size(); ++k) {
+      bool kw = toks[k].text == "struct" || toks[k].text == "union" || toks[k].text == "enum";
+      if (toks[k].kind != TokKind::ident || (typedef_name.empty() ? toks[k].text != keyword : !kw)) continue;
+      std::size_t brace = k + 1;
+      if (toks[brace].kind == TokKind::ident) ++brace;
+      if (brace >= toks.size() || toks[brace].text != "{") continue;
+      if (!tag.empty() && (brace != k + 2 || toks[k + 1].text != tag)) continue;
+      std::size_t close = matching_close(toks, brace);
+      if (close >= toks.size()) return;
+      int lo = toks[k].line, hi = toks[close].line;
+      if (d.line < lo || d.line > hi) continue;
+      // The statement around it: back to the previous top-level boundary, on to its ';'.
+      std::size_t first = k;
+      while (first > 0 && toks[first - 1].kind != TokKind::pp_line && toks[first - 1].text != ";" &&
+             toks[first - 1].text != "}" && toks[first - 1].text != "{")
+        --first;
+      std::size_t last = close;
+      while (last + 1 < toks.size() && toks[last].text != ";") ++last;
+      if (toks[last].text != ";") return;
+      // Only a plain type definition (optionally typedef'd): no variable defined with it. A
+      // "conflicting types" typedef must name the type gcc named.
+      if (!typedef_name.empty() && (toks[first].text != "typedef" || toks[last - 1].text != typedef_name)) continue;
+      for (std::size_t i = first; i < k; ++i)
+        if (toks[i].text != "typedef") return;
+      for (std::size_t i = close + 1; i < last; ++i)
+        if (toks[first].text != "typedef" && toks[i].kind == TokKind::ident && toks[i].text.rfind("__", 0) != 0) return;
+      // Whole lines: nothing else shares the first or the last line.
+      if (first > 0 && toks[first - 1].line == toks[first].line) return;
+      if (last + 1 < toks.size() && toks[last + 1].line == toks[last].line) return;
+      std::string name = !typedef_name.empty() ? typedef_name
+                         : tag.empty()            ? keyword + " at " + d.file + ":" + std::to_string(toks[k].line)
+                                                  : keyword + " " + tag;
+      if (!seen.insert("type-shim:" + name).second) return;
+      Edit e = shim_edit(d.file, name, toks[first].line, toks[last].line - toks[first].line + 1, "definition of");
+      e.description = fmt::format("The driver's own definition of {} clashes with the target kernel's definition in "
+                                  "its headers (gcc: {}); it is removed and the kernel's is used.",
+                                  name, d.message);
+      out.push_back(std::move(e));
       return;
     }
   }
