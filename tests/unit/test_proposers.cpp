@@ -1112,55 +1112,6 @@ TEST(TargetApi, AliasOfAnOldKernelsNameIsRemoved) {
   EXPECT_TRUE(std::none_of(edits.begin(), edits.end(), [](const auto& e) { return e.change_id.starts_with("shim:"); }));
 }
 
-TEST(TargetApi, TypeDefinitionsTheKernelNowHasGo) {
-  // 7.x moved drivers/char/tpm/tpm.h's TPM 1.2 types into <linux/tpm_command.h>: a driver's own
-  // copy of the private header now redefines them. Its struct, its enum and its typedef'd union
-  // go (whole statements); a struct that also defines a variable stays.
-  MiniPort m("typeshim-", {{"include/linux/tpm_command.h", "struct timeout_t { int a; };\n"}},
-             {{"tpm.h", "#include <linux/tpm_command.h>\n"
-                        "struct timeout_t {\n\tint a;\n};\n"
-                        "enum tpm_cap {\n\tTPM_CAP_FLAG = 4,\n\tTPM_CAP_PROP = 5,\n};\n"
-                        "typedef union {\n\tstruct timeout_t t;\n} cap_t;\n"
-                        "struct used_t {\n\tint b;\n} used_var;\n"}});
-  ASSERT_TRUE(m.tmp.has_value());
-  TargetOnly port(m.src, m.tree, m.tmp->path() / "s");
-  auto diag = [&](int line, const std::string& msg) {
-    core::Diagnostic d;
-    d.kind = core::DiagKind::other;
-    d.severity = core::Severity::error;
-    d.file = "tpm.h";
-    d.line = line;
-    d.message = msg;
-    d.symbols = {msg.substr(msg.find('\'') + 1, msg.find('\'', msg.find('\'') + 1) - msg.find('\'') - 1)};
-    core::DiagNote n;
-    n.file = (m.src / "include/linux/tpm_command.h").string();
-    n.line = 1;
-    n.message = "originally defined here";
-    d.notes.push_back(n);
-    return d;
-  };
-  auto edits = propose::make_target_api()->propose(
-      {diag(2, "redefinition of 'struct timeout_t'"), diag(6, "redeclaration of enumerator 'TPM_CAP_FLAG'"),
-       diag(7, "redeclaration of enumerator 'TPM_CAP_PROP'"), diag(11, "conflicting types for 'cap_t'; have 'union <anonymous>'"),
-       diag(12, "redefinition of 'struct used_t'")},
-      port.ctx);
-  auto span = [&](const std::string& id) -> std::pair<int, int> {
-    auto it = std::find_if(edits.begin(), edits.end(), [&](const auto& e) { return e.change_id == id; });
-    if (it == edits.end() || it->text_edits.size() != 1) return {0, 0};
-    return {it->text_edits[0].line, it->text_edits[0].remove};
-  };
-  EXPECT_EQ(span("shim:struct timeout_t"), std::make_pair(2, 3));
-  EXPECT_EQ(span("shim:enum at tpm.h:5"), std::make_pair(5, 4));  // once for both enumerators
-  EXPECT_EQ(span("shim:cap_t"), std::make_pair(9, 3));
-  EXPECT_EQ(span("shim:struct used_t"), std::make_pair(0, 0));
-  EXPECT_EQ(std::count_if(edits.begin(), edits.end(), [](const auto& e) { return e.change_id.starts_with("shim:enum"); }), 1);
-  // Without a kernel note (the earlier definition is the driver's own): nothing.
-  auto d = diag(2, "redefinition of 'struct timeout_t'");
-  d.notes[0].file = "tpm_other.h";
-  edits = propose::make_target_api()->propose({d}, port.ctx);
-  EXPECT_TRUE(std::none_of(edits.begin(), edits.end(), [](const auto& e) { return e.change_id.starts_with("shim:struct"); }));
-}
-
 TEST(RemovedApi, SetFsSaveSwitchRestoreLinesGo) {
   // lime-forensics' disk.c pattern; lines in a branch the target's version rules out stay.
   MiniPort m("removed-", {{"include/linux/fs.h", "ssize_t kernel_write(struct file *, const void *, size_t, loff_t *);\n"}}, {});
@@ -1259,6 +1210,51 @@ bool has_change(const std::vector<propose::Edit>& edits, const std::string& id) 
   return std::any_of(edits.begin(), edits.end(), [&](const auto& e) { return e.change_id == id; });
 }
 } // namespace
+
+TEST(TargetApi, TypeDefinitionsTheKernelNowHasGo) {
+  // 7.x moved drivers/char/tpm/tpm.h's TPM 1.2 types into <linux/tpm_command.h>: a driver's own
+  // copy of the private header now redefines them. Its struct, its enum and its typedef'd union
+  // go (whole statements); a struct that also defines a variable stays.
+  MiniPort m("typeshim-", {{"include/linux/tpm_command.h", "struct timeout_t { int a; };\n"}},
+             {{"tpm.h", "#include <linux/tpm_command.h>\n"
+                        "struct timeout_t {\n\tint a;\n};\n"
+                        "enum tpm_cap {\n\tTPM_CAP_FLAG = 4,\n\tTPM_CAP_PROP = 5,\n};\n"
+                        "typedef union {\n\tstruct timeout_t t;\n} cap_t;\n"
+                        "struct used_t {\n\tint b;\n} used_var;\n"}});
+  ASSERT_TRUE(m.tmp.has_value());
+  TargetOnly port(m.src, m.tree, m.tmp->path() / "s");
+  auto diag = [&](int line, const std::string& msg) {
+    auto quote = msg.find('\'');
+    auto d = diag_at(core::DiagKind::other, "tpm.h", line, {msg.substr(quote + 1, msg.find('\'', quote + 1) - quote - 1)});
+    d.message = msg;
+    core::DiagNote n;
+    n.file = (m.src / "include/linux/tpm_command.h").string();
+    n.line = 1;
+    n.message = "originally defined here";
+    d.notes.push_back(n);
+    return d;
+  };
+  auto edits = propose::make_target_api()->propose(
+      {diag(2, "redefinition of 'struct timeout_t'"), diag(6, "redeclaration of enumerator 'TPM_CAP_FLAG'"),
+       diag(7, "redeclaration of enumerator 'TPM_CAP_PROP'"), diag(11, "conflicting types for 'cap_t'; have 'union <anonymous>'"),
+       diag(12, "redefinition of 'struct used_t'")},
+      port.ctx);
+  auto span = [&](const std::string& id) -> std::pair<int, int> {
+    auto it = std::find_if(edits.begin(), edits.end(), [&](const auto& e) { return e.change_id == id; });
+    if (it == edits.end() || it->text_edits.size() != 1) return {0, 0};
+    return {it->text_edits[0].line, it->text_edits[0].remove};
+  };
+  EXPECT_EQ(span("shim:struct timeout_t"), std::make_pair(2, 3));
+  EXPECT_EQ(span("shim:enum at tpm.h:5"), std::make_pair(5, 4));  // once for both enumerators
+  EXPECT_EQ(span("shim:cap_t"), std::make_pair(9, 3));
+  EXPECT_EQ(span("shim:struct used_t"), std::make_pair(0, 0));
+  EXPECT_EQ(std::count_if(edits.begin(), edits.end(), [](const auto& e) { return e.change_id.starts_with("shim:enum"); }), 1);
+  // Without a kernel note (the earlier definition is the driver's own): nothing.
+  auto d = diag(2, "redefinition of 'struct timeout_t'");
+  d.notes[0].file = "tpm_other.h";
+  edits = propose::make_target_api()->propose({d}, port.ctx);
+  EXPECT_TRUE(std::none_of(edits.begin(), edits.end(), [](const auto& e) { return e.change_id.starts_with("shim:struct"); }));
+}
 
 TEST(TargetApi, NameTheDriverDeclaresIsNeverRenamed) {
   // `static DEFINE_SEMAPHORE(pr_sem);` fails on a target whose macro takes two arguments; gcc

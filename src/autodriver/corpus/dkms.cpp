@@ -69,6 +69,10 @@ std::string dkms_build_command(const DkmsConf& conf, const std::string& build_di
   return cmd;
 }
 
+namespace {
+void log_progress(const std::string& m) { util::log_info("{}", m); }
+} // namespace
+
 std::string dkms_suite(std::string_view kernel_suite) {
   if (!kernel_suite.empty()) return kernel::base_suite(kernel_suite);
   if (auto h = kernel::Archive::host_suite(); !h.empty()) return h;
@@ -80,7 +84,7 @@ std::string dkms_suite(std::string_view kernel_suite) {
 }
 
 util::Expected<std::vector<std::string>> list_dkms_packages(const std::string& suite) {
-  auto archive = kernel::Archive::open(kernel::Archive::Refresh::if_missing, [](const std::string& m) { util::log_info("{}", m); });
+  auto archive = kernel::Archive::open(kernel::Archive::Refresh::if_missing, log_progress);
   if (!archive) return unexpected(archive.error());
   auto names = archive->dkms_packages(suite);
   if (names.empty())
@@ -94,7 +98,7 @@ util::Expected<DkmsSource> fetch_dkms_source(const std::string& package, const s
   auto lock = util::FileLock::acquire(kernel::cache_root() / "locks" / ("dkms-" + suite + "-" + package + ".lock"), 600s);
   if (!lock) return unexpected(lock.error());
   if (!fs::exists(dir / "complete.json")) {
-    auto archive = kernel::Archive::open(kernel::Archive::Refresh::if_missing, [](const std::string& m) { util::log_info("{}", m); });
+    auto archive = kernel::Archive::open(kernel::Archive::Refresh::if_missing, log_progress);
     if (!archive) return unexpected(archive.error());
     const kernel::PackageEntry* entry = archive->package_in(package, suite);
     if (!entry)
@@ -111,14 +115,9 @@ util::Expected<DkmsSource> fetch_dkms_source(const std::string& package, const s
       return unexpected(debs ? util::Error{ErrorKind::network, fmt::format("no .deb downloaded for {}", package)} : debs.error());
     }
     const fs::path deb = debs->front();
-    util::RunRequest x;
-    x.argv = {"dpkg-deb", "-x", deb.string(), (partial / "root").string()};
-    x.timeout = 300s;
-    x.stderr_mode = util::Stderr::merge;
-    auto rx = util::run(x);
-    if (!rx || !rx->ok()) {
+    if (auto x = kernel::Archive::unpack(deb, partial / "root"); !x) {
       fs::remove_all(partial, ec);
-      return unexpected(ErrorKind::io, fmt::format("dpkg-deb -x {} failed (corrupt download or disk full)", deb.string()));
+      return unexpected(x.error());
     }
     fs::remove(deb, ec);
     nlohmann::json stamp = {{"schema_version", 2},

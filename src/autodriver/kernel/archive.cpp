@@ -431,6 +431,22 @@ std::string Archive::host_suite() {
   return std::find(all.begin(), all.end(), h) != all.end() ? h : std::string();
 }
 
+util::Expected<void> Archive::unpack(const fs::path& deb, const fs::path& dest) {
+  util::RunRequest req;
+  req.argv = {"dpkg-deb", "-x", deb.string(), dest.string()};
+  req.timeout = 900s;
+  req.stderr_mode = util::Stderr::merge;
+  req.env_set = {{"LC_ALL", "C"}};
+  auto r = util::run(req);
+  if (!r) return unexpected(r.error());
+  if (r->ok()) return {};
+  std::string why(util::trim(util::tail_capped(r->out, 300)));
+  if (why.find("No space left") != std::string::npos)
+    return unexpected(ErrorKind::io, fmt::format("disk full while unpacking {} into {}", deb.filename().string(), dest.string()));
+  return unexpected(r->timed_out ? ErrorKind::timeout : ErrorKind::io,
+                    fmt::format("dpkg-deb -x {} failed ({}): {}", deb.filename().string(), r->status_text(), why));
+}
+
 std::optional<ArchiveKernel> Archive::newest(std::string_view line) const {
   const ArchiveKernel* best = nullptr;
   static const std::string host = host_codename();

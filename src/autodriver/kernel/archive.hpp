@@ -93,6 +93,9 @@ public:
                                                               const std::filesystem::path& dir,
                                                               const ProgressFn& progress) const;
 
+  /// `dpkg-deb -x deb dest` (nothing installed, no root); a full disk says so.
+  static util::Expected<void> unpack(const std::filesystem::path& deb, const std::filesystem::path& dest);
+
   /// The package and the closure of its Depends that belong to the same kernel build: names that
   /// contain `tag` (a release without its flavour, "7.3.4+deb13") or start with linux-kbuild- /
   /// linux-headers-, never linux-image-* unless `name` is one. Missing names are an error.

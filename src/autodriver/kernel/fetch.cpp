@@ -197,14 +197,7 @@ util::Expected<core::Kernel> fetch_kernel(const std::string& name, const Progres
   fs::path root = partial / "root";
   for (const auto& deb : *debs) {
     progress(fmt::format("unpacking {}", deb.filename().string()));
-    if (auto x = run_checked({system_tool("dpkg").string(), "-x", deb.string(), root.string()}, partial, 900s,
-                             ErrorKind::io, "dpkg -x " + deb.filename().string());
-        !x) {
-      if (x.error().message.find("No space left") != std::string::npos)
-        return unexpected(ErrorKind::io, fmt::format("disk full while unpacking {} into {}", deb.filename().string(),
-                                                     partial.string()));
-      return unexpected(x.error());
-    }
+    if (auto x = Archive::unpack(deb, root); !x) return unexpected(x.error());
   }
   fs::remove_all(partial / "debs", ec);
   // A merged-/usr image (7.x: modules and vmlinuz under usr/lib/modules) reads like the others.

@@ -73,19 +73,9 @@ util::Expected<fs::path> download_source(const core::Kernel& k, const fs::path& 
   fs::create_directories(work / "debs", ec);
   auto debs = archive->download({p}, work / "debs", progress);
   if (!debs) return unexpected(debs.error());
-  util::RunRequest req;
-  req.argv = {"dpkg", "-x", debs->front().string(), (work / "pkg").string()};
-  req.timeout = 900s;
-  req.stderr_mode = util::Stderr::merge;
-  auto r = util::run(req);
-  if (!r) return unexpected(r.error());
+  auto x = Archive::unpack(debs->front(), work / "pkg");
   fs::remove_all(work / "debs", ec);
-  if (!r->ok()) {
-    std::string why(util::trim(util::tail_capped(r->out, 300)));
-    if (why.find("No space left") != std::string::npos)
-      return unexpected(ErrorKind::io, fmt::format("disk full while unpacking {} into {}", pkg, work.string()));
-    return unexpected(ErrorKind::io, fmt::format("dpkg -x of {} failed: {}", pkg, why));
-  }
+  if (!x) return unexpected(x.error());
   fs::path tarball = work / "pkg/usr/src" / (pkg + ".tar.xz");
   if (!fs::exists(tarball)) return unexpected(ErrorKind::parse, fmt::format("{} holds no {}.tar.xz", pkg, pkg));
   return tarball;

@@ -296,6 +296,13 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
         k->build_dir != to->build_dir)
       olds.push_back(*k), old_names.push_back(name);
   }
+  // The headers' own LINUX_VERSION_CODE (Debian's 6.1.0-57 is 6.1.192), not the release string.
+  auto code_of = [](const core::Kernel& k) { long c = propose::linux_version_code(k.build_dir); return c ? c : static_cast<long>(k.version_code()); };
+  // A guard sends every older kernel to the old code: the newest of them bounds it.
+  long newest_old = 0;
+  for (const auto& o : olds) newest_old = std::max(newest_old, code_of(o));
+  if (req.compat && newest_old >= code_of(*to))
+    return unexpected(ErrorKind::config, "--compat: every kernel kept building must be older than the target");
   if (req.boot && !to->has_image())
     return unexpected(ErrorKind::not_found, fmt::format("kernel {}: the image is not in the cache: run `autodriver kernel fetch {}`", req.to, req.to));
 
@@ -704,13 +711,6 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
         if (auto k = propose::load_kb(kb_file); k) kb = propose::without_packages(*k, req.kb_leave_out);
         else util::log_info("compat: {}", k.error().message);
       }
-      // The headers' own LINUX_VERSION_CODE (Debian's 6.1.0-57 is 6.1.192), not the release string.
-      auto code_of = [](const core::Kernel& k) { long c = propose::linux_version_code(k.build_dir); return c ? c : static_cast<long>(k.version_code()); };
-      // The guard must send every older kernel to the old code: the newest of them bounds it.
-      long newest_old = 0;
-      for (const auto& o : olds) newest_old = std::max(newest_old, code_of(o));
-      if (newest_old >= code_of(*to))
-        return unexpected(ErrorKind::config, "--compat: every kernel kept building must be older than the target");
       auto guard_for = kb_guards(kb, newest_old, code_of(*to), version);
       nlohmann::json guards = nlohmann::json::array();
       fs::path ctree = scratch->path() / "compat";
