@@ -86,6 +86,9 @@ nlohmann::json run_case(const fs::path& case_dir, const nlohmann::json& meta, co
   if (req.use_from) pr.from = meta["from"].value("line", "6.1");
   pr.out = req.out / "ports" / id;
   pr.budget = req.budget;
+  pr.build_timeout = req.build_timeout;
+  // Cases at a time share the machine's CPUs instead of each taking all of them.
+  pr.jobs = std::max(1, util::available_cpus() / std::max(1, req.jobs));
   const auto& unit = meta.value("unit", nlohmann::json::object());
   // The case's own build command, unless it is plain kbuild M= (the default).
   std::string bc = unit.value("build_command", "");

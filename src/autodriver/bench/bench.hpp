@@ -25,6 +25,7 @@ struct BenchRequest {
   std::filesystem::path out;          ///< results dir: results.jsonl (resumable), ports/<id>/, report.json
   std::vector<std::string> only;      ///< case id prefixes
   std::chrono::seconds budget{300};   ///< per case
+  std::chrono::seconds build_timeout{0}; ///< per build (port --build-timeout); 0: the loop's default
   std::filesystem::path store;        ///< run store; empty = the default
   bool reference = true;              ///< with use_from false: the loop's reference kernel (port --no-reference)
   bool store_kb = true;               ///< store-kb: replay KB entries recorded from other cases' runs

@@ -32,7 +32,11 @@ Command bench_command() {
             sub.add_flag("--no-from", *no_from, "Do not tell the loop the old kernel (target-only repair)");
             sub.add_flag("--no-store-kb", *no_store_kb, "store-kb: do not replay KB entries (a case never gets entries of its own runs)");
             sub.add_flag("--no-reference", *no_reference, "With --no-from: no older reference kernel either (target kernel only)");
-            sub.add_option("--budget-s", *budget, "Per-case time budget")->capture_default_str();
+            sub.add_option("--budget-s", *budget, "Per-case time budget")->capture_default_str()->check(CLI::PositiveNumber);
+            auto build_timeout = std::make_shared<int>(0);
+            sub.add_option("--build-timeout", *build_timeout,
+                           "Seconds one build may take (default: port's, 3x the case's first full build)")
+                ->check(CLI::PositiveNumber);
             sub.add_flag("--json", *json, "Print the report as JSON");
             return [=]() -> int {
               req->boot = !*no_boot;
@@ -40,6 +44,7 @@ Command bench_command() {
               req->store_kb = !*no_store_kb;
               req->reference = !*no_reference;
               req->budget = std::chrono::seconds(*budget);
+              req->build_timeout = std::chrono::seconds(*build_timeout);
               req->store = store_path_option();
               auto rep = bench::run_bench(*req, [&](const std::string& m) {
                 if (!*json) util::log_info("{}", m);

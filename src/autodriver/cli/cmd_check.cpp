@@ -53,10 +53,11 @@ Command check_command() {
             sub.add_option("--baseline", req->baseline, "Tree whose sparse findings do not count; also the original that "
                            "the integrity gate compares DIR (the port) with");
             sub.add_flag("--no-sparse", *no_sparse, "Skip the sparse gate");
-            sub.add_option("--build-timeout", *build_timeout, "Seconds before a build is killed")->capture_default_str();
+            sub.add_option("--build-timeout", *build_timeout, "Seconds before a build is killed")->capture_default_str()->check(CLI::PositiveNumber);
             sub.add_option("--boot-timeout", *boot_timeout, "Seconds before a guest is killed as hung")
-                ->capture_default_str();
-            sub.add_option("-j,--jobs", req->jobs, "make -j")->capture_default_str();
+                ->capture_default_str()
+                ->check(CLI::PositiveNumber);
+            sub.add_option("-j,--jobs", req->jobs, "make -j (default: the CPUs this process may use)")->check(CLI::PositiveNumber);
             sub.add_flag("--json", *json, "Print the versioned JSON verdict (docs/check-json.md)");
             return [=]() -> int {
               req->sparse = !*no_sparse;

@@ -38,7 +38,14 @@ Command port_command() {
                               ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
             sub.add_option("-o,--out", req->out, "Output directory: OUT/tree, OUT/patches, OUT/verdict.json")->required();
             sub.add_option("--max-iters", req->max_iters, "Iterations of the loop")->capture_default_str();
-            sub.add_option("--budget-s", *budget, "Wall-time budget in seconds")->capture_default_str();
+            sub.add_option("--budget-s", *budget, "Wall-time budget in seconds")->capture_default_str()->check(CLI::PositiveNumber);
+            auto build_timeout = std::make_shared<int>(0);
+            sub.add_option("--build-timeout", *build_timeout,
+                           "Seconds one build may take (default: 3x the target's first full build, at least 180; "
+                           "never more than the budget left). A build cut short ends the run as `timeout` or `budget`")
+                ->check(CLI::PositiveNumber);
+            sub.add_option("-j,--jobs", req->jobs, "make -j of a build (default: the CPUs this process may use)")
+                ->check(CLI::PositiveNumber);
             sub.add_option("--leave-out", req->leave_out,
                            "Kernel-relative path never learned from (the driver's own in-tree copy; repeatable)");
             std::vector<std::string> proposer_ids;
@@ -59,6 +66,7 @@ Command port_command() {
             sub.add_flag("--json", *json, "Print the versioned JSON verdict (also written to OUT/verdict.json)");
             return [=]() -> int {
               req->budget = std::chrono::seconds(*budget);
+              req->build_timeout = std::chrono::seconds(*build_timeout);
               req->compat = compat->count() > 0;
               std::erase(req->compat_kernels, std::string());
               if (req->compat && req->compat_kernels.empty() && req->from.empty()) {

@@ -193,7 +193,7 @@ nlohmann::json apply_with(nlohmann::json args, const std::vector<std::string>& w
   };
   static const std::vector<Key> k_keys = {
       {"proposer", "proposers", Type::list},   {"max-iters", "max_iters", Type::number},
-      {"budget-s", "budget_s", Type::number},  {"build-timeout-s", "build_timeout_s", Type::number},
+      {"budget-s", "budget_s", Type::number},  {"build-timeout", "build_timeout_s", Type::number},
       {"build-cmd", "build_cmd", Type::text},  {"from", "from", Type::text},
       {"to", "to", Type::text},                {"device", "device", Type::text},
       {"boot", "boot", Type::flag},            {"compat", "compat", Type::flag},

@@ -24,7 +24,7 @@ struct CheckRequest {
   std::filesystem::path baseline;             ///< tree whose sparse warnings do not count
   std::chrono::seconds build_timeout{600};
   std::chrono::seconds boot_timeout{60};
-  int jobs = 2;
+  int jobs = 0;  ///< make -j; 0: the CPUs this process may use
 };
 
 /// Everything a gate sees: the target kernel, the scratch copy and the results of gates before it.

@@ -18,13 +18,21 @@ struct BuildRun {
   std::vector<core::Diagnostic> diagnostics;
   std::vector<std::filesystem::path> modules; ///< .ko files produced, relative to the tree
   std::string command;                        ///< rendered argv
+  int compiled = 0;                           ///< the driver's C files compiled (kbuild's "CC [M]" lines)
 };
+
+/// Where a driver tree is inside the build sandbox, whichever copy of it is built: kbuild's
+/// command lines and dependency records name this path, so a copy of a built tree stays built.
+inline constexpr const char* k_sandbox_tree = "/autodriver/tree";
 
 struct BuildSpec {
   std::string build_cmd;                      ///< empty: kbuild M=
   std::vector<std::string> extra_make_args;   ///< e.g. C=2 CHECK=sparse
   std::chrono::seconds timeout{600};
-  int jobs = 2;
+  int jobs = 0;                               ///< make -j; 0: the CPUs this process may use
+  /// kbuild only: single objects to build ("sub/a.o", relative to the tree) instead of the
+  /// modules (no link, no modpost).
+  std::vector<std::string> objects;
 };
 
 /// Builds `tree` in place (the caller passes a scratch copy). "Could not run make" is an Error;

@@ -49,13 +49,14 @@ util::Expected<BuildRun> build_tree(const core::Kernel& kernel, const fs::path& 
   if (spec.build_cmd.empty()) {
     // -k: every object is compiled even when one fails, so one build reports every file's errors
     // (a repair must not look like a regression because it lets make reach the next broken file).
-    req.argv = {"make", "-k", fmt::format("-j{}", std::max(1, spec.jobs)), "-C", kernel.build_dir.string(),
-                "M=" + tree.string()};
+    req.argv = {"make", "-k", fmt::format("-j{}", spec.jobs > 0 ? spec.jobs : util::available_cpus()), "-C", kernel.build_dir.string(),
+                std::string("M=") + k_sandbox_tree};
     for (const auto& a : spec.extra_make_args) req.argv.push_back(a);
-    req.argv.push_back("modules");
+    if (spec.objects.empty()) req.argv.push_back("modules");
+    for (const auto& o : spec.objects) req.argv.push_back(o);
   } else {
     const std::vector<std::pair<std::string, std::string>> vars = {
-        {"kdir", kernel.build_dir.string()}, {"kver", kernel.release}, {"tree", tree.string()}, {"src", tree.string()}};
+        {"kdir", kernel.build_dir.string()}, {"kver", kernel.release}, {"tree", k_sandbox_tree}, {"src", k_sandbox_tree}};
     for (auto& w : util::split_command(spec.build_cmd)) req.argv.push_back(util::substitute(w, vars));
     if (req.argv.empty()) return util::unexpected(util::ErrorKind::config, "empty --build-cmd");
     if (fs::path(req.argv[0]).filename() == "make") req.argv.insert(req.argv.begin() + 1, "-k");
@@ -66,12 +67,23 @@ util::Expected<BuildRun> build_tree(const core::Kernel& kernel, const fs::path& 
   util::log_debug("build: {}", br.command);
   // The tree's Makefile and a --build-cmd are the driver's code: they run sandboxed, with the
   // kernel's toolchain root and tree read-only and only the scratch copy writable.
-  if (auto s = util::sandbox_request(req, kernel.build_sandbox(tree)); !s) return util::unexpected(s.error());
+  // The tree is at one path inside the sandbox whichever copy is built (k_sandbox_tree).
+  auto sandbox = kernel.build_sandbox(tree);
+  sandbox.writable.clear();
+  sandbox.moved.emplace_back(tree, k_sandbox_tree);
+  if (auto s = util::sandbox_request(req, sandbox); !s) return util::unexpected(s.error());
   auto r = util::run(req);
   if (!r) return util::unexpected(r.error());
   br.run = std::move(*r);
+  for (const auto& line : util::split_lines(br.run.out))
+    // Not kbuild's own link-time objects (foo.mod.o, .module-common.o): the driver's files.
+    if (line.find("CC [M]") != std::string::npos && !util::trim(line).ends_with(".mod.o") &&
+        !util::trim(line).ends_with(".module-common.o")) {
+      ++br.compiled;
+      util::log_debug("build: {}", util::trim(line));
+    }
   ParseOptions po;
-  po.tree_root = tree.string();
+  po.tree_root = k_sandbox_tree;
   br.diagnostics = parse_build_output(br.run.out, po);
   refine_with_sources(br.diagnostics, tree);
   std::error_code ec;

@@ -25,7 +25,9 @@
 #include <algorithm>
 #include <future>
 #include <functional>
+#include <limits>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace autodriver::loop {
@@ -40,6 +42,14 @@ namespace {
 struct BuildState {
   bool ok = false;
   bool timed_out = false;
+  bool by_budget = false;                 ///< the time left in the budget, not --build-timeout, cut it
+  std::chrono::seconds limit{0};          ///< the timeout it ran under
+  int compiled = 0;                       ///< C files compiled (an incremental trial: only what changed)
+  long ms = 0;
+  /// Judged by compiling the changed files alone (kbuild single objects), the other files'
+  /// diagnostics carried over from the build it started from; never `ok` (a full build says that).
+  bool objects_only = false;
+  bool exited_ok = false;                 ///< make exited 0
   std::vector<core::Diagnostic> errors;   ///< error/fatal diagnostics
   std::vector<core::Diagnostic> all;
   std::set<std::string> signatures;
@@ -61,16 +71,44 @@ std::string error_signature(const core::Diagnostic& d) {
   return d.file + "|" + d.message;
 }
 
-util::Expected<BuildState> build(const core::Kernel& k, const fs::path& tree, const PortRequest& req) {
-  gate::clean_build_products(tree);
+bool is_error(const core::Diagnostic& d) {
+  return d.severity == core::Severity::error || d.severity == core::Severity::fatal;
+}
+
+bool is_type_warning(const core::Diagnostic& d) {
+  return d.severity == core::Severity::warning &&
+         (d.kind == core::DiagKind::int_conversion || d.kind == core::DiagKind::incompatible_pointer_type ||
+          d.kind == core::DiagKind::incompatible_type);
+}
+
+/// How long a build may take and with how many jobs; the loop sets it from the budget left and
+/// the first build's measured time.
+struct BuildLimit {
+  std::chrono::seconds timeout{300};
+  bool by_budget = false;
+  int jobs = 1;
+};
+
+/// Builds `tree` as it is: a tree holding an earlier build's products (a copy of a built tree)
+/// recompiles only what changed since (kbuild's own dependency tracking).
+util::Expected<BuildState> build(const core::Kernel& k, const fs::path& tree, const PortRequest& req,
+                                 const BuildLimit& limit, const std::vector<std::string>& objects = {}) {
   gate::BuildSpec spec;
   spec.build_cmd = req.build_cmd;
-  spec.timeout = req.build_timeout;
+  spec.timeout = limit.timeout;
+  spec.jobs = limit.jobs;
+  spec.objects = objects;
+  auto t0 = Clock::now();
   auto r = gate::build_tree(k, tree, spec);
   if (!r) return unexpected(r.error());
   BuildState s;
-  s.ok = r->run.ok() && !r->modules.empty();
+  s.ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+  s.compiled = r->compiled;
+  s.limit = limit.timeout;
+  s.exited_ok = r->run.ok();
+  s.ok = s.exited_ok && !r->modules.empty() && objects.empty();
   s.timed_out = r->run.timed_out;
+  s.by_budget = s.timed_out && limit.by_budget;
   s.all = r->diagnostics;
   for (const auto& m : r->modules) s.modules.push_back(m.stem().string());
   for (const auto& d : r->diagnostics) {
@@ -78,20 +116,63 @@ util::Expected<BuildState> build(const core::Kernel& k, const fs::path& tree, co
       if (d.severity == core::Severity::fatal) ++s.fatal;
       s.errors.push_back(d);
       s.signatures.insert(error_signature(d));
-    } else if (d.severity == core::Severity::warning &&
-               (d.kind == core::DiagKind::int_conversion || d.kind == core::DiagKind::incompatible_pointer_type ||
-                d.kind == core::DiagKind::incompatible_type)) {
+    } else if (is_type_warning(d)) {
       ++s.type_warnings;
     }
   }
-  if (!s.ok && s.signatures.empty()) s.signatures.insert("build failed: " + r->run.status_text());
+  if (!s.ok && s.signatures.empty())
+    s.signatures.insert(s.timed_out ? fmt::format("build did not finish within {} s", limit.timeout.count())
+                                    : "build failed: " + r->run.status_text());
   return s;
+}
+
+/// The objects ("sub/a.o") a trial that changed `changed` can be judged by instead of the whole
+/// module, or nothing: kbuild M= only, the current build fails with compiler errors in C files
+/// only (no header, link or modpost error whose cause could lie in another file), and every
+/// changed file is a C file kbuild compiles on its own (its record in the built tree, or an error
+/// of its own now) that no other file includes.
+std::vector<std::string> single_objects(const std::set<std::string>& changed, const BuildState& cur,
+                                        const fs::path& work, const PortRequest& req) {
+  if (!req.build_cmd.empty() || cur.ok || cur.timed_out || cur.errors.empty() || changed.empty()) return {};
+  std::set<std::string> error_files;
+  for (const auto& d : cur.errors) {
+    if (d.tool != "gcc" || d.file.empty() || !d.file.ends_with(".c") || fs::path(d.file).is_absolute()) return {};
+    error_files.insert(d.file);
+  }
+  std::vector<std::string> objects;
+  std::set<std::string> names;
+  for (const auto& f : changed) {
+    fs::path p(f);
+    if (p.extension() != ".c" || p.is_absolute()) return {};
+    fs::path record = work / p.parent_path() / ("." + p.stem().string() + ".o.cmd");
+    std::error_code ec;
+    if (!error_files.count(f) && !fs::exists(record, ec)) return {};
+    objects.push_back((p.parent_path() / (p.stem().string() + ".o")).string());
+    names.insert(p.filename().string());
+  }
+  // A C file another file includes is compiled there too: the whole module decides.
+  for (const auto& rel : util::list_files(work)) {
+    auto ext = rel.extension();
+    if (ext != ".c" && ext != ".h") continue;
+    auto text = util::read_file(work / rel);
+    if (!text || std::none_of(names.begin(), names.end(), [&](const auto& n) { return text->find(n) != std::string::npos; }))
+      continue;
+    for (auto line : util::split_lines(*text)) {
+      auto l = util::trim(line);
+      if (!l.starts_with("#") || l.find("include") == std::string_view::npos) continue;
+      for (const auto& n : names)
+        if (l.find(n + "\"") != std::string_view::npos || l.find(n + ">") != std::string_view::npos) return {};
+    }
+  }
+  return objects;
 }
 
 /// Score of a trial against the current state: its errors, plus one for every new error that sits
 /// on a line where an error disappeared (the edit only turned one error into another there).
 int trial_score(const BuildState& cur, const BuildState& trial) {
   if (trial.ok) return trial.type_warnings;
+  // A build cut short says nothing about the edit: never progress.
+  if (trial.timed_out) return std::numeric_limits<int>::max() / 2;
   std::set<std::string> removed_lines;
   for (const auto& d : cur.errors)
     if (!trial.signatures.count(error_signature(d))) removed_lines.insert(d.file + ":" + std::to_string(d.line));
@@ -128,6 +209,8 @@ nlohmann::json diag_list(const std::vector<core::Diagnostic>& ds) {
 }
 
 struct Trial {
+  std::optional<util::TempDir> dir; ///< holds `tree`, built: kept on the work tree when accepted
+  fs::path tree;
   BuildState state;
   std::vector<std::pair<std::string, std::string>> snapshot;
   bool applied = false;
@@ -135,14 +218,17 @@ struct Trial {
   std::vector<std::set<std::string>> touched;
 };
 
-/// Copy `work`, apply the edits in order, build. Returns the state and changed files' contents.
+/// Copy `work` with its build (objects, .cmd files, timestamps), apply the edits in order, build:
+/// kbuild recompiles only the files the edits changed and what depends on them. Returns the
+/// state, the built copy and the changed files' contents.
 util::Expected<Trial> try_edits(const std::vector<const propose::Edit*>& edits, const fs::path& work,
                                 const fs::path& scratch, const core::Kernel& to, const PortRequest& req,
-                                const propose::ApplyOptions& apply_options) {
+                                const propose::ApplyOptions& apply_options, const BuildLimit& limit,
+                                const BuildState& cur) {
   auto dir = util::TempDir::create(scratch, "trial-");
   if (!dir) return unexpected(dir.error());
   fs::path t = dir->path() / "tree";
-  if (auto c = util::copy_tree(work, t, util::SkipBuildProducts::yes); !c) return unexpected(c.error());
+  if (auto c = util::copy_tree(work, t, util::SkipBuildProducts::no); !c) return unexpected(c.error());
   Trial trial;
   std::set<std::string> changed;
   std::map<std::string, std::string> texts; // files as the previous edits left them
@@ -171,9 +257,48 @@ util::Expected<Trial> try_edits(const std::vector<const propose::Edit*>& edits, 
     auto text = util::read_file(t / f);
     if (text) trial.snapshot.push_back({f, *text});
   }
-  auto s = build(to, t, req);
+  // Judged by compiling the changed files alone where that says all (the rest did not change);
+  // when their errors are gone, by the whole module (link and modpost).
+  util::Expected<BuildState> s = unexpected(ErrorKind::internal, "no build");
+  if (auto objects = single_objects(changed, cur, work, req); !objects.empty()) {
+    auto o = build(to, t, req, limit, objects);
+    if (!o) return unexpected(o.error());
+    if (o->timed_out) {
+      s = std::move(o);
+    } else if (!o->exited_ok && o->errors.empty()) {
+      // make failed without a compiler error (a target kbuild did not know): the whole module.
+      s = build(to, t, req, limit);
+    } else {
+      BuildState merged = std::move(*o);
+      merged.objects_only = true;
+      merged.ok = false;
+      merged.signatures.clear();
+      for (const auto& d : merged.errors) merged.signatures.insert(error_signature(d));
+      for (const auto& d : cur.all) {
+        if (changed.count(d.file)) continue;
+        merged.all.push_back(d);
+        if (is_error(d)) {
+          if (d.severity == core::Severity::fatal) ++merged.fatal;
+          merged.errors.push_back(d);
+          merged.signatures.insert(error_signature(d));
+        } else if (is_type_warning(d)) {
+          ++merged.type_warnings;
+        }
+      }
+      if (merged.errors.empty()) {
+        s = build(to, t, req, limit);
+        if (s) s->compiled += merged.compiled, s->ms += merged.ms;
+      } else {
+        s = std::move(merged);
+      }
+    }
+  } else {
+    s = build(to, t, req, limit);
+  }
   if (!s) return unexpected(s.error());
   trial.state = std::move(*s);
+  trial.tree = t;
+  trial.dir.emplace(std::move(*dir));
   return trial;
 }
 
@@ -352,6 +477,32 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
     }
   }
 
+  // Builds share the machine's CPUs; a build's timeout is --build-timeout, else three times the
+  // first full build of the target (at least three minutes), never more than the budget left.
+  const int cpus = req.jobs > 0 ? req.jobs : util::available_cpus();
+  std::chrono::seconds first_build{0};
+  auto limit = [&](int share = 1) {
+    BuildLimit l;
+    l.jobs = std::max(1, cpus / std::max(1, share));
+    auto left = std::chrono::duration_cast<std::chrono::seconds>(req.budget - (Clock::now() - start));
+    std::chrono::seconds cap = req.build_timeout.count() > 0 ? req.build_timeout
+                               : first_build.count() > 0    ? std::max<std::chrono::seconds>(std::chrono::seconds(180), 3 * first_build)
+                                                            : left;
+    l.by_budget = left <= cap;
+    l.timeout = std::max<std::chrono::seconds>(std::chrono::seconds(1), std::min(cap, left));
+    return l;
+  };
+  // A build cut by its timeout or the budget ends the run with that said, not as a driver error.
+  auto cut_short = [&](const BuildState& b, const core::Kernel& k) {
+    rep.status = b.by_budget ? "budget" : "timeout";
+    rep.remaining = {fmt::format("the build on {} did not finish within {} s ({})", k.release, b.limit.count(),
+                                 b.by_budget ? "the time left in --budget-s" : "--build-timeout")};
+    rep.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+  };
+  auto build_json = [](const BuildState& b) {
+    return nlohmann::json{{"ms", b.ms}, {"compiled", b.compiled}, {"timed_out", b.timed_out}, {"timeout_s", b.limit.count()}};
+  };
+
   auto finish_out = [&]() -> util::Expected<void> {
     fs::create_directories(req.out, ec);
     if (auto c = util::copy_tree(work, req.out / "tree", util::SkipBuildProducts::yes); !c) return c;
@@ -365,7 +516,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
     const fs::path& from_src = req.from_tree.empty() ? req.tree : req.from_tree;
     if (auto c = util::copy_tree(from_src, from_tree, util::SkipBuildProducts::yes); !c) return unexpected(c.error());
     note(fmt::format("building the unchanged tree on {} and {}", from->release, to->release));
-    from_build = std::async(std::launch::async, [&]() { return build(*from, from_tree, req); });
+    from_build = std::async(std::launch::async, [&, l = limit(2)]() { return build(*from, from_tree, req, l); });
   } else {
     note(fmt::format("building the unchanged tree on {}", to->release));
   }
@@ -376,12 +527,18 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
       apidiff::ApidiffRequest ar{req.tree, *from, *to, req.build_cmd, req.build_timeout, {}};
       return apidiff::run_apidiff(ar);
     });
-  auto cur = build(*to, work, req);
+  auto cur = build(*to, work, req, limit(from ? 2 : 1));
   if (from) {
     auto f = from_build.get();
     if (!f) return unexpected(f.error());
-    step("build-from", {{"kernel", from->release}, {"ok", f->ok}, {"errors", diag_list(f->errors)}});
+    auto j = build_json(*f);
+    j.update({{"kernel", from->release}, {"ok", f->ok}, {"errors", diag_list(f->errors)}});
+    step("build-from", j);
     rep.modules = f->modules;
+    if (f->timed_out) {
+      cut_short(*f, *from);
+      return rep;
+    }
     if (!f->ok) {
       rep.status = "from-fails";
       rep.initial_errors = f->error_count();
@@ -393,7 +550,17 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
   }
   if (!cur) return unexpected(cur.error());
   rep.initial_errors = cur->error_count();
-  step("build-target", {{"kernel", to->release}, {"ok", cur->ok}, {"errors", diag_list(cur->errors)}});
+  {
+    auto j = build_json(*cur);
+    j.update({{"kernel", to->release}, {"ok", cur->ok}, {"errors", diag_list(cur->errors)}});
+    step("build-target", j);
+  }
+  if (cur->timed_out) {
+    cut_short(*cur, *to);
+    return rep;
+  }
+  // Run beside the old kernel's build, it took longer than alone: still the measure trials get.
+  first_build = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::milliseconds(cur->ms));
   std::vector<core::Diagnostic> original_diags = cur->all;
   if (api_diff.valid()) {
     if (auto ad = api_diff.get(); ad) rep.changes = changes_for_diagnostics(ad->changes, cur->errors);
@@ -418,8 +585,19 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
   std::set<std::string> settled; // change ids accepted or exhausted
   // One edit's trial kept on the work tree: its files, the accepted edit with its snapshot, the
   // new build state.
+  // The trial's built copy becomes the work tree (its objects are the next trials' start).
+  auto adopt = [&](Trial& t) -> util::Expected<void> {
+    if (!t.tree.empty()) {
+      fs::remove_all(work, ec);
+      fs::rename(t.tree, work, ec);
+      if (!ec) return {};
+      util::log_debug("cannot move {} to {}: {}", t.tree.string(), work.string(), ec.message());
+      if (auto c = util::copy_tree(t.tree, work, util::SkipBuildProducts::no); c) return {};
+    }
+    return write_snapshot(work, t.snapshot);
+  };
   auto keep_trial = [&](const propose::Edit& e, Trial& t, int iter) -> util::Expected<void> {
-    if (auto w = write_snapshot(work, t.snapshot); !w) return unexpected(w.error());
+    if (auto w = adopt(t); !w) return unexpected(w.error());
     rep.accepted.push_back({e, t.snapshot, cur->error_count(), t.state.error_count()});
     settled.insert(e.change_id);
     step("accept", {{"iteration", iter}, {"change", e.change_id}, {"proposer", e.proposer}, {"title", e.title}});
@@ -461,10 +639,10 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
         ++it;
         continue;
       }
-      auto t = try_edits({&*it}, work, scratch->path(), *to, req, apply_options);
+      auto t = try_edits({&*it}, work, scratch->path(), *to, req, apply_options, limit(), *cur);
       if (!t) return unexpected(t.error());
       step("try", {{"iteration", iter}, {"change", it->change_id}, {"rank", it->rank}, {"proposer", it->proposer},
-                   {"errors_before", cur->error_count()}, {"errors_after", t->applied ? t->state.error_count() : -1}});
+                   {"errors_before", cur->error_count()}, {"errors_after", t->applied ? t->state.error_count() : -1}, {"build_ms", t->state.ms}, {"compiled", t->state.compiled}, {"objects_only", t->state.objects_only}});
       settled.insert(it->change_id);
       if (t->applied && trial_score(*cur, t->state) < cur->score()) {
         if (auto k = keep_trial(*it, *t, iter); !k) return unexpected(k.error());
@@ -499,13 +677,13 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
     std::function<util::Expected<void>(const std::vector<const propose::Edit*>&, int)> try_set;
     try_set = [&](const std::vector<const propose::Edit*>& set, int depth) -> util::Expected<void> {
       if (set.size() < 2 || Clock::now() - start > req.budget) return {};
-      auto t = try_edits(set, work, scratch->path(), *to, req, apply_options);
+      auto t = try_edits(set, work, scratch->path(), *to, req, apply_options, limit(), *cur);
       if (!t) return unexpected(t.error());
       bool no_new = std::all_of(t->state.signatures.begin(), t->state.signatures.end(),
                                 [&](const auto& sg) { return cur->signatures.count(sg) > 0; });
       bool better = t->applied && trial_score(*cur, t->state) < cur->score();
       step("try", {{"iteration", iter}, {"changes", set.size()}, {"errors_before", cur->error_count()},
-                   {"errors_after", t->applied ? t->state.error_count() : -1}, {"combined", true}, {"depth", depth}});
+                   {"errors_after", t->applied ? t->state.error_count() : -1}, {"build_ms", t->state.ms}, {"compiled", t->state.compiled}, {"objects_only", t->state.objects_only}, {"combined", true}, {"depth", depth}});
       if (better && no_new) {
         // Re-apply one by one on the work tree to record one snapshot (patch) per change.
         int before = cur->error_count();
@@ -519,6 +697,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
           settled.insert(e->change_id);
           step("accept", {{"iteration", iter}, {"change", e->change_id}, {"proposer", e->proposer}, {"title", e->title}});
         }
+        if (auto w = adopt(*t); !w) return unexpected(w.error());
         *cur = std::move(t->state);
         progressed = true;
         return {};
@@ -566,10 +745,10 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
         int tries = 0;
         for (const auto* e : g) {
           if (++tries > 3) break;
-          auto t = try_edits({e}, work, scratch->path(), *to, req, apply_options);
+          auto t = try_edits({e}, work, scratch->path(), *to, req, apply_options, limit(), *cur);
           if (!t) return unexpected(t.error());
           step("try", {{"iteration", iter}, {"change", id}, {"rank", e->rank}, {"proposer", e->proposer},
-                       {"errors_before", cur->error_count()}, {"errors_after", t->applied ? t->state.error_count() : -1}});
+                       {"errors_before", cur->error_count()}, {"errors_after", t->applied ? t->state.error_count() : -1}, {"build_ms", t->state.ms}, {"compiled", t->state.compiled}, {"objects_only", t->state.objects_only}});
           if (!t->applied) continue;
           if (!needs_include && !t->state.ok) {
             std::vector<core::Diagnostic> fresh;
@@ -617,10 +796,10 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
               merged->title += "; " + fixes.front().title;
               merged->description += " " + fixes.front().description;
               for (const auto& sym : fixes.front().symbols) merged->symbols.push_back(sym);
-              auto t = try_edits({&*merged}, work, scratch->path(), *to, req, apply_options);
+              auto t = try_edits({&*merged}, work, scratch->path(), *to, req, apply_options, limit(), *cur);
               if (!t) return unexpected(t.error());
               step("try", {{"iteration", iter}, {"change", id}, {"with", fixes.front().change_id},
-                           {"errors_before", cur->error_count()}, {"errors_after", t->applied ? t->state.error_count() : -1}});
+                           {"errors_before", cur->error_count()}, {"errors_after", t->applied ? t->state.error_count() : -1}, {"build_ms", t->state.ms}, {"compiled", t->state.compiled}, {"objects_only", t->state.objects_only}});
               if (t->applied && trial_score(*cur, t->state) < cur->score()) {
                 best = &*merged;
                 best_trial = std::move(*t);
@@ -672,10 +851,14 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
                                    [&](const auto& f) { return blamed.count(f.first) > 0; });
         if (!touches || Clock::now() - start > req.budget) continue;
         ++tried;
+        fs::path alt_src = scratch->path() / "without-src";
         fs::path alt = scratch->path() / "without";
-        auto kept = replay_without(rep.accepted, i, req.tree, alt, scratch->path(), apply_options);
+        auto kept = replay_without(rep.accepted, i, req.tree, alt_src, scratch->path(), apply_options);
         if (!kept) continue;
-        auto b = build(*to, alt, req);
+        // On the work tree's build: only the files the dropped edit touched recompile.
+        fs::remove_all(alt, ec);
+        if (auto c = util::stage_tree(alt_src, work, alt); !c) return unexpected(c.error());
+        auto b = build(*to, alt, req, limit());
         if (!b) return unexpected(b.error());
         gate::IntegrityInput ai = ii;
         ai.candidate = alt;
@@ -726,12 +909,22 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
                               {"guard", "LINUX_VERSION_CODE >= " + kernel_version_macro(g.choice.version)}, {"source", g.choice.source}});
         }
       }
-      auto on_to = build(*to, ctree, req);
+      // Each kernel's build starts from that kernel's earlier build of the tree where there is
+      // one (the work tree on the target, the unchanged tree on --from): only guarded files recompile.
+      auto build_on = [&](const core::Kernel& k, const fs::path& built) -> util::Expected<BuildState> {
+        fs::path dir = scratch->path() / ("compat-" + k.release);
+        fs::remove_all(dir, ec);
+        if (auto c = util::stage_tree(ctree, built, dir); !c) return unexpected(c.error());
+        auto b = build(k, dir, req, limit());
+        fs::remove_all(dir, ec);
+        return b;
+      };
+      auto on_to = build_on(*to, work);
       if (!on_to) return unexpected(on_to.error());
       nlohmann::json builds = {{to->release, on_to->ok}};
       bool both = on_to->ok;
       for (const auto& old : olds) {
-        auto on_old = build(old, ctree, req);
+        auto on_old = build_on(old, from && old.build_dir == from->build_dir ? from_tree : fs::path());
         if (!on_old) return unexpected(on_old.error());
         builds[old.release] = on_old->ok;
         both = both && on_old->ok;
@@ -740,7 +933,6 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
                     {"guards", guards}, {"builds", builds}, {"verified_on_old_kernel", !olds.empty()}};
       step("compat", {{"ok", both}, {"builds", builds}});
       if (both) {
-        gate::clean_build_products(ctree);
         fs::remove_all(work, ec);
         if (auto c = util::copy_tree(ctree, work, util::SkipBuildProducts::yes); !c) return unexpected(c.error());
         for (auto& a : rep.accepted)

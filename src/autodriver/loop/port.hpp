@@ -29,7 +29,10 @@ struct PortRequest {
   std::filesystem::path out;                ///< OUT/tree, OUT/patches, OUT/verdict.json
   int max_iters = 6;
   std::chrono::seconds budget{900};
-  std::chrono::seconds build_timeout{300};
+  /// Per build; 0: three times the target's first full build (at least 3 minutes), and always
+  /// within the budget left.
+  std::chrono::seconds build_timeout{0};
+  int jobs = 0;                             ///< make -j of one build; 0: the CPUs available
   std::vector<std::string> leave_out;       ///< kernel-relative paths never learned from
   std::vector<std::string> proposers;       ///< ids to use; empty = all in the table
   std::vector<std::string> kb_leave_out;    ///< compat-kb: KB provenance packages never learned from

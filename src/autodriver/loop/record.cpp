@@ -25,6 +25,7 @@ nlohmann::json request_to_json(const PortRequest& r) {
           {"max_iters", r.max_iters},
           {"budget_s", r.budget.count()},
           {"build_timeout_s", r.build_timeout.count()},
+          {"jobs", r.jobs},
           {"leave_out", r.leave_out},
           {"proposers", r.proposers},
           {"kb_leave_out", r.kb_leave_out},
@@ -47,7 +48,8 @@ PortRequest request_from_json(const nlohmann::json& a) {
   r.out = a.value("out", "");
   r.max_iters = a.value("max_iters", 6);
   r.budget = std::chrono::seconds(a.value("budget_s", 900));
-  r.build_timeout = std::chrono::seconds(a.value("build_timeout_s", 300));
+  r.build_timeout = std::chrono::seconds(a.value("build_timeout_s", 0));
+  r.jobs = a.value("jobs", 0);
   r.leave_out = a.value("leave_out", std::vector<std::string>{});
   r.proposers = a.value("proposers", std::vector<std::string>{});
   r.kb_leave_out = a.value("kb_leave_out", std::vector<std::string>{});

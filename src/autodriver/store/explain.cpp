@@ -79,6 +79,22 @@ Explanation explain_run(const RunRow& run, const std::vector<StepRow>& steps, co
     return {doc};
   }
 
+  // A build cut short (its timeout or the budget): no verdict about the driver.
+  for (const auto& s : steps)
+    if (s.kind.starts_with("build") && s.output.value("timed_out", false)) {
+      auto limit = s.input.value("timeout_s", 0);
+      detect(&s, fmt::format("the build on {} did not finish within {} s", s.input.value("kernel", "the target"), limit));
+      bool budget = outcome == "budget";
+      cause(budget ? "budget" : "timeout", &s,
+            budget ? "the time left in the budget ran out during the build"
+                   : "the build took longer than --build-timeout allows: nothing is known about the driver yet");
+      recover.push_back({{"action", "rerun"},
+                         {"command", rerun_cmd(run.id, 0, budget ? fmt::format("--budget-s {}", 2 * run.args.value("budget_s", 900))
+                                                                 : fmt::format("--with build-timeout={}", std::max(600, 2 * limit)))},
+                         {"why", "the same port with more time for its builds"}});
+      return {doc};
+    }
+
   // Build of the unchanged tree on its own kernel.
   for (const auto& s : steps)
     if (s.kind == "build-from" && !s.output.value("ok", true)) {

@@ -8,9 +8,11 @@
 #include <cstring>
 #include <fstream>
 #include <random>
+#include <set>
 #include <sstream>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 namespace autodriver::util {
@@ -99,6 +101,16 @@ Expected<void> copy_file(const fs::path& from, const fs::path& to) {
     if (err) break;
   }
   ::close(in);
+  if (!err) {
+    // The source's modification time (never one in the future): a copy of a built tree keeps
+    // its objects newer than their sources, so make rebuilds only what changes afterwards.
+    struct timespec now {};
+    clock_gettime(CLOCK_REALTIME, &now);
+    struct timespec times[2] = {st.st_atim, st.st_mtim};
+    for (auto& t : times)
+      if (t.tv_sec > now.tv_sec || (t.tv_sec == now.tv_sec && t.tv_nsec > now.tv_nsec)) t = now;
+    if (::futimens(out, times) != 0) err = errno, what = "set the time of";
+  }
   if (::close(out) != 0 && !err) err = errno, what = "write";
   if (err) {
     ::unlink(to.c_str());
@@ -134,6 +146,69 @@ Expected<void> copy_tree(const fs::path& from, const fs::path& to, SkipBuildProd
   return {};
 }
 
+Expected<void> stage_tree(const fs::path& sources, const fs::path& built, const fs::path& dst) {
+  std::error_code ec;
+  if (built.empty() || !fs::is_directory(built, ec)) return copy_tree(sources, dst, SkipBuildProducts::yes);
+  if (auto c = copy_tree(built, dst, SkipBuildProducts::no); !c) return c;
+  auto same_file = [](const fs::path& a, const fs::path& b) {
+    std::error_code e;
+    if (fs::file_size(a, e) != fs::file_size(b, e) || e) return false;
+    auto x = read_file(a);
+    auto y = read_file(b);
+    return x && y && *x == *y;
+  };
+  std::set<fs::path> wanted;
+  for (auto it = fs::recursive_directory_iterator(sources, fs::directory_options::none, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    const fs::path& src = it->path();
+    if (is_build_product(src)) {
+      if (it->is_directory()) it.disable_recursion_pending();
+      continue;
+    }
+    fs::path rel = src.lexically_relative(sources);
+    fs::path to = dst / rel;
+    wanted.insert(rel);
+    std::error_code e;
+    if (it->is_symlink()) {
+      if (fs::is_symlink(fs::symlink_status(to, e)) && fs::read_symlink(to, e) == fs::read_symlink(src, e)) continue;
+      fs::remove_all(to, e);
+      fs::copy_symlink(src, to, e);
+    } else if (it->is_directory()) {
+      if (fs::is_symlink(fs::symlink_status(to, e)) || (fs::exists(fs::symlink_status(to, e)) && !fs::is_directory(to, e)))
+        fs::remove(to, e);
+      fs::create_directories(to, e);
+    } else if (it->is_regular_file()) {
+      auto st = fs::symlink_status(to, e);
+      if (fs::is_regular_file(st) && same_file(src, to)) continue;
+      if (fs::exists(st)) fs::remove_all(to, e);
+      e.clear();
+      auto text = read_file(src);
+      if (!text) return unexpected(text.error());
+      // Written now, so it is newer than every object built from the old content.
+      if (auto w = write_file(to, *text); !w) return w;
+      fs::permissions(to, fs::status(src, e).permissions(), e);
+    }
+    if (e) return unexpected(ErrorKind::io, fmt::format("cannot stage {}: {}", src.string(), e.message()));
+  }
+  if (ec) return unexpected(ErrorKind::io, fmt::format("cannot walk {}: {}", sources.string(), ec.message()));
+  // What the built tree has and the sources no longer do (not its build products) goes.
+  std::vector<fs::path> doomed;
+  for (auto it = fs::recursive_directory_iterator(dst, fs::directory_options::none, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (is_build_product(it->path())) {
+      if (it->is_directory()) it.disable_recursion_pending();
+      continue;
+    }
+    fs::path rel = it->path().lexically_relative(dst);
+    if (!wanted.count(rel)) {
+      doomed.push_back(it->path());
+      if (it->is_directory()) it.disable_recursion_pending();
+    }
+  }
+  for (const auto& p : doomed) fs::remove_all(p, ec);
+  return {};
+}
+
 Expected<TempDir> TempDir::create(const fs::path& parent, std::string_view prefix) {
   std::error_code ec;
   fs::create_directories(parent, ec);
@@ -148,6 +223,18 @@ Expected<TempDir> TempDir::create(const fs::path& parent, std::string_view prefi
 
 TempDir::TempDir(TempDir&& other) noexcept : m_path(std::move(other.m_path)), m_keep(other.m_keep) {
   other.m_path.clear();
+}
+
+TempDir& TempDir::operator=(TempDir&& other) noexcept {
+  if (this == &other) return *this;
+  if (!m_keep && !m_path.empty()) {
+    std::error_code ec;
+    fs::remove_all(m_path, ec);
+  }
+  m_path = std::move(other.m_path);
+  m_keep = other.m_keep;
+  other.m_path.clear();
+  return *this;
 }
 
 TempDir::~TempDir() {

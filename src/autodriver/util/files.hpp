@@ -22,14 +22,20 @@ enum class SkipBuildProducts { yes, no };
 /// Copies one regular file (mode kept, contents replaced if `to` exists); errors name the real
 /// cause (a full disk says so).
 Expected<void> copy_file(const fs::path& from, const fs::path& to);
+/// Timestamps are kept (a copy of a built tree stays built for make), a future one clamped to now.
 Expected<void> copy_tree(const fs::path& from, const fs::path& to, SkipBuildProducts skip);
+/// A new tree `dst` with the sources of `sources` on top of the build of `built` (a tree kbuild
+/// built, objects, .cmd files and timestamps kept): files whose content differs from `built`'s,
+/// or that it lacks, are written now; its files that `sources` lacks go. kbuild then recompiles
+/// only what differs and what depends on it. Without `built`: a plain copy of the sources.
+Expected<void> stage_tree(const fs::path& sources, const fs::path& built, const fs::path& dst);
 
 /// A fresh directory under `parent` (created), removed on destruction unless kept.
 class TempDir {
 public:
   static Expected<TempDir> create(const fs::path& parent, std::string_view prefix);
   TempDir(TempDir&& other) noexcept;
-  TempDir& operator=(TempDir&&) = delete;
+  TempDir& operator=(TempDir&& other) noexcept; ///< removes this one's directory first (unless kept)
   TempDir(const TempDir&) = delete;
   ~TempDir();
   const fs::path& path() const { return m_path; }

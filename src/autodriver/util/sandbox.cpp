@@ -86,9 +86,20 @@ std::vector<std::string> sandbox_argv(const SandboxSpec& spec, const std::vector
     auto a = absolute_of(p).string();
     out.insert(out.end(), {"--bind", a, a});
   }
+  for (const auto& [host, inside] : spec.moved) out.insert(out.end(), {"--bind", absolute_of(host).string(), inside.string()});
   out.insert(out.end(), {"--unshare-all", "--die-with-parent", "--new-session", "--setenv", "HOME", "/tmp",
                          "--setenv", "TMPDIR", "/tmp"});
-  if (!cwd.empty()) out.insert(out.end(), {"--chdir", absolute_of(cwd).string()});
+  if (!cwd.empty()) {
+    fs::path dir = absolute_of(cwd);
+    for (const auto& [host, inside] : spec.moved) {
+      fs::path rel = dir.lexically_relative(absolute_of(host));
+      if (!rel.empty() && *rel.begin() != "..") {
+        dir = (inside / rel).lexically_normal();
+        break;
+      }
+    }
+    out.insert(out.end(), {"--chdir", dir.string()});
+  }
   out.push_back("--");
   out.insert(out.end(), argv.begin(), argv.end());
   return out;

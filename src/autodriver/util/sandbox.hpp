@@ -7,6 +7,7 @@
 #include "autodriver/util/subprocess.hpp"
 
 #include <filesystem>
+#include <utility>
 #include <vector>
 
 namespace autodriver::util {
@@ -15,6 +16,10 @@ struct SandboxSpec {
   std::filesystem::path root;                 ///< the sandbox's /: a toolchain root; empty: the host's /
   std::vector<std::filesystem::path> read_only; ///< bound read-only at the same path
   std::vector<std::filesystem::path> writable;  ///< bound writable at the same path
+  /// Bound writable at another path (host, sandbox): a build tree always at one path, so every
+  /// copy of it builds with the same command lines and kbuild's records stay valid across copies.
+  /// A working directory under a host path runs at its sandbox path.
+  std::vector<std::pair<std::filesystem::path, std::filesystem::path>> moved;
 };
 
 /// Once per process: bwrap is installed and can make its namespaces here. The error says what to do

@@ -6,8 +6,12 @@
 #include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <fstream>
+#include <sched.h>
+#include <sstream>
 #include <mutex>
 #include <poll.h>
 #include <set>
@@ -268,6 +272,33 @@ std::string render_argv(const std::vector<std::string>& argv) {
       out += a;
   }
   return out;
+}
+
+int available_cpus() {
+  int n = 0;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) n = CPU_COUNT(&set);
+  if (n <= 0) n = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  // cgroup v2: "0::/path" in /proc/self/cgroup; cpu.max is "max 100000" or "QUOTA PERIOD".
+  std::ifstream cg("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(cg, line)) {
+    if (!line.starts_with("0::")) continue;
+    std::filesystem::path dir = std::filesystem::path("/sys/fs/cgroup") / std::filesystem::path(line.substr(3)).relative_path();
+    for (;;) {
+      std::ifstream f(dir / "cpu.max");
+      std::string quota;
+      long period = 0;
+      if (f >> quota >> period && quota != "max" && period > 0) {
+        long q = std::atol(quota.c_str());
+        if (q > 0) n = std::min<int>(n, static_cast<int>((q + period - 1) / period));
+      }
+      if (dir == "/sys/fs/cgroup" || !dir.has_parent_path() || dir.parent_path() == dir) break;
+      dir = dir.parent_path();
+    }
+  }
+  return std::max(1, n);
 }
 
 } // namespace autodriver::util

@@ -84,6 +84,10 @@ void install_interrupt_handlers();
 /// True after SIGINT/SIGTERM.
 bool interrupted();
 
+/// CPUs this process may use: its affinity mask, bounded by its cgroup's CPU quota (cpu.max of
+/// its cgroup and every parent). At least 1.
+int available_cpus();
+
 /// Looks a program up on PATH; empty when missing.
 std::filesystem::path find_program(const std::string& name);
 
