@@ -3,10 +3,15 @@
 #include "autodriver/kernel/modules_dep.hpp"
 #include "autodriver/util/cpio.hpp"
 #include "autodriver/util/files.hpp"
+#include "autodriver/util/sandbox.hpp"
 #include "autodriver/util/strings.hpp"
 #include "autodriver/util/subprocess.hpp"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include <csignal>
 #include <unistd.h>
@@ -121,6 +126,77 @@ TEST(ModulesDep, LoadOrderPutsDependenciesFirst) {
 
 // A symlink to a sibling file is copied as that symlink under its own name (fs::relative would
 // resolve it to the sibling's name and clobber the sibling with a self-link); file modes are kept.
+TEST(Files, StageTreeKeepsTheBuildOfWhatDidNotChange) {
+  namespace fs = std::filesystem;
+  using namespace std::chrono_literals;
+  auto dir = util::TempDir::create(util::scratch_root(), "test-");
+  ASSERT_TRUE(dir);
+  fs::path built = dir->path() / "built", src = dir->path() / "src", out = dir->path() / "out";
+  fs::create_directories(built);
+  ASSERT_TRUE(util::write_file(built / "a.c", "int a;\n"));
+  ASSERT_TRUE(util::write_file(built / "b.c", "int b;\n"));
+  ASSERT_TRUE(util::write_file(built / "gone.c", "int g;\n"));
+  ASSERT_TRUE(util::write_file(built / "a.o", "OBJ"));
+  ASSERT_TRUE(util::write_file(built / ".a.o.cmd", "cmd"));
+  // Sources older than their objects, as after a build.
+  auto old = fs::file_time_type::clock::now() - 1h;
+  for (const char* f : {"a.c", "b.c", "gone.c"}) fs::last_write_time(built / f, old);
+  fs::create_directories(src);
+  ASSERT_TRUE(util::write_file(src / "a.c", "int a;\n"));
+  ASSERT_TRUE(util::write_file(src / "b.c", "int b = 1;\n"));
+  ASSERT_TRUE(util::write_file(src / "new.h", "#define N 1\n"));
+  auto r = util::stage_tree(src, built, out);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(*util::read_file(out / "a.o"), "OBJ");
+  EXPECT_TRUE(fs::exists(out / ".a.o.cmd"));
+  EXPECT_EQ(fs::last_write_time(out / "a.c"), old) << "an unchanged source keeps its time (make leaves a.o)";
+  EXPECT_EQ(*util::read_file(out / "b.c"), "int b = 1;\n");
+  EXPECT_GT(fs::last_write_time(out / "b.c"), fs::last_write_time(out / "a.o")) << "a changed source is newer than the objects";
+  EXPECT_TRUE(fs::exists(out / "new.h"));
+  EXPECT_FALSE(fs::exists(out / "gone.c"));
+  // Without a built tree: the sources alone.
+  fs::path plain = dir->path() / "plain";
+  ASSERT_TRUE(util::stage_tree(src, fs::path(), plain));
+  EXPECT_FALSE(fs::exists(plain / "a.o"));
+  EXPECT_TRUE(fs::exists(plain / "b.c"));
+}
+
+TEST(Files, CopyKeepsModificationTimes) {
+  namespace fs = std::filesystem;
+  using namespace std::chrono_literals;
+  auto dir = util::TempDir::create(util::scratch_root(), "test-");
+  ASSERT_TRUE(dir);
+  ASSERT_TRUE(util::write_file(dir->path() / "old", "x"));
+  ASSERT_TRUE(util::write_file(dir->path() / "future", "y"));
+  auto old = fs::file_time_type::clock::now() - 2h;
+  fs::last_write_time(dir->path() / "old", old);
+  fs::last_write_time(dir->path() / "future", fs::file_time_type::clock::now() + 24h);
+  ASSERT_TRUE(util::copy_file(dir->path() / "old", dir->path() / "old2"));
+  ASSERT_TRUE(util::copy_file(dir->path() / "future", dir->path() / "future2"));
+  EXPECT_EQ(fs::last_write_time(dir->path() / "old2"), old);
+  EXPECT_LE(fs::last_write_time(dir->path() / "future2"), fs::file_time_type::clock::now()) << "a future time is clamped";
+}
+
+TEST(Sandbox, TreeBoundAtAnotherPathIsTheWorkingDirectory) {
+  util::SandboxSpec spec;
+  spec.moved.emplace_back("/tmp/x/trial-1/tree", "/autodriver/tree");
+  auto argv = util::sandbox_argv(spec, {"make"}, "/tmp/x/trial-1/tree/sub");
+  auto at = [&](const std::string& w) { return std::find(argv.begin(), argv.end(), w) - argv.begin(); };
+  auto bind = at("/tmp/x/trial-1/tree");
+  ASSERT_LT(bind + 1, static_cast<long>(argv.size()));
+  EXPECT_EQ(argv[bind - 1], "--bind");
+  EXPECT_EQ(argv[bind + 1], "/autodriver/tree");
+  auto chdir = at("--chdir");
+  ASSERT_LT(chdir + 1, static_cast<long>(argv.size()));
+  EXPECT_EQ(argv[chdir + 1], "/autodriver/tree/sub");
+}
+
+TEST(Subprocess, AvailableCpusIsAtLeastOne) {
+  int n = util::available_cpus();
+  EXPECT_GE(n, 1);
+  EXPECT_LE(n, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+}
+
 TEST(Files, CopyTreeKeepsSymlinksUnderTheirOwnNames) {
   namespace fs = std::filesystem;
   auto dir = util::TempDir::create(util::scratch_root(), "test-");

@@ -523,8 +523,8 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
   // apidiff builds its own copies, so it runs beside the two builds of the unchanged tree.
   std::future<util::Expected<apidiff::ApidiffReport>> api_diff;
   if (from && req.api_changes)
-    api_diff = std::async(std::launch::async, [&]() {
-      apidiff::ApidiffRequest ar{req.tree, *from, *to, req.build_cmd, req.build_timeout, {}};
+    api_diff = std::async(std::launch::async, [&, timeout = limit(3).timeout]() {
+      apidiff::ApidiffRequest ar{req.tree, *from, *to, req.build_cmd, timeout, {}};
       return apidiff::run_apidiff(ar);
     });
   auto cur = build(*to, work, req, limit(from ? 2 : 1));
@@ -953,7 +953,8 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
       cr.boot = req.boot;
       cr.device = req.device;
       cr.build_cmd = req.build_cmd;
-      cr.build_timeout = req.build_timeout;
+      cr.build_timeout = limit().timeout;
+      cr.jobs = cpus;
       if (req.boot) {
         note("boot test on the target");
         auto chk = gate::run_check(cr, nullptr);

@@ -79,7 +79,9 @@ ReplayBuildFn real_builder(const std::string& kernel_name, const nlohmann::json&
     if (!k->has_headers()) return unexpected(ErrorKind::not_found, fmt::format("kernel {}: no build directory", kernel_name));
     gate::BuildSpec spec;
     spec.build_cmd = args.value("build_cmd", "");
-    spec.timeout = std::min(timeout, std::chrono::seconds(args.value("build_timeout_s", 300)));
+    // The run's own --build-timeout when it gave one (0: the loop's default, derived per run).
+    auto recorded = std::chrono::seconds(args.value("build_timeout_s", 0));
+    spec.timeout = recorded.count() > 0 ? std::min(timeout, recorded) : timeout;
     gate::clean_build_products(tree);
     auto r = gate::build_tree(*k, tree, spec);
     if (!r) return unexpected(r.error());
