@@ -212,6 +212,8 @@ struct Trial {
   std::optional<util::TempDir> dir; ///< holds `tree`, built: kept on the work tree when accepted
   fs::path tree;
   BuildState state;
+  long copy_ms = 0;   ///< copying the built work tree
+  long apply_ms = 0;  ///< applying the edits (spatch, line edits)
   std::vector<std::pair<std::string, std::string>> snapshot;
   bool applied = false;
   /// Per edit (in order): "file|function" it changed ("file|" for code outside functions).
@@ -228,8 +230,12 @@ util::Expected<Trial> try_edits(const std::vector<const propose::Edit*>& edits, 
   auto dir = util::TempDir::create(scratch, "trial-");
   if (!dir) return unexpected(dir.error());
   fs::path t = dir->path() / "tree";
+  auto t0 = Clock::now();
   if (auto c = util::copy_tree(work, t, util::SkipBuildProducts::no); !c) return unexpected(c.error());
   Trial trial;
+  auto ms_since = [](Clock::time_point a) { return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - a).count(); };
+  trial.copy_ms = ms_since(t0);
+  t0 = Clock::now();
   std::set<std::string> changed;
   std::map<std::string, std::string> texts; // files as the previous edits left them
   auto text_of = [](const fs::path& path) {
@@ -251,6 +257,7 @@ util::Expected<Trial> try_edits(const std::vector<const propose::Edit*>& edits, 
       texts[f] = std::move(now);
     }
   }
+  trial.apply_ms = ms_since(t0);
   if (changed.empty()) return trial;
   trial.applied = true;
   for (const auto& f : changed) {
@@ -642,7 +649,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
       auto t = try_edits({&*it}, work, scratch->path(), *to, req, apply_options, limit(), *cur);
       if (!t) return unexpected(t.error());
       step("try", {{"iteration", iter}, {"change", it->change_id}, {"rank", it->rank}, {"proposer", it->proposer},
-                   {"errors_before", cur->error_count()}, {"errors_after", t->applied ? t->state.error_count() : -1}, {"build_ms", t->state.ms}, {"compiled", t->state.compiled}, {"objects_only", t->state.objects_only}});
+                   {"errors_before", cur->error_count()}, {"errors_after", t->applied ? t->state.error_count() : -1}, {"build_ms", t->state.ms}, {"compiled", t->state.compiled}, {"objects_only", t->state.objects_only}, {"copy_ms", t->copy_ms}, {"apply_ms", t->apply_ms}});
       settled.insert(it->change_id);
       if (t->applied && trial_score(*cur, t->state) < cur->score()) {
         if (auto k = keep_trial(*it, *t, iter); !k) return unexpected(k.error());
@@ -683,7 +690,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
                                 [&](const auto& sg) { return cur->signatures.count(sg) > 0; });
       bool better = t->applied && trial_score(*cur, t->state) < cur->score();
       step("try", {{"iteration", iter}, {"changes", set.size()}, {"errors_before", cur->error_count()},
-                   {"errors_after", t->applied ? t->state.error_count() : -1}, {"build_ms", t->state.ms}, {"compiled", t->state.compiled}, {"objects_only", t->state.objects_only}, {"combined", true}, {"depth", depth}});
+                   {"errors_after", t->applied ? t->state.error_count() : -1}, {"build_ms", t->state.ms}, {"compiled", t->state.compiled}, {"objects_only", t->state.objects_only}, {"copy_ms", t->copy_ms}, {"apply_ms", t->apply_ms}, {"combined", true}, {"depth", depth}});
       if (better && no_new) {
         // Re-apply one by one on the work tree to record one snapshot (patch) per change.
         int before = cur->error_count();
@@ -748,7 +755,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
           auto t = try_edits({e}, work, scratch->path(), *to, req, apply_options, limit(), *cur);
           if (!t) return unexpected(t.error());
           step("try", {{"iteration", iter}, {"change", id}, {"rank", e->rank}, {"proposer", e->proposer},
-                       {"errors_before", cur->error_count()}, {"errors_after", t->applied ? t->state.error_count() : -1}, {"build_ms", t->state.ms}, {"compiled", t->state.compiled}, {"objects_only", t->state.objects_only}});
+                       {"errors_before", cur->error_count()}, {"errors_after", t->applied ? t->state.error_count() : -1}, {"build_ms", t->state.ms}, {"compiled", t->state.compiled}, {"objects_only", t->state.objects_only}, {"copy_ms", t->copy_ms}, {"apply_ms", t->apply_ms}});
           if (!t->applied) continue;
           if (!needs_include && !t->state.ok) {
             std::vector<core::Diagnostic> fresh;
@@ -799,7 +806,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
               auto t = try_edits({&*merged}, work, scratch->path(), *to, req, apply_options, limit(), *cur);
               if (!t) return unexpected(t.error());
               step("try", {{"iteration", iter}, {"change", id}, {"with", fixes.front().change_id},
-                           {"errors_before", cur->error_count()}, {"errors_after", t->applied ? t->state.error_count() : -1}, {"build_ms", t->state.ms}, {"compiled", t->state.compiled}, {"objects_only", t->state.objects_only}});
+                           {"errors_before", cur->error_count()}, {"errors_after", t->applied ? t->state.error_count() : -1}, {"build_ms", t->state.ms}, {"compiled", t->state.compiled}, {"objects_only", t->state.objects_only}, {"copy_ms", t->copy_ms}, {"apply_ms", t->apply_ms}});
               if (t->applied && trial_score(*cur, t->state) < cur->score()) {
                 best = &*merged;
                 best_trial = std::move(*t);
