@@ -507,6 +507,26 @@ TEST(CallbackSignature, UnusedParameterDropped) {
   EXPECT_TRUE(propose::make_callback_signature()->propose(ds, ctx).empty());
 }
 
+TEST(CallbackSignature, ParameterAddedBeforeOneOfItsTypeFollowsTheKernelsNames) {
+  // 7.x's tpm_class_ops.send gained bufsiz before the command length: by type alone the old
+  // `count` would become bufsiz; the kernel's own implementations name the fourth `count`.
+  std::vector<propose::Param> old = {{"struct tpm_chip *", "chip"}, {"u8 *", "buf"}, {"size_t", "count"}};
+  auto none = [](const std::string&) { return std::vector<propose::Param>{}; };
+  std::vector<std::string> to = {"struct tpm_chip *", "u8 *", "size_t", "size_t"};
+  auto plan = propose::plan_param_reshape(old, to, {"chip", "buf", "bufsiz", "count"}, none);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->params, (std::vector<std::string>{"struct tpm_chip *chip", "u8 *buf", "size_t bufsiz", "size_t count"}));
+  EXPECT_EQ(plan->added, std::vector<std::string>{"bufsiz"});
+  // Names the kernel does not use for the old parameters: the type alignment (kept prefix).
+  plan = propose::plan_param_reshape(old, to, {"chip", "buf", "bufsiz", "len"}, none);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->params, (std::vector<std::string>{"struct tpm_chip *chip", "u8 *buf", "size_t count", "size_t len"}));
+  // A name given to a parameter of another type is not a match.
+  plan = propose::plan_param_reshape(old, to, {"chip", "buf", "count", "bufsiz"}, none);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->params[2], "size_t count");
+}
+
 TEST(CallbackSignature, ParametersFoldedIntoStruct) {
   // 6.8 folded ethtool's get_rxfh(dev, indir, key, hfunc) into struct ethtool_rxfh_param.
   std::vector<propose::Param> old = {{"struct net_device *", "netdev"}, {"u32 *", "p"}, {"u8 *", "key"},

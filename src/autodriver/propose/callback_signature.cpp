@@ -10,6 +10,7 @@
 #include "autodriver/propose/struct_swap.hpp"
 #include "autodriver/propose/target_decls.hpp"
 #include "autodriver/util/files.hpp"
+#include "autodriver/util/log.hpp"
 #include "autodriver/util/strings.hpp"
 
 #include <fmt/format.h>
@@ -262,6 +263,41 @@ std::optional<ParamReshape> plan_param_reshape(const std::vector<Param>& old_par
   ParamReshape r;
   const std::size_t no = old_params.size(), nt = to_types.size();
   auto compatible = [](const std::string& a, const std::string& b) { return drop_const(a) == drop_const(b); };
+  // Only parameters added: when the target's own implementations give every old parameter's name
+  // to a parameter of a compatible type, in the same order, that is where each one went (the new
+  // one may sit before an old one of its type: tpm_class_ops.send (chip, buf, count) -> (chip,
+  // buf, bufsiz, count)); the other positions are the new parameters.
+  if (nt > no && to_names.size() == nt) {
+    std::vector<std::string> names(nt);
+    std::size_t next = 0;
+    bool all = true;
+    for (const auto& p : old_params) {
+      std::size_t hit = nt;
+      for (std::size_t j = next; j < nt && hit == nt; ++j)
+        if (to_names[j] == p.name && compatible(p.type, to_types[j])) hit = j;
+      if (hit == nt) {
+        all = false;
+        break;
+      }
+      names[hit] = p.name;
+      next = hit + 1;
+    }
+    std::set<std::string> taken;
+    for (const auto& p : old_params) taken.insert(p.name);
+    for (std::size_t j = 0; all && j < nt; ++j) {
+      if (!names[j].empty()) continue;
+      std::string name = !to_names[j].empty() ? to_names[j] : pointed_struct(to_types[j]);
+      if (name.empty() || !taken.insert(name).second) all = false;
+      names[j] = name;
+      r.added.push_back(name);
+    }
+    if (all) {
+      for (std::size_t i = 0; i < nt; ++i) r.params.push_back(with_name(to_types[i], names[i]));
+      r.names = names;
+      return r;
+    }
+    r = ParamReshape{};
+  }
   std::size_t pre = 0;
   while (pre < no && pre < nt && compatible(old_params[pre].type, to_types[pre])) ++pre;
   std::size_t suf = 0;
@@ -703,6 +739,7 @@ private:
     std::string member = member_at(d, ctx);
     std::string fn = callback_at(d, ctx, done, &from);
     if (fn.empty()) return;
+    util::log_debug("callback-signature: .{} = {}(): {} parameter(s) now", member, fn, tp.size());
     const auto sources = sources_mentioning(ctx.tree, fn);
     // The definition's parameters (names are needed: they are what the body uses).
     std::vector<Param> old_params;
@@ -722,7 +759,10 @@ private:
       }
       if (!body_text.empty()) break;
     }
-    if (body_text.empty()) return;
+    if (body_text.empty()) {
+      util::log_debug("callback-signature: no definition of {}() with named parameters", fn);
+      return;
+    }
     std::optional<TargetIndex> idx;
     TargetIndex::CallbackUsage usage;
     if (!ctx.new_src.empty() && ctx.to) {
@@ -731,7 +771,10 @@ private:
     }
     auto members = [&](const std::string& tag) { return idx ? idx->struct_member_types(tag) : std::vector<Param>{}; };
     auto plan = plan_param_reshape(old_params, tp, usage.param_names, members);
-    if (!plan) return;
+    if (!plan) {
+      util::log_debug("callback-signature: no parameter plan for {}() (a name clash or an unnamed new parameter)", fn);
+      return;
+    }
     auto body = tokenize(body_text);
     const bool folded = !plan->prologue.empty();
     std::vector<std::string> derived;
