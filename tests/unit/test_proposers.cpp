@@ -840,6 +840,41 @@ vmxnet3_append_frag(struct sk_buff *skb, struct Vmxnet3_RxCompDesc *rcd,
   EXPECT_EQ(after->find("skb_frag_off_set"), std::string::npos) << *after;
 }
 
+TEST(CallMerge, AssignmentMergesWithTheCall) {
+  // hrtimer_init(&t, c, m); t.function = f;  ->  hrtimer_setup(&t, f, c, m);  (and through a pointer)
+  const fs::path root = fs::path(AD_FIXTURES) / "merge_assign";
+  propose::SiteIndex idx(root / "old", root / "new", {}, {});
+  auto merges = propose::learn_merges(idx, "hrtimer_init");
+  ASSERT_EQ(merges.size(), 1u) << "both forms are one rule";
+  const auto& r = merges[0].rule;
+  EXPECT_EQ(merges[0].count, 2);
+  EXPECT_EQ(r.callee, "hrtimer_setup");
+  ASSERT_EQ(r.calls.size(), 2u);
+  EXPECT_EQ(r.calls[1].first, "=.function");
+  EXPECT_EQ(r.args, (std::vector<std::string>{"$1.1", "$0.1", "$0.2"}));
+  if (util::find_program("spatch").empty()) GTEST_SKIP() << "spatch not installed";
+  auto tmp = util::TempDir::create(util::scratch_root(), "merge-");
+  ASSERT_TRUE(tmp.has_value());
+  ASSERT_TRUE(util::write_file(tmp->path() / "d.c", R"(static struct hrtimer ticktock;
+static int d_init(struct d *p)
+{
+	hrtimer_init(&ticktock, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
+	ticktock.function = d_fire;
+	hrtimer_init(&p->t, CLOCK_REALTIME, HRTIMER_MODE_ABS);
+	p->t.function = d_other;
+	return 0;
+}
+)").has_value());
+  propose::Edit e;
+  e.smpl = propose::merge_smpl(r);
+  ASSERT_TRUE(propose::apply_edit(e, tmp->path(), tmp->path() / "s"));
+  auto after = util::read_file(tmp->path() / "d.c");
+  ASSERT_TRUE(after.has_value());
+  EXPECT_NE(after->find("hrtimer_setup(&ticktock, d_fire, CLOCK_MONOTONIC, HRTIMER_MODE_REL);"), std::string::npos) << *after;
+  EXPECT_NE(after->find("hrtimer_setup(&p->t, d_other, CLOCK_REALTIME, HRTIMER_MODE_ABS);"), std::string::npos) << *after;
+  EXPECT_EQ(after->find(".function"), std::string::npos) << *after;
+}
+
 TEST(CTokens, ChangedFunctions) {
   const std::string before = "static int n;\nstatic int a(void)\n{\n\treturn 1;\n}\nstatic int b(void)\n{\n\treturn 2;\n}\n";
   std::string after = before;

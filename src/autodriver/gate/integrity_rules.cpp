@@ -351,6 +351,14 @@ void ops_rules(CFile& cf) {
     ++now[key(a)];
     values_in_scope[a.scope].insert(uncast(a.value));
   }
+  // Identifiers each function of the candidate still uses: an assignment of a callback folded
+  // into a call that takes it (`t.function = f;` + `hrtimer_init(&t, ...)` -> `hrtimer_setup(&t,
+  // f, ...)`) leaves the callback used in the same function.
+  std::map<std::string, std::set<std::string>> used_in_function;
+  for (const auto& it : f.c.items)
+    if (it.kind == cscan::ItemKind::function && !it.name.empty())
+      for (const auto& st : it.statements)
+        for (const auto& id : cscan::identifiers(st)) used_in_function[it.name].insert(id);
   for (const auto& a : cscan::member_assignments(f.o)) {
     auto it = now.find(key(a));
     if (it != now.end() && it->second > 0) {
@@ -370,6 +378,7 @@ void ops_rules(CFile& cf) {
     // The same value still set in the same table under another member: the member was renamed
     // (`.open = f` -> `.proc_open = f` when the table's struct type changed).
     if (vids.size() == 1 && values_in_scope[a.scope].count(uncast(a.value))) continue;
+    if (vids.size() == 1 && cf.o_functions.count(vids[0]) && used_in_function[a.scope].count(vids[0])) continue;
     if (removed || member_named) {
       // A callback of this file must stay wired up: renaming the member is fine, dropping it is not.
       std::string fn = vids.size() == 1 ? vids[0] : std::string();

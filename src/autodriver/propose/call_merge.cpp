@@ -12,12 +12,51 @@
 
 namespace autodriver::propose {
 
+std::string merge_smpl_on(const MergeRule& r, const std::string& meta_x, const std::string& x, const std::string& obj);
+
 namespace {
 
 bool statement_call(const std::vector<Token>& toks, const Call& c) {
   if (c.close_tok + 1 >= toks.size() || toks[c.close_tok + 1].text != ";" || c.name_tok == 0) return false;
   const Token& prev = toks[c.name_tok - 1];
   return prev.kind == TokKind::pp_line || prev.text == ";" || prev.text == "{" || prev.text == "}";
+}
+
+/// Statement member assignments `E.m = V;` / `P->m = V;` in [first, last] as pseudo-calls on the
+/// object a call would take (`& E` / `P`): callee "=.m", args {object, V}. They merge
+/// into a new call like calls do (6.15: `hrtimer_init(&t, c, m); t.function = f;` ->
+/// `hrtimer_setup(&t, f, c, m);`).
+std::vector<Call> member_assignments(const std::vector<Token>& toks, std::size_t first, std::size_t last) {
+  std::vector<Call> out;
+  for (std::size_t i = first + 1; i <= last && i < toks.size(); ++i) {
+    const std::string& prev = toks[i - 1].text;
+    if (!(toks[i - 1].kind == TokKind::pp_line || prev == ";" || prev == "{" || prev == "}")) continue;
+    if (toks[i].kind != TokKind::ident) continue;
+    std::size_t eq = 0, semi = 0;
+    int depth = 0;
+    for (std::size_t k = i; k <= last && k < toks.size(); ++k) {
+      const std::string& x = toks[k].text;
+      if (x == "(" || x == "[") ++depth;
+      else if (x == ")" || x == "]") --depth;
+      else if (x == "{" || x == "}") break;
+      else if (depth == 0 && x == "=" && !eq) eq = k;
+      else if (depth == 0 && x == ";") {
+        semi = k;
+        break;
+      }
+    }
+    if (!eq || !semi || eq < i + 2 || semi < eq + 2) continue;
+    const std::string& op = toks[eq - 2].text;
+    if ((op != "." && op != "->") || toks[eq - 1].kind != TokKind::ident || eq - 2 <= i - 1 || eq - 2 == i) continue;
+    Call c;
+    c.callee = "=." + toks[eq - 1].text; // the operator shows in the object's form
+    std::string object = join_tokens(toks, i, eq - 3);
+    c.args = {op == "." ? "& " + object : object, join_tokens(toks, eq + 1, semi - 1)};
+    c.name_tok = i;
+    c.close_tok = semi - 1;
+    out.push_back(std::move(c));
+  }
+  return out;
 }
 
 bool literal(const std::string& a) {
@@ -35,7 +74,7 @@ std::optional<MergeRule> merge_at(const std::vector<Token>& before, const std::v
   for (const auto& nc : new_calls)
     if (!nc.args.empty() && nc.args[0] == x) ++new_on_x[nc.callee];
   for (const auto& g : new_calls) {
-    if (old_callees.count(g.callee) || g.args.size() < 2 || g.args[0] != x) continue;
+    if (g.callee.starts_with("=") || old_callees.count(g.callee) || g.args.size() < 2 || g.args[0] != x) continue;
     // The old statement calls on x that are gone: c first, then the others by name.
     std::vector<const Call*> gone = {&c};
     for (const auto& oc : old_calls)
@@ -97,6 +136,8 @@ std::vector<LearnedMerge> learn_merges(SiteIndex& idx, const std::string& sym) {
       if (!nu || nu->kind != UnitKind::function) continue;
       auto old_calls = find_calls(before.tokens, u.first, u.last);
       auto new_calls = find_calls(after.tokens, nu->first, nu->last);
+      for (auto& a : member_assignments(before.tokens, u.first, u.last)) old_calls.push_back(std::move(a));
+      for (auto& a : member_assignments(after.tokens, nu->first, nu->last)) new_calls.push_back(std::move(a));
       for (const auto& c : old_calls) {
         if (c.callee != sym || c.args.empty() || !statement_call(before.tokens, c)) continue;
         auto r = merge_at(before.tokens, old_calls, c, new_calls);
@@ -116,11 +157,19 @@ std::vector<LearnedMerge> learn_merges(SiteIndex& idx, const std::string& sym) {
 }
 
 std::string merge_smpl(const MergeRule& r) {
-  std::vector<std::string> metas = {"X"};
+  bool assigns = std::any_of(r.calls.begin(), r.calls.end(), [](const auto& c) { return c.first.starts_with("="); });
+  if (!assigns) return merge_smpl_on(r, "X", "X", "X");
+  // A member assignment names the object itself: one rule for a pointer (`P->m = V;`, calls on
+  // P), one for an object whose address the calls take (`E.m = V;`, calls on &E).
+  return merge_smpl_on(r, "X", "X", "X") + merge_smpl_on(r, "E", "&E", "E");
+}
+
+std::string merge_smpl_on(const MergeRule& r, const std::string& meta_x, const std::string& x, const std::string& obj) {
+  std::vector<std::string> metas = {meta_x};
   auto meta = [](std::size_t k, std::size_t i) { return fmt::format("A{}_{}", k, i); };
   for (std::size_t k = 0; k < r.calls.size(); ++k)
     for (std::size_t i = 1; i < r.calls[k].second; ++i) metas.push_back(meta(k, i));
-  std::string call = r.callee + "(X";
+  std::string call = r.callee + "(" + x;
   for (const auto& a : r.args) {
     if (a[0] == '$') {
       auto dot = a.find('.');
@@ -136,7 +185,14 @@ std::string merge_smpl(const MergeRule& r) {
   do {
     out += "@@\nexpression " + fmt::format("{}", fmt::join(metas, ", ")) + ";\n@@\n";
     for (std::size_t k : order) {
-      out += "- " + r.calls[k].first + "(X";
+      const std::string& callee = r.calls[k].first;
+      if (callee.starts_with("=")) {
+        // "=.m": the assignment on the object, whichever operator the learned code used.
+        std::string member = callee.substr(2);
+        out += "- " + obj + (obj == x ? "->" : ".") + member + " = " + meta(k, 1) + ";\n";
+        continue;
+      }
+      out += "- " + callee + "(" + x;
       for (std::size_t i = 1; i < r.calls[k].second; ++i) out += ", " + meta(k, i);
       out += ");\n";
     }

@@ -661,7 +661,9 @@ private:
     for (const auto& m : learn_merges(idx, sym)) {
       if (rank >= 2) break;
       std::vector<std::string> names;
-      for (const auto& [c, n] : m.rule.calls) names.push_back(c + "()");
+      for (const auto& [c, n] : m.rule.calls)
+        names.push_back(c.starts_with("=") ? fmt::format("the .{} assignment", c.substr(2))
+                                           : c + "()");
       std::string list = names.size() == 2 ? names[0] + " and " + names[1]
                                            : fmt::format("{} and {}", fmt::join(names.begin(), names.end() - 1, ", "),
                                                          names.back());
