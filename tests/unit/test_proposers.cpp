@@ -802,6 +802,27 @@ TEST(CTokens, FirstBranchMaskKeepsBraceNesting) {
   EXPECT_EQ(naive, 1);
 }
 
+TEST(Apply, SpatchReadsOnlyFilesNamingWhatARuleRemoves) {
+  auto tmp = util::TempDir::create(util::scratch_root(), "smplfiles-");
+  ASSERT_TRUE(tmp.has_value());
+  ASSERT_TRUE(util::write_file(tmp->path() / "a.c", "void a(void) { foo(1); }\n").has_value());
+  ASSERT_TRUE(util::write_file(tmp->path() / "b.c", "void b(void) { bar(2); }\n").has_value());
+  ASSERT_TRUE(util::write_file(tmp->path() / "c.c", "int foobar; /* foo_x */\n").has_value());
+  const std::vector<std::string> all = {"a.c", "b.c", "c.c"};
+  using V = std::vector<std::string>;
+  EXPECT_EQ(propose::files_for_smpl("@@\nexpression E;\n@@\n- foo(E)\n+ baz(E)\n", tmp->path(), all), V{"a.c"})
+      << "c.c names foobar and foo_x, not foo";
+  EXPECT_EQ(propose::files_for_smpl("@@\nexpression E;\n@@\n- foo(E)\n+ baz(E)\n\n@r@\nexpression E;\n@@\n- bar(E)\n",
+                                    tmp->path(), all),
+            (V{"a.c", "b.c"}));
+  // A rule that removes only metavariables (or NULL, which an isomorphism matches as `!x`) may
+  // match anywhere; so may a script rule.
+  EXPECT_EQ(propose::files_for_smpl("@@\nidentifier f;\nexpression E;\n@@\n- f(E)\n", tmp->path(), all), all);
+  EXPECT_EQ(propose::files_for_smpl("@@\nexpression E;\n@@\n- E == NULL\n+ !E\n", tmp->path(), all), all);
+  EXPECT_EQ(propose::files_for_smpl("@script:python@\n@@\nprint(1)\n@@\nexpression E;\n@@\n- foo(E)\n", tmp->path(), all), all);
+  EXPECT_TRUE(propose::files_for_smpl("@@\nexpression E;\n@@\n- qux(E)\n", tmp->path(), all).empty());
+}
+
 TEST(CallMerge, ThreeFragCallsBecomeOne) {
   const fs::path root = fs::path(AD_FIXTURES) / "merge";
   propose::SiteIndex idx(root / "old", root / "new", {}, {});

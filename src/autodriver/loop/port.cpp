@@ -128,7 +128,8 @@ util::Expected<BuildState> build(const core::Kernel& k, const fs::path& tree, co
 
 /// The objects ("sub/a.o") a trial that changed `changed` can be judged by instead of the whole
 /// module, or nothing: kbuild M= only, the current build fails with compiler errors in C files
-/// only (no header, link or modpost error whose cause could lie in another file), and every
+/// only (no header, link or modpost error whose cause could lie in another file), some of them in
+/// files the trial did not change (their compilation is what a full build would repeat), and every
 /// changed file is a C file kbuild compiles on its own (its record in the built tree, or an error
 /// of its own now) that no other file includes.
 std::vector<std::string> single_objects(const std::set<std::string>& changed, const BuildState& cur,
@@ -139,6 +140,9 @@ std::vector<std::string> single_objects(const std::set<std::string>& changed, co
     if (d.tool != "gcc" || d.file.empty() || !d.file.ends_with(".c") || fs::path(d.file).is_absolute()) return {};
     error_files.insert(d.file);
   }
+  // Without errors in other files a full build compiles only the changed files anyway (the rest
+  // is built) and links: judging by the objects first would only add a make run.
+  if (std::all_of(error_files.begin(), error_files.end(), [&](const auto& f) { return changed.count(f) > 0; })) return {};
   std::vector<std::string> objects;
   std::set<std::string> names;
   for (const auto& f : changed) {

@@ -13,6 +13,8 @@
 #include <functional>
 #include <map>
 #include <regex>
+#include <set>
+#include <cctype>
 
 namespace autodriver::propose {
 
@@ -400,18 +402,74 @@ util::Expected<ApplyResult> apply_edit(const Edit& edit, const fs::path& tree, c
   return r;
 }
 
+/// The files spatch needs to read for `smpl`: each rule removes code naming identifiers of its own
+/// (not metavariables, C keywords or NULL, which isomorphisms may match in another form); a file
+/// naming none of some rule's cannot change. Every file when a rule has no such identifier or
+/// the SmPL has a script rule. On a 44-file driver this is the difference between 15 s and 2.
+std::vector<std::string> files_for_smpl(const std::string& smpl, const fs::path& tree, const std::vector<std::string>& files) {
+  static const std::set<std::string> k_not_needles = {
+      "if", "else", "return", "for", "while", "do", "switch", "case", "default", "break", "continue", "goto",
+      "sizeof", "struct", "union", "enum", "const", "static", "volatile", "inline", "extern", "int", "char",
+      "void", "long", "short", "unsigned", "signed", "bool", "NULL", "true", "false", "when", "any", "strict",
+      "forall", "exists", "typeof"};
+  static const std::regex k_ident(R"([A-Za-z_]\w*)");
+  std::vector<std::set<std::string>> rules;
+  std::set<std::string> metas;
+  int at_lines = 0;
+  for (auto line : util::split_lines(smpl)) {
+    std::string l(line);
+    if (l.starts_with("@")) {
+      if (l.find("script") != std::string::npos) return files;
+      if (++at_lines % 2 == 1) {
+        rules.emplace_back();
+        metas.clear();
+      }
+      continue;
+    }
+    if (rules.empty()) continue;
+    bool declarations = at_lines % 2 == 1;
+    for (auto it = std::sregex_iterator(l.begin(), l.end(), k_ident); it != std::sregex_iterator(); ++it) {
+      std::string id = it->str();
+      if (declarations) metas.insert(id);
+      else if (l.starts_with("-") && !metas.count(id) && !k_not_needles.count(id)) rules.back().insert(id);
+    }
+  }
+  if (rules.empty() || std::any_of(rules.begin(), rules.end(), [](const auto& r) { return r.empty(); })) return files;
+  std::vector<std::string> out;
+  for (const auto& f : files) {
+    auto text = util::read_file(tree / f);
+    if (!text) {
+      out.push_back(f);
+      continue;
+    }
+    auto names = [&](const std::string& id) {
+      for (auto pos = text->find(id); pos != std::string::npos; pos = text->find(id, pos + 1)) {
+        auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+        if ((pos == 0 || !word((*text)[pos - 1])) && (pos + id.size() >= text->size() || !word((*text)[pos + id.size()])))
+          return true;
+      }
+      return false;
+    };
+    if (std::any_of(rules.begin(), rules.end(), [&](const auto& r) { return std::any_of(r.begin(), r.end(), names); }))
+      out.push_back(f);
+  }
+  return out;
+}
+
 static util::Expected<ApplyResult> apply_edit_parts(const Edit& edit, const fs::path& tree, const fs::path& scratch,
                                                     const std::vector<std::string>& files) {
   ApplyResult res;
   auto before = hashes(tree, files);
-  if (!edit.smpl.empty()) {
+  std::vector<std::string> targets;
+  if (!edit.smpl.empty()) targets = files_for_smpl(edit.smpl, tree, files);
+  if (!targets.empty()) {
     std::error_code ec;
     fs::create_directories(scratch, ec);
     fs::path rule = scratch / "rule.cocci";
     if (auto w = util::write_file(rule, edit.smpl); !w) return util::unexpected(w.error());
     util::RunRequest req;
     req.argv = {"spatch", "--very-quiet", "--in-place", "--no-show-diff", "--timeout", "60", "--sp-file", rule.string()};
-    for (const auto& f : files) req.argv.push_back(f);
+    for (const auto& f : targets) req.argv.push_back(f);
     req.cwd = tree;
     req.timeout = 180s;
     req.stderr_mode = util::Stderr::merge;

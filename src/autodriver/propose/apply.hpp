@@ -40,6 +40,11 @@ long linux_version_code(const std::filesystem::path& build_dir);
 /// C sources and headers of a tree (relative paths), the files spatch is run on.
 std::vector<std::string> c_files(const std::filesystem::path& tree);
 
+/// Of `files` (relative to `tree`), those spatch must read for `smpl`: a file naming none of the
+/// identifiers some rule removes cannot change (all of them when a rule removes no such name).
+std::vector<std::string> files_for_smpl(const std::string& smpl, const std::filesystem::path& tree,
+                                        const std::vector<std::string>& files);
+
 /// The tree's C sources and headers whose text contains `word`: (relative path, text).
 std::vector<std::pair<std::string, std::string>> sources_mentioning(const std::filesystem::path& tree,
                                                                     const std::string& word);
