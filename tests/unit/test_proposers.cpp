@@ -525,6 +525,12 @@ TEST(CallbackSignature, ParameterAddedBeforeOneOfItsTypeFollowsTheKernelsNames) 
   plan = propose::plan_param_reshape(old, to, {"chip", "buf", "count", "bufsiz"}, none);
   ASSERT_TRUE(plan);
   EXPECT_EQ(plan->params[2], "size_t count");
+  // The driver calls it `length`, which the target's implementations do not: where the kernel's own
+  // implementations moved the third parameter (6.12 `(chip, buf, len)` -> 7.3 `(chip, buf, bufsiz, len)`).
+  std::vector<propose::Param> infineon = {{"struct tpm_chip *", "chip"}, {"u8 *", "buf"}, {"size_t", "length"}};
+  plan = propose::plan_param_reshape(infineon, to, {"chip", "buf", "bufsiz", "count"}, none, {0, 1, 3});
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->params, (std::vector<std::string>{"struct tpm_chip *chip", "u8 *buf", "size_t bufsiz", "size_t length"}));
 }
 
 TEST(CallbackSignature, ParametersFoldedIntoStruct) {

@@ -259,44 +259,49 @@ std::string pointed_struct(const std::string& type) {
 std::optional<ParamReshape> plan_param_reshape(const std::vector<Param>& old_params,
                                                const std::vector<std::string>& to_types,
                                                const std::vector<std::string>& to_names,
-                                               const std::function<std::vector<Param>(const std::string&)>& members) {
+                                               const std::function<std::vector<Param>(const std::string&)>& members,
+                                               const std::vector<std::size_t>& old_to_new) {
   ParamReshape r;
   const std::size_t no = old_params.size(), nt = to_types.size();
   auto compatible = [](const std::string& a, const std::string& b) { return drop_const(a) == drop_const(b); };
-  // Only parameters added: when the target's own implementations give every old parameter's name
-  // to a parameter of a compatible type, in the same order, that is where each one went (the new
-  // one may sit before an old one of its type: tpm_class_ops.send (chip, buf, count) -> (chip,
-  // buf, bufsiz, count)); the other positions are the new parameters.
-  if (nt > no && to_names.size() == nt) {
+  // Only parameters added: where did each old parameter go? When the target's own
+  // implementations give every old parameter's name to a parameter of a compatible type, in the
+  // same order, there (tpm_class_ops.send (chip, buf, count) -> (chip, buf, bufsiz, count)); else
+  // where the kernel's own implementations moved each old position (`old_to_new`: 6.12's
+  // tpm_tis_send `(chip, buf, len)` is 7.3's `(chip, buf, bufsiz, len)`: a driver's third
+  // parameter, whatever its name, is the new fourth). A new parameter may sit before an old one of its type, which
+  // type alignment alone gets wrong. The other positions are the new parameters.
+  auto by_names = [&](const std::function<std::string(std::size_t)>& key) -> std::optional<ParamReshape> {
+    ParamReshape p;
     std::vector<std::string> names(nt);
     std::size_t next = 0;
-    bool all = true;
-    for (const auto& p : old_params) {
+    for (std::size_t i = 0; i < no; ++i) {
       std::size_t hit = nt;
-      for (std::size_t j = next; j < nt && hit == nt; ++j)
-        if (to_names[j] == p.name && compatible(p.type, to_types[j])) hit = j;
-      if (hit == nt) {
-        all = false;
-        break;
-      }
-      names[hit] = p.name;
+      std::string k = key(i);
+      for (std::size_t j = next; !k.empty() && j < nt && hit == nt; ++j)
+        if (to_names[j] == k && compatible(old_params[i].type, to_types[j])) hit = j;
+      if (hit == nt) return std::nullopt;
+      names[hit] = old_params[i].name;
       next = hit + 1;
     }
     std::set<std::string> taken;
-    for (const auto& p : old_params) taken.insert(p.name);
-    for (std::size_t j = 0; all && j < nt; ++j) {
+    for (const auto& op : old_params) taken.insert(op.name);
+    for (std::size_t j = 0; j < nt; ++j) {
       if (!names[j].empty()) continue;
       std::string name = !to_names[j].empty() ? to_names[j] : pointed_struct(to_types[j]);
-      if (name.empty() || !taken.insert(name).second) all = false;
+      if (name.empty() || !taken.insert(name).second) return std::nullopt;
       names[j] = name;
-      r.added.push_back(name);
+      p.added.push_back(name);
     }
-    if (all) {
-      for (std::size_t i = 0; i < nt; ++i) r.params.push_back(with_name(to_types[i], names[i]));
-      r.names = names;
-      return r;
-    }
-    r = ParamReshape{};
+    for (std::size_t i = 0; i < nt; ++i) p.params.push_back(with_name(to_types[i], names[i]));
+    p.names = names;
+    return p;
+  };
+  if (nt > no && to_names.size() == nt) {
+    if (auto p = by_names([&](std::size_t i) { return old_params[i].name; })) return p;
+    if (old_to_new.size() == no)
+      if (auto p = by_names([&](std::size_t i) { return old_to_new[i] < nt ? to_names[old_to_new[i]] : std::string(); }))
+        return p;
   }
   std::size_t pre = 0;
   while (pre < no && pre < nt && compatible(old_params[pre].type, to_types[pre])) ++pre;
@@ -770,7 +775,35 @@ private:
       usage = idx->callback_usage(member, tp);
     }
     auto members = [&](const std::string& tag) { return idx ? idx->struct_member_types(tag) : std::vector<Param>{}; };
-    auto plan = plan_param_reshape(old_params, tp, usage.param_names, members);
+    // Where the kernel's own implementations moved each old parameter: the same function in the
+    // old source and in the target's, positions matched by the names each gives them (where the
+    // old source is at hand; a move at least two implementations agree on).
+    std::vector<std::size_t> old_to_new;
+    if (!ctx.old_src.empty() && !member.empty() && tp.size() > old_params.size()) {
+      TargetIndex old_idx(ctx.old_src, ctx.from ? ctx.from->build_dir : fs::path());
+      auto old_usage = old_idx.callback_usage(member, split_top_level(from.params));
+      std::map<std::vector<std::size_t>, int> votes;
+      for (const auto& [where, onames] : old_usage.by_function) {
+        auto it = usage.by_function.find(where);
+        if (it == usage.by_function.end()) continue;
+        std::vector<std::size_t> moved;
+        std::size_t next = 0;
+        for (const auto& n : onames) {
+          std::size_t j = next;
+          while (j < it->second.size() && it->second[j] != n) ++j;
+          if (j >= it->second.size()) break;
+          moved.push_back(j);
+          next = j + 1;
+        }
+        if (moved.size() == onames.size()) ++votes[moved];
+      }
+      int best = 1;
+      for (const auto& [moved, n] : votes)
+        if (n > best) best = n, old_to_new = moved;
+    }
+    util::log_debug("callback-signature: the target's implementations name them ({}); {} old position(s) followed",
+                    fmt::join(usage.param_names, ", "), old_to_new.size());
+    auto plan = plan_param_reshape(old_params, tp, usage.param_names, members, old_to_new);
     if (!plan) {
       util::log_debug("callback-signature: no parameter plan for {}() (a name clash or an unnamed new parameter)", fn);
       return;

@@ -25,10 +25,13 @@ struct ParamReshape {
 /// parameters in between are either folded into a `struct S *` parameter of the target whose
 /// members have their names and types (`u8 *hfunc` -> `u8 *hfunc = &rxfh->hfunc;`), or dropped
 /// (they must then be unused). New parameters are named `to_names[i]` (what the target's own
-/// implementations call them) or after their struct tag. Nullopt when no such plan exists.
+/// implementations call them) or after their struct tag. When parameters were only added, an old
+/// parameter goes where its name went among `to_names`, else to `old_to_new[i]` (where the kernel's
+/// own implementations moved position i). Nullopt when no such plan exists.
 std::optional<ParamReshape> plan_param_reshape(const std::vector<Param>& old_params,
                                                const std::vector<std::string>& to_types,
                                                const std::vector<std::string>& to_names,
-                                               const std::function<std::vector<Param>(const std::string&)>& members);
+                                               const std::function<std::vector<Param>(const std::string&)>& members,
+                                               const std::vector<std::size_t>& old_to_new = {});
 
 } // namespace autodriver::propose

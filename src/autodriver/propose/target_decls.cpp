@@ -466,6 +466,7 @@ TargetIndex::CallbackUsage TargetIndex::callback_usage(const std::string& member
       }
       if (names.size() != arity || got != want) break;
       for (std::size_t i = 0; i < arity; ++i) ++votes[i][names[i]];
+      out.by_function[m[1].str() + "|" + m[2].str()] = names;
       // The declarations opening the body: "type name = expr;" with expr over the parameters.
       std::size_t end = matching_close(toks, u.body);
       for (std::size_t k = u.body + 1; k < end && k < toks.size();) {

@@ -70,6 +70,8 @@ public:
     /// Locals initialised at the top of their bodies from the parameters, per type (const
     /// dropped, no spaces): "structi2c_device_id*" -> {"i2c_client_get_device_id($0)": 40}.
     std::map<std::string, std::map<std::string, int>> locals;
+    /// Each implementation's parameter names, by "file|function".
+    std::map<std::string, std::vector<std::string>> by_function;
   };
   /// Only implementations whose parameter types are `types` (const and spaces ignored) count.
   CallbackUsage callback_usage(const std::string& member, const std::vector<std::string>& types);
