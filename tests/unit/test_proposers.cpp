@@ -829,6 +829,23 @@ TEST(Apply, SpatchReadsOnlyFilesNamingWhatARuleRemoves) {
   EXPECT_TRUE(propose::files_for_smpl("@@\nexpression E;\n@@\n- qux(E)\n", tmp->path(), all).empty());
 }
 
+namespace {
+
+/// `src` as a driver file after the merge rule's SmPL ran on it; nullopt when it could not be
+/// written, applied or read back.
+std::optional<std::string> after_merge(const propose::MergeRule& r, const std::string& src) {
+  auto tmp = util::TempDir::create(util::scratch_root(), "merge-");
+  if (!tmp || !util::write_file(tmp->path() / "x.c", src)) return std::nullopt;
+  propose::Edit e;
+  e.smpl = propose::merge_smpl(r);
+  if (!propose::apply_edit(e, tmp->path(), tmp->path() / "s")) return std::nullopt;
+  auto after = util::read_file(tmp->path() / "x.c");
+  if (!after) return std::nullopt;
+  return *after;
+}
+
+} // namespace
+
 TEST(CallMerge, ThreeFragCallsBecomeOne) {
   const fs::path root = fs::path(AD_FIXTURES) / "merge";
   propose::SiteIndex idx(root / "old", root / "new", {}, {});
@@ -842,10 +859,8 @@ TEST(CallMerge, ThreeFragCallsBecomeOne) {
   // Nothing to learn for a function the kernel never merged.
   EXPECT_TRUE(propose::learn_merges(idx, "skb_frag_page").empty());
   if (util::find_program("spatch").empty()) GTEST_SKIP() << "spatch not installed";
-  auto tmp = util::TempDir::create(util::scratch_root(), "merge-");
-  ASSERT_TRUE(tmp.has_value());
   // 6.1's vmxnet3_append_frag(), in another order than aq_ring.c's.
-  ASSERT_TRUE(util::write_file(tmp->path() / "x.c", R"(static void
+  auto after = after_merge(r, R"(static void
 vmxnet3_append_frag(struct sk_buff *skb, struct Vmxnet3_RxCompDesc *rcd,
 		    struct vmxnet3_rx_buf_info *rbi)
 {
@@ -856,11 +871,7 @@ vmxnet3_append_frag(struct sk_buff *skb, struct Vmxnet3_RxCompDesc *rcd,
 	skb_frag_size_set(frag, rcd->len);
 	skb->data_len += rcd->len;
 }
-)").has_value());
-  propose::Edit e;
-  e.smpl = propose::merge_smpl(r);
-  ASSERT_TRUE(propose::apply_edit(e, tmp->path(), tmp->path() / "s"));
-  auto after = util::read_file(tmp->path() / "x.c");
+)");
   ASSERT_TRUE(after.has_value());
   EXPECT_NE(after->find("\tskb_frag_fill_page_desc(frag, rbi->page, 0, rcd->len);\n\tskb->data_len"), std::string::npos)
       << *after;
@@ -880,9 +891,7 @@ TEST(CallMerge, AssignmentMergesWithTheCall) {
   EXPECT_EQ(r.calls[1].first, "=.function");
   EXPECT_EQ(r.args, (std::vector<std::string>{"$1.1", "$0.1", "$0.2"}));
   if (util::find_program("spatch").empty()) GTEST_SKIP() << "spatch not installed";
-  auto tmp = util::TempDir::create(util::scratch_root(), "merge-");
-  ASSERT_TRUE(tmp.has_value());
-  ASSERT_TRUE(util::write_file(tmp->path() / "d.c", R"(static struct hrtimer ticktock;
+  auto after = after_merge(r, R"(static struct hrtimer ticktock;
 static int d_init(struct d *p)
 {
 	hrtimer_init(&ticktock, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
@@ -891,11 +900,7 @@ static int d_init(struct d *p)
 	p->t.function = d_other;
 	return 0;
 }
-)").has_value());
-  propose::Edit e;
-  e.smpl = propose::merge_smpl(r);
-  ASSERT_TRUE(propose::apply_edit(e, tmp->path(), tmp->path() / "s"));
-  auto after = util::read_file(tmp->path() / "d.c");
+)");
   ASSERT_TRUE(after.has_value());
   EXPECT_NE(after->find("hrtimer_setup(&ticktock, d_fire, CLOCK_MONOTONIC, HRTIMER_MODE_REL);"), std::string::npos) << *after;
   EXPECT_NE(after->find("hrtimer_setup(&p->t, d_other, CLOCK_REALTIME, HRTIMER_MODE_ABS);"), std::string::npos) << *after;

@@ -75,13 +75,14 @@ util::Expected<BuildRun> build_tree(const core::Kernel& kernel, const fs::path& 
   auto r = util::run(req);
   if (!r) return util::unexpected(r.error());
   br.run = std::move(*r);
-  for (const auto& line : util::split_lines(br.run.out))
+  for (auto line : util::split_lines(br.run.out)) {
+    line = util::trim(line);
     // Not kbuild's own link-time objects (foo.mod.o, .module-common.o): the driver's files.
-    if (line.find("CC [M]") != std::string::npos && !util::trim(line).ends_with(".mod.o") &&
-        !util::trim(line).ends_with(".module-common.o")) {
+    if (line.find("CC [M]") != std::string_view::npos && !line.ends_with(".mod.o") && !line.ends_with(".module-common.o")) {
       ++br.compiled;
-      util::log_debug("build: {}", util::trim(line));
+      util::log_debug("build: {}", line);
     }
+  }
   ParseOptions po;
   po.tree_root = k_sandbox_tree;
   br.diagnostics = parse_build_output(br.run.out, po);

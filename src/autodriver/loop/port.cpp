@@ -71,14 +71,17 @@ std::string error_signature(const core::Diagnostic& d) {
   return d.file + "|" + d.message;
 }
 
-bool is_error(const core::Diagnostic& d) {
-  return d.severity == core::Severity::error || d.severity == core::Severity::fatal;
-}
-
-bool is_type_warning(const core::Diagnostic& d) {
-  return d.severity == core::Severity::warning &&
-         (d.kind == core::DiagKind::int_conversion || d.kind == core::DiagKind::incompatible_pointer_type ||
-          d.kind == core::DiagKind::incompatible_type);
+/// Counts one of a build's diagnostics into `s` (its errors and type-safety warnings).
+void count_diagnostic(BuildState& s, const core::Diagnostic& d) {
+  if (d.severity == core::Severity::error || d.severity == core::Severity::fatal) {
+    if (d.severity == core::Severity::fatal) ++s.fatal;
+    s.errors.push_back(d);
+    s.signatures.insert(error_signature(d));
+  } else if (d.severity == core::Severity::warning &&
+             (d.kind == core::DiagKind::int_conversion || d.kind == core::DiagKind::incompatible_pointer_type ||
+              d.kind == core::DiagKind::incompatible_type)) {
+    ++s.type_warnings;
+  }
 }
 
 /// How long a build may take and with how many jobs; the loop sets it from the budget left and
@@ -111,15 +114,7 @@ util::Expected<BuildState> build(const core::Kernel& k, const fs::path& tree, co
   s.by_budget = s.timed_out && limit.by_budget;
   s.all = r->diagnostics;
   for (const auto& m : r->modules) s.modules.push_back(m.stem().string());
-  for (const auto& d : r->diagnostics) {
-    if (d.severity == core::Severity::error || d.severity == core::Severity::fatal) {
-      if (d.severity == core::Severity::fatal) ++s.fatal;
-      s.errors.push_back(d);
-      s.signatures.insert(error_signature(d));
-    } else if (is_type_warning(d)) {
-      ++s.type_warnings;
-    }
-  }
+  for (const auto& d : r->diagnostics) count_diagnostic(s, d);
   if (!s.ok && s.signatures.empty())
     s.signatures.insert(s.timed_out ? fmt::format("build did not finish within {} s", limit.timeout.count())
                                     : "build failed: " + r->run.status_text());
@@ -288,13 +283,7 @@ util::Expected<Trial> try_edits(const std::vector<const propose::Edit*>& edits, 
       for (const auto& d : cur.all) {
         if (changed.count(d.file)) continue;
         merged.all.push_back(d);
-        if (is_error(d)) {
-          if (d.severity == core::Severity::fatal) ++merged.fatal;
-          merged.errors.push_back(d);
-          merged.signatures.insert(error_signature(d));
-        } else if (is_type_warning(d)) {
-          ++merged.type_warnings;
-        }
+        count_diagnostic(merged, d);
       }
       if (merged.errors.empty()) {
         s = build(to, t, req, limit);
@@ -570,7 +559,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
     cut_short(*cur, *to);
     return rep;
   }
-  // Run beside the old kernel's build, it took longer than alone: still the measure trials get.
+  // Trials are measured against this build (beside the old kernel's build it took longer than alone).
   first_build = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::milliseconds(cur->ms));
   std::vector<core::Diagnostic> original_diags = cur->all;
   if (api_diff.valid()) {
@@ -594,8 +583,13 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
       proposers.push_back(entry.make());
 
   std::set<std::string> settled; // change ids accepted or exhausted
-  // One edit's trial kept on the work tree: its files, the accepted edit with its snapshot, the
-  // new build state.
+  // A trial's step: what was tried, its errors, and where its time went.
+  auto tried = [&](nlohmann::json data, const Trial& t) {
+    data.update({{"errors_before", cur->error_count()}, {"errors_after", t.applied ? t.state.error_count() : -1},
+                 {"build_ms", t.state.ms}, {"compiled", t.state.compiled}, {"objects_only", t.state.objects_only},
+                 {"copy_ms", t.copy_ms}, {"apply_ms", t.apply_ms}});
+    step("try", std::move(data));
+  };
   // The trial's built copy becomes the work tree (its objects are the next trials' start).
   auto adopt = [&](Trial& t) -> util::Expected<void> {
     if (!t.tree.empty()) {
@@ -607,6 +601,8 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
     }
     return write_snapshot(work, t.snapshot);
   };
+  // One edit's trial kept on the work tree: its files, the accepted edit with its snapshot, the
+  // new build state.
   auto keep_trial = [&](const propose::Edit& e, Trial& t, int iter) -> util::Expected<void> {
     if (auto w = adopt(t); !w) return unexpected(w.error());
     rep.accepted.push_back({e, t.snapshot, cur->error_count(), t.state.error_count()});
@@ -652,8 +648,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
       }
       auto t = try_edits({&*it}, work, scratch->path(), *to, req, apply_options, limit(), *cur);
       if (!t) return unexpected(t.error());
-      step("try", {{"iteration", iter}, {"change", it->change_id}, {"rank", it->rank}, {"proposer", it->proposer},
-                   {"errors_before", cur->error_count()}, {"errors_after", t->applied ? t->state.error_count() : -1}, {"build_ms", t->state.ms}, {"compiled", t->state.compiled}, {"objects_only", t->state.objects_only}, {"copy_ms", t->copy_ms}, {"apply_ms", t->apply_ms}});
+      tried({{"iteration", iter}, {"change", it->change_id}, {"rank", it->rank}, {"proposer", it->proposer}}, *t);
       settled.insert(it->change_id);
       if (t->applied && trial_score(*cur, t->state) < cur->score()) {
         if (auto k = keep_trial(*it, *t, iter); !k) return unexpected(k.error());
@@ -693,8 +688,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
       bool no_new = std::all_of(t->state.signatures.begin(), t->state.signatures.end(),
                                 [&](const auto& sg) { return cur->signatures.count(sg) > 0; });
       bool better = t->applied && trial_score(*cur, t->state) < cur->score();
-      step("try", {{"iteration", iter}, {"changes", set.size()}, {"errors_before", cur->error_count()},
-                   {"errors_after", t->applied ? t->state.error_count() : -1}, {"build_ms", t->state.ms}, {"compiled", t->state.compiled}, {"objects_only", t->state.objects_only}, {"copy_ms", t->copy_ms}, {"apply_ms", t->apply_ms}, {"combined", true}, {"depth", depth}});
+      tried({{"iteration", iter}, {"changes", set.size()}, {"combined", true}, {"depth", depth}}, *t);
       if (better && no_new) {
         // Re-apply one by one on the work tree to record one snapshot (patch) per change.
         int before = cur->error_count();
@@ -758,8 +752,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
           if (++tries > 3) break;
           auto t = try_edits({e}, work, scratch->path(), *to, req, apply_options, limit(), *cur);
           if (!t) return unexpected(t.error());
-          step("try", {{"iteration", iter}, {"change", id}, {"rank", e->rank}, {"proposer", e->proposer},
-                       {"errors_before", cur->error_count()}, {"errors_after", t->applied ? t->state.error_count() : -1}, {"build_ms", t->state.ms}, {"compiled", t->state.compiled}, {"objects_only", t->state.objects_only}, {"copy_ms", t->copy_ms}, {"apply_ms", t->apply_ms}});
+          tried({{"iteration", iter}, {"change", id}, {"rank", e->rank}, {"proposer", e->proposer}}, *t);
           if (!t->applied) continue;
           if (!needs_include && !t->state.ok) {
             std::vector<core::Diagnostic> fresh;
@@ -809,8 +802,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
               for (const auto& sym : fixes.front().symbols) merged->symbols.push_back(sym);
               auto t = try_edits({&*merged}, work, scratch->path(), *to, req, apply_options, limit(), *cur);
               if (!t) return unexpected(t.error());
-              step("try", {{"iteration", iter}, {"change", id}, {"with", fixes.front().change_id},
-                           {"errors_before", cur->error_count()}, {"errors_after", t->applied ? t->state.error_count() : -1}, {"build_ms", t->state.ms}, {"compiled", t->state.compiled}, {"objects_only", t->state.objects_only}, {"copy_ms", t->copy_ms}, {"apply_ms", t->apply_ms}});
+              tried({{"iteration", iter}, {"change", id}, {"with", fixes.front().change_id}}, *t);
               if (t->applied && trial_score(*cur, t->state) < cur->score()) {
                 best = &*merged;
                 best_trial = std::move(*t);

@@ -14,7 +14,6 @@
 #include <map>
 #include <regex>
 #include <set>
-#include <cctype>
 
 namespace autodriver::propose {
 
@@ -442,14 +441,7 @@ std::vector<std::string> files_for_smpl(const std::string& smpl, const fs::path&
       out.push_back(f);
       continue;
     }
-    auto names = [&](const std::string& id) {
-      for (auto pos = text->find(id); pos != std::string::npos; pos = text->find(id, pos + 1)) {
-        auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-        if ((pos == 0 || !word((*text)[pos - 1])) && (pos + id.size() >= text->size() || !word((*text)[pos + id.size()])))
-          return true;
-      }
-      return false;
-    };
+    auto names = [&](const std::string& id) { return has_word(*text, id); };
     if (std::any_of(rules.begin(), rules.end(), [&](const auto& r) { return std::any_of(r.begin(), r.end(), names); }))
       out.push_back(f);
   }

@@ -12,14 +12,18 @@
 
 namespace autodriver::propose {
 
-std::string merge_smpl_on(const MergeRule& r, const std::string& meta_x, const std::string& x, const std::string& obj);
-
 namespace {
 
-bool statement_call(const std::vector<Token>& toks, const Call& c) {
-  if (c.close_tok + 1 >= toks.size() || toks[c.close_tok + 1].text != ";" || c.name_tok == 0) return false;
-  const Token& prev = toks[c.name_tok - 1];
+/// Token `i` opens a statement: what precedes it ends one (or is a preprocessor line).
+bool starts_statement(const std::vector<Token>& toks, std::size_t i) {
+  if (i == 0) return false;
+  const Token& prev = toks[i - 1];
   return prev.kind == TokKind::pp_line || prev.text == ";" || prev.text == "{" || prev.text == "}";
+}
+
+bool statement_call(const std::vector<Token>& toks, const Call& c) {
+  if (c.close_tok + 1 >= toks.size() || toks[c.close_tok + 1].text != ";") return false;
+  return starts_statement(toks, c.name_tok);
 }
 
 /// Statement member assignments `E.m = V;` / `P->m = V;` in [first, last] as pseudo-calls on the
@@ -29,9 +33,7 @@ bool statement_call(const std::vector<Token>& toks, const Call& c) {
 std::vector<Call> member_assignments(const std::vector<Token>& toks, std::size_t first, std::size_t last) {
   std::vector<Call> out;
   for (std::size_t i = first + 1; i <= last && i < toks.size(); ++i) {
-    const std::string& prev = toks[i - 1].text;
-    if (!(toks[i - 1].kind == TokKind::pp_line || prev == ";" || prev == "{" || prev == "}")) continue;
-    if (toks[i].kind != TokKind::ident) continue;
+    if (!starts_statement(toks, i) || toks[i].kind != TokKind::ident) continue;
     std::size_t eq = 0, semi = 0;
     int depth = 0;
     for (std::size_t k = i; k <= last && k < toks.size(); ++k) {
@@ -115,6 +117,45 @@ std::optional<MergeRule> merge_at(const std::vector<Token>& before, const std::v
   return std::nullopt;
 }
 
+/// One rule per order of the old calls, with the object as metavariable `meta_x`, the calls'
+/// first argument written `x` and member assignments on `obj` (`->` when obj is x, else `.`).
+std::string merge_smpl_on(const MergeRule& r, const std::string& meta_x, const std::string& x, const std::string& obj) {
+  std::vector<std::string> metas = {meta_x};
+  auto meta = [](std::size_t k, std::size_t i) { return fmt::format("A{}_{}", k, i); };
+  for (std::size_t k = 0; k < r.calls.size(); ++k)
+    for (std::size_t i = 1; i < r.calls[k].second; ++i) metas.push_back(meta(k, i));
+  std::string call = r.callee + "(" + x;
+  for (const auto& a : r.args) {
+    if (a[0] == '$') {
+      auto dot = a.find('.');
+      call += ", " + meta(std::stoul(a.substr(1, dot - 1)), std::stoul(a.substr(dot + 1)));
+    } else {
+      call += ", " + a;
+    }
+  }
+  call += ");";
+  std::vector<std::size_t> order(r.calls.size());
+  for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::string out;
+  do {
+    out += "@@\nexpression " + fmt::format("{}", fmt::join(metas, ", ")) + ";\n@@\n";
+    for (std::size_t k : order) {
+      const std::string& callee = r.calls[k].first;
+      if (callee.starts_with("=")) {
+        // "=.m": the assignment on the object, whichever operator the learned code used.
+        std::string member = callee.substr(2);
+        out += "- " + obj + (obj == x ? "->" : ".") + member + " = " + meta(k, 1) + ";\n";
+        continue;
+      }
+      out += "- " + callee + "(" + x;
+      for (std::size_t i = 1; i < r.calls[k].second; ++i) out += ", " + meta(k, i);
+      out += ");\n";
+    }
+    out += "+ " + call + "\n\n";
+  } while (std::next_permutation(order.begin(), order.end()));
+  return out;
+}
+
 } // namespace
 
 std::string MergeRule::key() const {
@@ -164,41 +205,5 @@ std::string merge_smpl(const MergeRule& r) {
   return merge_smpl_on(r, "X", "X", "X") + merge_smpl_on(r, "E", "&E", "E");
 }
 
-std::string merge_smpl_on(const MergeRule& r, const std::string& meta_x, const std::string& x, const std::string& obj) {
-  std::vector<std::string> metas = {meta_x};
-  auto meta = [](std::size_t k, std::size_t i) { return fmt::format("A{}_{}", k, i); };
-  for (std::size_t k = 0; k < r.calls.size(); ++k)
-    for (std::size_t i = 1; i < r.calls[k].second; ++i) metas.push_back(meta(k, i));
-  std::string call = r.callee + "(" + x;
-  for (const auto& a : r.args) {
-    if (a[0] == '$') {
-      auto dot = a.find('.');
-      call += ", " + meta(std::stoul(a.substr(1, dot - 1)), std::stoul(a.substr(dot + 1)));
-    } else {
-      call += ", " + a;
-    }
-  }
-  call += ");";
-  std::vector<std::size_t> order(r.calls.size());
-  for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
-  std::string out;
-  do {
-    out += "@@\nexpression " + fmt::format("{}", fmt::join(metas, ", ")) + ";\n@@\n";
-    for (std::size_t k : order) {
-      const std::string& callee = r.calls[k].first;
-      if (callee.starts_with("=")) {
-        // "=.m": the assignment on the object, whichever operator the learned code used.
-        std::string member = callee.substr(2);
-        out += "- " + obj + (obj == x ? "->" : ".") + member + " = " + meta(k, 1) + ";\n";
-        continue;
-      }
-      out += "- " + callee + "(" + x;
-      for (std::size_t i = 1; i < r.calls[k].second; ++i) out += ", " + meta(k, i);
-      out += ");\n";
-    }
-    out += "+ " + call + "\n\n";
-  } while (std::next_permutation(order.begin(), order.end()));
-  return out;
-}
 
 } // namespace autodriver::propose

@@ -150,13 +150,6 @@ Expected<void> stage_tree(const fs::path& sources, const fs::path& built, const 
   std::error_code ec;
   if (built.empty() || !fs::is_directory(built, ec)) return copy_tree(sources, dst, SkipBuildProducts::yes);
   if (auto c = copy_tree(built, dst, SkipBuildProducts::no); !c) return c;
-  auto same_file = [](const fs::path& a, const fs::path& b) {
-    std::error_code e;
-    if (fs::file_size(a, e) != fs::file_size(b, e) || e) return false;
-    auto x = read_file(a);
-    auto y = read_file(b);
-    return x && y && *x == *y;
-  };
   std::set<fs::path> wanted;
   for (auto it = fs::recursive_directory_iterator(sources, fs::directory_options::none, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
@@ -178,12 +171,13 @@ Expected<void> stage_tree(const fs::path& sources, const fs::path& built, const 
         fs::remove(to, e);
       fs::create_directories(to, e);
     } else if (it->is_regular_file()) {
-      auto st = fs::symlink_status(to, e);
-      if (fs::is_regular_file(st) && same_file(src, to)) continue;
-      if (fs::exists(st)) fs::remove_all(to, e);
-      e.clear();
       auto text = read_file(src);
       if (!text) return unexpected(text.error());
+      auto st = fs::symlink_status(to, e);
+      if (fs::is_regular_file(st))
+        if (auto built_text = read_file(to); built_text && *built_text == *text) continue;
+      if (fs::exists(st)) fs::remove_all(to, e);
+      e.clear();
       // Written now, so it is newer than every object built from the old content.
       if (auto w = write_file(to, *text); !w) return w;
       fs::permissions(to, fs::status(src, e).permissions(), e);

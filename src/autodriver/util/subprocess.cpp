@@ -11,7 +11,6 @@
 #include <fcntl.h>
 #include <fstream>
 #include <sched.h>
-#include <sstream>
 #include <mutex>
 #include <poll.h>
 #include <set>
@@ -274,7 +273,9 @@ std::string render_argv(const std::vector<std::string>& argv) {
   return out;
 }
 
-int available_cpus() {
+namespace {
+
+int count_available_cpus() {
   int n = 0;
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -299,6 +300,14 @@ int available_cpus() {
     }
   }
   return std::max(1, n);
+}
+
+} // namespace
+
+int available_cpus() {
+  // Every build asks; the process's CPUs do not change while it runs.
+  static const int n = count_available_cpus();
+  return n;
 }
 
 } // namespace autodriver::util
