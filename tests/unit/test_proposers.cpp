@@ -1494,3 +1494,77 @@ TEST(TargetApi, MemberMovedIntoAnEmbeddedStructDroppingAPrefixWord) {
   EXPECT_EQ(it->title, "struct cpuinfo_x86.cpu_core_id moved to .topo.core_id");
   EXPECT_NE(it->smpl.find("- E.cpu_core_id\n+ E.topo.core_id\n"), std::string::npos) << it->smpl;
 }
+
+TEST(CTokens, TypeKeyOrdersIntegerKeywords) {
+  // gcc prints `unsigned long` as `long unsigned int`; the source says what its author wrote.
+  EXPECT_EQ(propose::type_key("long unsigned int"), propose::type_key("unsigned long"));
+  EXPECT_EQ(propose::type_key("unsigned"), propose::type_key("unsigned int"));
+  EXPECT_EQ(propose::type_key("long long int *"), propose::type_key("long long *"));
+  EXPECT_EQ(propose::type_key("const char *"), propose::type_key("char *"));
+  EXPECT_NE(propose::type_key("unsigned long"), propose::type_key("long"));
+  EXPECT_NE(propose::type_key("unsigned long"), propose::type_key("unsigned long long"));
+  EXPECT_NE(propose::type_key("short"), propose::type_key("int"));
+  EXPECT_EQ(propose::type_key("struct dm_io_region *"), "structdm_io_region*");
+}
+
+TEST(CallbackSignature, AddedParameterKeepsTheDriversSpellingAndItsDirectCallsPassZero) {
+  // 7.x's io_notify_fn gained `unsigned long unsup` before the context (dm-io); gcc names the
+  // types `long unsigned int`.
+  std::vector<propose::Param> old = {{"unsigned long", "error"}, {"void *", "context"}};
+  auto none = [](const std::string&) { return std::vector<propose::Param>{}; };
+  std::vector<std::string> to = {"long unsigned int", "long unsigned int", "void *"};
+  auto plan = propose::plan_param_reshape(old, to, {"error", "unsup", "context"}, none);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->params,
+            (std::vector<std::string>{"unsigned long error", "long unsigned int unsup", "void *context"}));
+  const std::string text = "static void endio(unsigned long error, long unsigned int unsup, void *context)\n{\n"
+                           "\tcomplete(context);\n}\n\nstatic void go(struct wb *wb)\n{\n"
+                           "\tif (submit(wb, endio))\n\t\tendio(1, wb);\n\tendio(f(a, b),\n\t      wb);\n}\n";
+  auto out = propose::pass_added_arguments(text, "endio", {0, 2}, to);
+  ASSERT_TRUE(out);
+  EXPECT_NE(out->find("\t\tendio(1, 0, wb);"), std::string::npos) << *out;
+  EXPECT_NE(out->find("\tendio(f(a, b), 0,\n\t      wb);"), std::string::npos) << *out;
+  EXPECT_NE(out->find("submit(wb, endio)"), std::string::npos) << "a reference is not a call";
+  EXPECT_NE(out->find("static void endio(unsigned long error, long unsigned int unsup, void *context)"),
+            std::string::npos) << "the definition is not a call";
+  // A pointer gets NULL, first position included; a struct by value has no neutral value.
+  out = propose::pass_added_arguments("void g(void)\n{\n\th(3);\n}\n", "h", {1}, {"struct device *", "int"});
+  ASSERT_TRUE(out);
+  EXPECT_NE(out->find("h(NULL, 3);"), std::string::npos) << *out;
+  EXPECT_FALSE(propose::pass_added_arguments("void g(void)\n{\n\th(3);\n}\n", "h", {1}, {"struct range", "int"}));
+  // A call with another arity than the old one: no plan for it.
+  EXPECT_FALSE(propose::pass_added_arguments("void g(void)\n{\n\th(3, 4);\n}\n", "h", {1}, {"int *", "int"}));
+}
+
+TEST(LearnedRewrite, AnAddedLiteralIsNotACopyOfAnEqualOldArgument) {
+  // 7.x's dm_io() gained `unsigned long *sync_unsup_bits` after `sync_error_bits`; the kernel's
+  // callers pass NULL for both. The new NULL is a literal, not a copy of the old fourth argument.
+  auto tmp = util::TempDir::create(util::scratch_root(), "literal-arg-");
+  ASSERT_TRUE(tmp.has_value());
+  const fs::path old_src = tmp->path() / "old", new_src = tmp->path() / "new";
+  for (const char* f : {"a", "b", "c"}) {
+    std::string t = fmt::format("static int {0}_read(struct {0} *x)\n{{\n\treturn dm_io(&x->req, 1, &x->loc, NULL, "
+                                "IOPRIO_DEFAULT);\n}}\n", f);
+    ASSERT_TRUE(put(old_src / "drivers/md" / (std::string(f) + ".c"), t));
+    t.replace(t.find("NULL,"), 5, "NULL, NULL,");
+    ASSERT_TRUE(put(new_src / "drivers/md" / (std::string(f) + ".c"), t));
+  }
+  propose::PortContext ctx;
+  ctx.old_src = old_src;
+  ctx.new_src = new_src;
+  ctx.tree = tmp->path() / "tree";
+  ctx.original_tree = ctx.tree;
+  ctx.scratch = tmp->path() / "s";
+  fs::create_directories(ctx.tree);
+  core::Diagnostic d;
+  d.kind = core::DiagKind::too_few_arguments;
+  d.file = "target.c";
+  d.line = 35;
+  d.message = "too few arguments to function 'dm_io'";
+  d.symbols = {"dm_io"};
+  auto edits = propose::make_learned_rewrite()->propose({d}, ctx);
+  const auto* e = find_edit(edits, "call:dm_io");
+  ASSERT_NE(e, nullptr);
+  ASSERT_TRUE(e->call.has_value());
+  EXPECT_EQ(e->call->args, (std::vector<std::string>{"$0", "$1", "$2", "$3", "NULL", "$4"}));
+}

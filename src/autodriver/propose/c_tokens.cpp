@@ -284,13 +284,17 @@ std::vector<Call> find_calls(const std::vector<Token>& toks, std::size_t first, 
       if (toks[k].kind == TokKind::punct && (x == "(" || x == "[" || x == "{")) ++depth;
       if (toks[k].kind == TokKind::punct && (x == ")" || x == "]" || x == "}")) {
         if (k == close) {
-          if (k > arg_start) c.args.push_back(join_tokens(toks, arg_start, k - 1));
+          if (k > arg_start) {
+            c.args.push_back(join_tokens(toks, arg_start, k - 1));
+            c.arg_toks.emplace_back(arg_start, k - 1);
+          }
           break;
         }
         --depth;
       }
       if (depth == 0 && x == "," && toks[k].kind == TokKind::punct) {
         c.args.push_back(join_tokens(toks, arg_start, k - 1));
+        c.arg_toks.emplace_back(arg_start, k - 1);
         arg_start = k + 1;
       }
     }
@@ -380,6 +384,44 @@ std::set<std::string> changed_functions(std::string_view before, std::string_vie
     if (auto it = old_fns.find(name); it == old_fns.end() || it->second != text) out.insert(name);
   if (out.empty() || old_rest != new_rest) out.insert("");
   return out;
+}
+
+/// A type's tokens without const, its integer keywords in one order: gcc spells `unsigned long`
+/// as `long unsigned int`, the source as written.
+std::string type_key(const std::vector<Token>& toks, std::size_t first, std::size_t last) {
+  std::string out;
+  int longs = 0;
+  bool is_unsigned = false, is_signed = false, is_short = false, is_char = false, integer = false;
+  auto flush = [&] {
+    if (!integer) return;
+    if (is_unsigned) out += "unsigned";
+    if (is_signed && is_char) out += "signed";
+    out += is_char ? "char" : is_short ? "short" : longs == 1 ? "long" : longs > 1 ? "longlong" : "int";
+    integer = is_unsigned = is_signed = is_short = is_char = false;
+    longs = 0;
+  };
+  for (std::size_t k = first; k <= last && k < toks.size(); ++k) {
+    const std::string& t = toks[k].text;
+    if (t == "const") continue;
+    if (t == "unsigned" || t == "signed" || t == "short" || t == "long" || t == "int" || t == "char") {
+      integer = true;
+      is_unsigned |= t == "unsigned";
+      is_signed |= t == "signed";
+      is_short |= t == "short";
+      is_char |= t == "char";
+      longs += t == "long";
+      continue;
+    }
+    flush();
+    out += t;
+  }
+  flush();
+  return out;
+}
+
+std::string type_key(std::string_view type) {
+  auto toks = tokenize(type);
+  return toks.empty() ? std::string() : type_key(toks, 0, toks.size() - 1);
 }
 
 } // namespace autodriver::propose

@@ -41,6 +41,7 @@ std::vector<Unit> find_units(const std::vector<Token>& toks);
 struct Call {
   std::string callee;
   std::vector<std::string> args; ///< each argument's tokens joined with single spaces
+  std::vector<std::pair<std::size_t, std::size_t>> arg_toks; ///< each argument's first and last token
   std::size_t name_tok = 0;
   std::size_t close_tok = 0;
 };
@@ -78,5 +79,10 @@ std::set<std::string> changed_functions(std::string_view before, std::string_vie
 
 /// True if `word` occurs as a whole identifier in `text`.
 bool has_word(std::string_view text, std::string_view word);
+
+/// A type as a comparison key: tokens [first, last] without spaces and `const`, integer keywords
+/// in one order (gcc prints `unsigned long` as `long unsigned int`).
+std::string type_key(const std::vector<Token>& toks, std::size_t first, std::size_t last);
+std::string type_key(std::string_view type);
 
 } // namespace autodriver::propose

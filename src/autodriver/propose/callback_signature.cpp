@@ -228,12 +228,22 @@ std::string min_max_for_retyped(const std::string& text, const std::string& fn, 
   return out;
 }
 
-std::string drop_const(const std::string& type) {
-  std::string out;
-  for (const auto& t : tokenize(type))
-    if (t.text != "const") out += t.text;
+std::string drop_const(const std::string& type) { return type_key(type); }
+
+/// Where each old parameter sits in a plan that only added parameters, in order; nullopt when
+/// the plan moved, folded or dropped any.
+std::optional<std::vector<std::size_t>> old_positions(const ParamReshape& plan, const std::vector<Param>& old_params) {
+  std::vector<std::size_t> out;
+  for (const auto& p : old_params) {
+    auto it = std::find(plan.names.begin(), plan.names.end(), p.name);
+    if (it == plan.names.end()) return std::nullopt;
+    auto at = static_cast<std::size_t>(it - plan.names.begin());
+    if (!out.empty() && at <= out.back()) return std::nullopt;
+    out.push_back(at);
+  }
   return out;
 }
+
 
 std::string with_name(const std::string& type, const std::string& name) {
   if (name.empty()) return type;
@@ -273,7 +283,7 @@ std::optional<ParamReshape> plan_param_reshape(const std::vector<Param>& old_par
   // type alignment alone gets wrong. The other positions are the new parameters.
   auto by_names = [&](const std::function<std::string(std::size_t)>& key) -> std::optional<ParamReshape> {
     ParamReshape p;
-    std::vector<std::string> names(nt);
+    std::vector<std::string> names(nt), types = to_types;
     std::size_t next = 0;
     for (std::size_t i = 0; i < no; ++i) {
       std::size_t hit = nt;
@@ -282,6 +292,10 @@ std::optional<ParamReshape> plan_param_reshape(const std::vector<Param>& old_par
         if (to_names[j] == k && compatible(old_params[i].type, to_types[j])) hit = j;
       if (hit == nt) return std::nullopt;
       names[hit] = old_params[i].name;
+      // The same type as the driver spelled it (`unsigned long`, not gcc's `long unsigned int`).
+      auto consts = [](const std::string& t) { return std::ranges::count(tokenize(t), "const", &Token::text); };
+      if (type_key(old_params[i].type) == type_key(to_types[hit]) && consts(old_params[i].type) == consts(to_types[hit]))
+        types[hit] = old_params[i].type;
       next = hit + 1;
     }
     std::set<std::string> taken;
@@ -293,7 +307,7 @@ std::optional<ParamReshape> plan_param_reshape(const std::vector<Param>& old_par
       names[j] = name;
       p.added.push_back(name);
     }
-    for (std::size_t i = 0; i < nt; ++i) p.params.push_back(with_name(to_types[i], names[i]));
+    for (std::size_t i = 0; i < nt; ++i) p.params.push_back(with_name(types[i], names[i]));
     p.names = names;
     return p;
   };
@@ -851,20 +865,35 @@ private:
     if (!derived.empty())
       e.description += fmt::format(" {} computed from the remaining parameters as the kernel's own "
                                    "implementations of .{} do.", fmt::join(derived, ", "), member);
+    // The driver's own direct calls of the callback pass the added parameters too: 0 or NULL,
+    // which the body never reads (it was written without them).
+    const auto positions = old_positions(*plan, old_params);
+    bool calls_fixed = false;
     for (const auto& [rel, t] : sources) {
       auto toks = tokenize(t);
+      std::vector<TextEdit> mine;
       for (const auto& fd : fn_decls(toks, fn)) {
-        e.text_edits.push_back(param_list_edit(rel, t, toks, fd, plan->params));
+        mine.push_back(param_list_edit(rel, t, toks, fd, plan->params));
         if (!fd.body || plan->prologue.empty()) continue;
         // Bindings open the body: '{' must end its line (kernel style for functions).
         std::size_t nl = t.find('\n', toks[fd.body].end);
         if (fd.body + 1 >= toks.size() || (nl != std::string::npos && toks[fd.body + 1].begin < nl)) return;
         std::string lines;
         for (const auto& p : plan->prologue) lines += "\t" + p + "\n";
-        e.text_edits.push_back({rel, toks[fd.body].line + 1, 0, lines});
+        mine.push_back({rel, toks[fd.body].line + 1, 0, lines});
       }
+      std::string t2 = apply_line_edits(t, mine);
+      if (positions && plan->dropped.empty() && plan->prologue.empty())
+        if (auto t3 = pass_added_arguments(t2, fn, *positions, tp); t3 && *t3 != t2) {
+          t2 = std::move(*t3);
+          calls_fixed = true;
+        }
+      if (auto te = changed_lines_edit(rel, t, t2)) e.text_edits.push_back(std::move(*te));
     }
     if (e.text_edits.empty()) return;
+    if (calls_fixed)
+      e.description += " The driver's direct calls pass 0 or NULL for the added parameters, which the body "
+                       "does not read.";
     e.symbols = {fn, d.symbols[0]};
     e.support = 1;
     out.push_back(std::move(e));
@@ -873,6 +902,50 @@ private:
 
 
 } // namespace
+
+std::optional<std::string> pass_added_arguments(const std::string& text, const std::string& fn,
+                                                 const std::vector<std::size_t>& old_at,
+                                                 const std::vector<std::string>& to_types) {
+  std::vector<std::string> neutral(to_types.size());
+  for (std::size_t j = 0; j < to_types.size(); ++j) {
+    if (std::find(old_at.begin(), old_at.end(), j) != old_at.end()) continue;
+    auto tt = tokenize(to_types[j]);
+    if (tt.empty()) return std::nullopt;
+    bool pointer = tt.back().text == "*";
+    // 0 converts to every arithmetic and enum type; a struct or union by value has no neutral
+    // value (a typedef of one fails to build and the trial says so).
+    bool aggregate = std::any_of(tt.begin(), tt.end(), [](const Token& t) { return t.text == "struct" || t.text == "union"; });
+    if (!pointer && aggregate) return std::nullopt;
+    neutral[j] = pointer ? "NULL" : "0";
+  }
+  auto toks = tokenize(text);
+  std::set<std::size_t> decl_names;
+  for (const auto& fd : fn_decls(toks, fn)) decl_names.insert(fd.name);
+  struct Splice {
+    std::size_t at;
+    std::string text;
+  };
+  std::vector<Splice> splices;
+  for (const auto& c : find_calls(toks, 0, toks.size() ? toks.size() - 1 : 0)) {
+    if (c.callee != fn || decl_names.count(c.name_tok)) continue;
+    if (c.arg_toks.size() != old_at.size()) return std::nullopt;
+    // Each added argument goes after the old argument before it, or right after '('.
+    for (std::size_t j = 0, k = 0; j < to_types.size(); ++j) {
+      if (k < old_at.size() && old_at[k] == j) {
+        ++k;
+        continue;
+      }
+      if (k == 0)
+        splices.push_back({toks[c.name_tok + 1].end, neutral[j] + (old_at.empty() && j + 1 == to_types.size() ? "" : ", ")});
+      else
+        splices.push_back({toks[c.arg_toks[k - 1].second].end, ", " + neutral[j]});
+    }
+  }
+  std::stable_sort(splices.begin(), splices.end(), [](const Splice& a, const Splice& b) { return a.at < b.at; });
+  std::string out = text;
+  for (auto it = splices.rbegin(); it != splices.rend(); ++it) out.insert(it->at, it->text);
+  return out;
+}
 
 std::unique_ptr<Proposer> make_callback_signature() { return std::make_unique<CallbackSignature>(); }
 

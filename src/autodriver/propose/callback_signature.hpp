@@ -34,4 +34,12 @@ std::optional<ParamReshape> plan_param_reshape(const std::vector<Param>& old_par
                                                const std::function<std::vector<Param>(const std::string&)>& members,
                                                const std::vector<std::size_t>& old_to_new = {});
 
+/// The driver's direct calls `fn(a, b)` in `text` after a plan that only added parameters
+/// (`old_at[i]`: the new position of old parameter i, increasing): each added parameter gets
+/// NULL when it is a pointer, else 0 (the body, written without it, never reads it). Nullopt when
+/// an added parameter is a struct or union by value or a call does not have the old arity.
+std::optional<std::string> pass_added_arguments(const std::string& text, const std::string& fn,
+                                                const std::vector<std::size_t>& old_at,
+                                                const std::vector<std::string>& to_types);
+
 } // namespace autodriver::propose

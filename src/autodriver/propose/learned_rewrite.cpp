@@ -73,6 +73,24 @@ std::string template_arg(const std::string& new_arg, const std::vector<std::stri
   return std::string(util::trim(out));
 }
 
+/// A literal (NULL, 0, true) the new call passes at several positions while the old call passed it
+/// once: only the position nearest the old one is that argument; the others are the literal
+/// (`dm_io(r, n, reg, NULL, p)` -> `dm_io(r, n, reg, NULL, NULL, p)` added a NULL, not a copy).
+void literal_copies_stay_literal(std::vector<std::string>& templates, const std::vector<std::string>& new_args,
+                                 const std::vector<std::string>& old_args) {
+  static const std::regex k_literal(R"(^(NULL|true|false|-?\s*[0-9][0-9A-Za-z_.]*|'.*'|".*")$)");
+  for (std::size_t i = 0; i < old_args.size(); ++i) {
+    if (!std::regex_match(old_args[i], k_literal)) continue;
+    const std::string ref = "$" + std::to_string(i);
+    std::size_t keep = templates.size();
+    for (std::size_t j = 0; j < templates.size(); ++j)
+      if (templates[j] == ref && (keep == templates.size() || (j > i ? j - i : i - j) < (keep > i ? keep - i : i - keep)))
+        keep = j;
+    for (std::size_t j = 0; j < templates.size(); ++j)
+      if (templates[j] == ref && j != keep) templates[j] = new_args[j];
+  }
+}
+
 struct CallRule {
   std::string callee;
   std::vector<std::string> args; // templates
@@ -167,6 +185,7 @@ void learn_call_votes(SiteIndex& idx, const std::string& sym, std::map<std::stri
         r.callee = news[i].callee;
         r.old_arity = olds[i].args.size();
         for (const auto& a : news[i].args) r.args.push_back(template_arg(a, olds[i].args));
+        literal_copies_stay_literal(r.args, news[i].args, olds[i].args);
         add_vote(votes, r.key(), before.rel);
       }
     }

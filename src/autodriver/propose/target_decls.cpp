@@ -418,13 +418,6 @@ std::string join_c_tokens(const std::vector<std::string>& ts) {
 }
 
 /// Type text with const dropped and no spaces ("const struct a *" -> "structa*").
-static std::string type_key(const std::vector<Token>& toks, std::size_t first, std::size_t last) {
-  std::string out;
-  for (std::size_t k = first; k <= last && k < toks.size(); ++k)
-    if (toks[k].text != "const") out += toks[k].text;
-  return out;
-}
-
 TargetIndex::CallbackUsage TargetIndex::callback_usage(const std::string& member,
                                                       const std::vector<std::string>& types) {
   const std::size_t arity = types.size();
@@ -445,13 +438,15 @@ TargetIndex::CallbackUsage TargetIndex::callback_usage(const std::string& member
   auto lines = grep_kernel(m_src, {"-rEo", "--include=*.c", "-m", "2", "\\." + member + "\\s*=\\s*&?[A-Za-z_][A-Za-z0-9_]*",
               "--", "drivers", "net", "sound", "fs"}, 120s);
   std::vector<std::map<std::string, int>> votes(arity);
-  std::set<std::string> seen_files;
+  // A generic member name (.fn, .callback) is assigned in many unrelated structs: the bound is on
+  // the files that hold an implementation of this type, with a looser one on the files read.
+  std::set<std::string> seen_files, implementing;
   static const std::regex k_line(R"(^([^:]+):\.\w+\s*=\s*&?(\w+)$)");
   for (const auto& l : lines) {
     std::smatch m;
     std::string line(l);
     if (!std::regex_match(line, m, k_line)) continue;
-    if (seen_files.size() >= 40 && !seen_files.count(m[1].str())) break;
+    if (!seen_files.count(m[1].str()) && (implementing.size() >= 40 || seen_files.size() >= 400)) break;
     auto text = util::read_file(m_src / m[1].str());
     if (!text || (!tag.empty() && text->find(tag) == std::string::npos)) continue;
     seen_files.insert(m[1].str());
@@ -486,6 +481,7 @@ TargetIndex::CallbackUsage TargetIndex::callback_usage(const std::string& member
       if (names.size() != arity || got != want) break;
       for (std::size_t i = 0; i < arity; ++i) ++votes[i][names[i]];
       out.by_function[m[1].str() + "|" + m[2].str()] = names;
+      implementing.insert(m[1].str());
       // The declarations opening the body: "type name = expr;" with expr over the parameters.
       std::size_t end = matching_close(toks, u.body);
       for (std::size_t k = u.body + 1; k < end && k < toks.size();) {
