@@ -245,6 +245,34 @@ TEST(Integrity, DiagnosedTopLevelLineMayBeReplaced) {
   EXPECT_TRUE(fired(r, "unrelated-change", "ec.c", 3)) << dump(r);
 }
 
+TEST(Integrity, NamespaceImportAnswersModpost) {
+  // modpost refuses a module that uses a namespaced symbol without importing the namespace; its
+  // message points at no line. A file-scope import naming the namespace answers it; another
+  // namespace, or the same line inside a function, does not.
+  auto tmp = util::TempDir::create(util::scratch_root(), "integrity-ns-");
+  ASSERT_TRUE(tmp.has_value());
+  for (const char* side : {"original", "candidate"}) fs::create_directories(tmp->path() / side);
+  ASSERT_TRUE(util::write_file(tmp->path() / "original/hw.c",
+                               "static int f(void)\n{\n\treturn 0;\n}\nMODULE_LICENSE(\"GPL\");\n")
+                  .has_value());
+  ASSERT_TRUE(util::write_file(tmp->path() / "candidate/hw.c",
+                               "MODULE_IMPORT_NS(\"OTHER_NS\");\nstatic int f(void)\n{\n\tint y = 1;\n\treturn 0;\n}\n"
+                               "MODULE_LICENSE(\"GPL\");\nMODULE_IMPORT_NS(\"IIO_CONSUMER\");\n")
+                  .has_value());
+  core::Diagnostic d;
+  d.tool = "modpost";
+  d.kind = core::DiagKind::modpost_other;
+  d.message = "hw.ko: module uses symbol 'iio_get_channel_type' from namespace 'IIO_CONSUMER', but does not import it.";
+  gate::IntegrityInput in;
+  in.original = tmp->path() / "original";
+  in.candidate = tmp->path() / "candidate";
+  in.diagnostics = {d};
+  auto r = gate::check_integrity(in);
+  EXPECT_FALSE(fired(r, "unrelated-change", "hw.c", 8)) << dump(r);
+  EXPECT_TRUE(fired(r, "unrelated-change", "hw.c", 1)) << dump(r);
+  EXPECT_TRUE(fired(r, "unrelated-change", "hw.c", 4)) << dump(r);
+}
+
 TEST(Integrity, BadInputNeverThrows) {
   auto tmp = util::TempDir::create(util::scratch_root(), "integrity-test-");
   ASSERT_TRUE(tmp);

@@ -1568,3 +1568,74 @@ TEST(LearnedRewrite, AnAddedLiteralIsNotACopyOfAnEqualOldArgument) {
   ASSERT_TRUE(e->call.has_value());
   EXPECT_EQ(e->call->args, (std::vector<std::string>{"$0", "$1", "$2", "$3", "NULL", "$4"}));
 }
+
+TEST(TargetApi, NamespaceImportFromEitherModpostWording) {
+  // modpost up to 6.12 and since 6.13 word the refusal differently; both import the namespace,
+  // written as the target's own modules write MODULE_IMPORT_NS (a string literal since 6.13).
+  auto tmp = util::TempDir::create(util::scratch_root(), "import-ns-");
+  ASSERT_TRUE(tmp.has_value());
+  const fs::path src = tmp->path() / "linux", tree = tmp->path() / "tree";
+  ASSERT_TRUE(put(src / "include/linux/module.h", "#define MODULE_IMPORT_NS(ns) MODULE_INFO(import_ns, ns)\n"));
+  ASSERT_TRUE(put(src / "drivers/iio/a.c", "MODULE_LICENSE(\"GPL\");\nMODULE_IMPORT_NS(\"IIO\");\n"));
+  ASSERT_TRUE(put(src / "drivers/iio/b.c", "MODULE_LICENSE(\"GPL\");\nMODULE_IMPORT_NS(\"IIO_BACKEND\");\n"));
+  ASSERT_TRUE(put(tree / "iio_hwmon.c", "static int x;\nMODULE_LICENSE(\"GPL\");\n"));
+  TargetOnly port(src, tree, tmp->path() / "s");
+  for (const std::string msg :
+       {"iio_hwmon.ko: module uses symbol 'iio_get_channel_type' from namespace 'IIO_CONSUMER', but does not import it.",
+        "module iio_hwmon uses symbol iio_get_channel_type from namespace IIO_CONSUMER, but does not import it."}) {
+    core::Diagnostic d;
+    d.tool = "modpost";
+    d.kind = core::DiagKind::modpost_other;
+    d.message = msg;
+    auto edits = propose::make_target_api()->propose({d}, port.ctx);
+    const auto* e = find_edit(edits, "import-ns:IIO_CONSUMER");
+    if (!e)
+      for (const auto& x : edits)
+        if (x.change_id == "import-ns:IIO_CONSUMER") e = &x;
+    ASSERT_NE(e, nullptr) << msg;
+    ASSERT_EQ(e->text_edits.size(), 1u);
+    EXPECT_EQ(e->text_edits[0].file, "iio_hwmon.c");
+    EXPECT_EQ(e->text_edits[0].line, 3);
+    EXPECT_EQ(e->text_edits[0].text, "MODULE_IMPORT_NS(\"IIO_CONSUMER\");\n");
+  }
+}
+
+TEST(LearnedRewrite, FileScopeMacroTakesAStringLiteral) {
+  // 6.13 made MODULE_IMPORT_NS() take a string; the kernel's own modules changed at file scope,
+  // and gcc's message names only the namespace ('PMBUS' undeclared), the macro in a note.
+  auto tmp = util::TempDir::create(util::scratch_root(), "stringified-");
+  ASSERT_TRUE(tmp.has_value());
+  const fs::path old_src = tmp->path() / "old", new_src = tmp->path() / "new";
+  for (const char* f : {"a", "b", "c"}) {
+    std::string ns = std::string(f) == "a" ? "I2C_X" : std::string(f) == "b" ? "SPI_Y" : "HWMON_Z";
+    std::string t = fmt::format("static int {0}_probe(void)\n{{\n\treturn 0;\n}}\nMODULE_LICENSE(\"GPL\");\n"
+                                "MODULE_IMPORT_NS({1});\n", f, ns);
+    ASSERT_TRUE(put(old_src / "drivers/hwmon" / (std::string(f) + ".c"), t));
+    t.replace(t.find("NS(") + 3, ns.size(), "\"" + ns + "\"");
+    ASSERT_TRUE(put(new_src / "drivers/hwmon" / (std::string(f) + ".c"), t));
+  }
+  propose::PortContext ctx;
+  ctx.old_src = old_src;
+  ctx.new_src = new_src;
+  ctx.tree = tmp->path() / "tree";
+  ctx.original_tree = ctx.tree;
+  ctx.scratch = tmp->path() / "s";
+  ASSERT_TRUE(put(ctx.tree / "pmbus.c", "MODULE_LICENSE(\"GPL\");\nMODULE_IMPORT_NS(PMBUS);\n"));
+  core::Diagnostic d;
+  d.kind = core::DiagKind::undeclared_identifier;
+  d.file = "pmbus.c";
+  d.line = 2;
+  d.message = "'PMBUS' undeclared here (not in a function)";
+  d.symbols = {"PMBUS"};
+  d.notes.push_back({"/usr/src/linux-headers/include/linux/module.h", 302, 33, "in expansion of macro 'MODULE_INFO'"});
+  d.notes.push_back({"pmbus.c", 2, 1, "in expansion of macro 'MODULE_IMPORT_NS'"});
+  auto edits = propose::make_learned_rewrite()->propose({d}, ctx);
+  const auto* e = find_edit(edits, "call:MODULE_IMPORT_NS");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->support, 3);
+  EXPECT_TRUE(e->smpl.empty()) << "SmPL cannot stringify: " << e->smpl;
+  ASSERT_TRUE(propose::apply_edit(*e, ctx.tree, ctx.scratch));
+  auto after = util::read_file(ctx.tree / "pmbus.c");
+  ASSERT_TRUE(after);
+  EXPECT_EQ(*after, "MODULE_LICENSE(\"GPL\");\nMODULE_IMPORT_NS(\"PMBUS\");\n");
+}

@@ -439,7 +439,12 @@ void unrelated_rules(CFile& cf) {
   };
   auto c_allowed = [&](int l) {
     const auto* it = f.c.item_at(l);
-    return (it && cf.allowed_names.count(it->name)) || mentions(f.c.code_line(l), cf.ctx.removed);
+    if ((it && cf.allowed_names.count(it->name)) || mentions(f.c.code_line(l), cf.ctx.removed)) return true;
+    // A file-scope line (MODULE_IMPORT_NS("NS");) naming what a module-wide diagnostic names,
+    // string contents included.
+    if ((it && it->kind == cscan::ItemKind::function) || cf.ctx.module_words.empty()) return false;
+    const auto words = cscan::identifiers(f.c.raw[static_cast<std::size_t>(l) - 1]);
+    return std::any_of(words.begin(), words.end(), [&](const std::string& w) { return cf.ctx.module_words.count(w) > 0; });
   };
   for (const auto& b : f.blocks) {
     std::vector<int> ol, cl;
@@ -512,6 +517,10 @@ Context::Context(const IntegrityInput& input, IntegrityReport& rep) : in(input),
   for (const auto& d : in.diagnostics) {
     collect_idents(d, diag_idents);
     if (!d.function.empty()) diag_functions.insert(d.function);
+    if (d.tool == "modpost" || d.file.empty())
+      for (auto& id : cscan::identifiers(d.message))
+        if (std::any_of(id.begin(), id.end(), [](char ch) { return ch == '_' || std::isupper(static_cast<unsigned char>(ch)); }))
+          module_words.insert(id);
     if (d.file.empty() || d.file.front() == '/' || d.line <= 0) continue;
     auto it = tests.find(d.file);
     if (it == tests.end()) {

@@ -43,6 +43,9 @@ public:
   std::set<std::string> removed;             ///< removed_symbols
   std::set<std::string> diag_idents;         ///< identifiers every diagnostic names (symbols, quoted text)
   std::set<std::string> diag_functions;      ///< "In function 'x'" of every diagnostic
+  /// Symbol-like words of the diagnostics about the whole module (modpost: "uses symbol s from
+  /// namespace NS, but does not import it"): a file-scope line naming one answers them.
+  std::set<std::string> module_words;
   std::set<std::string> candidate_functions; ///< functions defined anywhere in the candidate
   /// Driver-local feature macros (`#ifdef HAVE_X` ... `#else`) whose undefined branch holds a
   /// diagnosed line: a `#define` of one switches to the maintainers' other implementation.

@@ -59,6 +59,11 @@ std::vector<std::pair<std::string, Vote>> ranked(const std::map<std::string, Vot
 std::string template_arg(const std::string& new_arg, const std::vector<std::string>& old_args) {
   for (std::size_t i = 0; i < old_args.size(); ++i)
     if (new_arg == old_args[i]) return "$" + std::to_string(i);
+  // An identifier now passed as a string literal (`MODULE_IMPORT_NS(NS)` -> `MODULE_IMPORT_NS("NS")`).
+  static const std::regex k_ident(R"(^[A-Za-z_]\w*$)");
+  for (std::size_t i = 0; i < old_args.size(); ++i)
+    if (new_arg == "\"" + old_args[i] + "\"" && std::regex_match(old_args[i], k_ident))
+      return "\"$" + std::to_string(i) + "\"";
   // Replace whole-token occurrences of old arguments, longest first.
   std::vector<std::size_t> order(old_args.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -127,10 +132,41 @@ int arg_overlap(const std::vector<std::string>& a, const std::vector<std::string
   return n;
 }
 
+/// Calls of `sym` outside every function and initializer, standing as statements of their own
+/// (file-scope macros: `MODULE_IMPORT_NS(NS);`, not a prototype `int sym(int);`).
+std::vector<Call> file_scope_calls(const SourceFile& f, const std::string& sym) {
+  std::vector<Call> out;
+  if (f.tokens.empty()) return out;
+  std::vector<bool> inside(f.tokens.size(), false);
+  for (const auto& u : f.units)
+    for (std::size_t k = u.first; k <= u.last && k < inside.size(); ++k) inside[k] = true;
+  for (auto& c : find_calls(f.tokens, 0, f.tokens.size() - 1)) {
+    if (c.callee != sym || inside[c.name_tok]) continue;
+    const std::string prev = c.name_tok ? f.tokens[c.name_tok - 1].text : ";";
+    if (prev == ";" || prev == "}" || prev == ")") out.push_back(std::move(c));
+  }
+  return out;
+}
+
 void learn_call_votes(SiteIndex& idx, const std::string& sym, std::map<std::string, Vote>& votes, int& unchanged) {
   for (const auto& pair : idx.pairs_using(sym, 60)) {
     const auto& before = *pair.before;
     const auto& after = *pair.after;
+    {
+      auto olds = file_scope_calls(before, sym), news = file_scope_calls(after, sym);
+      if (olds.size() == news.size())
+        for (std::size_t i = 0; i < olds.size(); ++i) {
+          if (news[i].args == olds[i].args) {
+            ++unchanged;
+            continue;
+          }
+          CallRule r;
+          r.callee = sym;
+          r.old_arity = olds[i].args.size();
+          for (const auto& a : news[i].args) r.args.push_back(template_arg(a, olds[i].args));
+          add_vote(votes, r.key(), before.rel);
+        }
+    }
     for (const auto& u : before.units) {
       if (u.kind != UnitKind::function) continue;
       auto old_calls = find_calls(before.tokens, u.first, u.last);
@@ -193,6 +229,9 @@ void learn_call_votes(SiteIndex& idx, const std::string& sym, std::map<std::stri
 }
 
 std::string call_smpl(const std::string& sym, const CallRule& r) {
+  // SmPL cannot make a string of an identifier: the token rewrite (CallRewrite) does it.
+  for (const auto& a : r.args)
+    if (a.find("\"$") != std::string::npos) return {};
   std::string metas, old_args, new_args;
   for (std::size_t i = 0; i < r.old_arity; ++i) {
     metas += (i ? ", " : "") + fmt::format("E{}", i);
@@ -233,6 +272,8 @@ std::string describe_call(const std::string& sym, const CallRule& r, std::string
       what = fmt::format("{}() takes {} argument(s) instead of {}", sym, r.args.size(), r.old_arity);
     else if (reordered)
       what = fmt::format("{}() takes its arguments in another order", sym);
+    else if (std::any_of(r.args.begin(), r.args.end(), [](const std::string& a) { return a.starts_with("\"$"); }))
+      what = fmt::format("{}() takes a string literal where it took a name", sym);
     else
       what = fmt::format("{}() takes different arguments", sym);
   }
@@ -479,6 +520,15 @@ public:
     std::set<std::pair<std::string, std::string>> members;
     for (const auto& d : diags) {
       if (d.severity == core::Severity::warning && d.kind != DiagKind::implicit_function_declaration) continue;
+      // A kernel macro the driver invokes on the erroring line, whatever the message says about
+      // its expansion (`MODULE_IMPORT_NS(NS)` now wants a string: "'NS' undeclared").
+      for (const auto& n : d.notes) {
+        static const std::regex k_expansion(R"(^in expansion of macro '([A-Za-z_]\w*)'$)");
+        std::smatch m;
+        if (n.file == d.file && n.line == d.line && !n.file.empty() && n.file.front() != '/' &&
+            std::regex_match(n.message, m, k_expansion) && calls.size() < 16)
+          calls.insert(m[1].str());
+      }
       if (d.symbols.empty()) continue;
       switch (d.kind) {
       case DiagKind::implicit_function_declaration:

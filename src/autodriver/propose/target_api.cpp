@@ -855,10 +855,13 @@ private:
   /// the way the target's own modules write the import.
   void import_namespace(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d, std::set<std::string>& seen,
                         std::vector<Edit>& out) {
-    static const std::regex k_ns(R"(module (\S+) uses symbol (\S+) from namespace ([A-Za-z_]\w*), but does not import it)");
+    // Up to 6.12: "module m uses symbol s from namespace NS, ..."; since 6.13 the names are
+    // quoted and the module comes first: "m.ko: module uses symbol 's' from namespace 'NS', ...".
+    static const std::regex k_ns(R"((?:module (\S+)|(\S+?)(?:\.ko)?: module) uses symbol '?([^\s']+)'? from namespace '?([A-Za-z_]\w*)'?, but does not import it)");
     std::smatch m;
-    if (!std::regex_search(d.message, m, k_ns) || !seen.insert("ns:" + m[1].str() + ":" + m[3].str()).second) return;
-    std::string module = m[1].str(), symbol = m[2].str(), ns = m[3].str();
+    if (!std::regex_search(d.message, m, k_ns)) return;
+    std::string module = m[1].matched ? m[1].str() : m[2].str(), symbol = m[3].str(), ns = m[4].str();
+    if (!seen.insert("ns:" + module + ":" + ns).second) return;
     // The file with the module's MODULE_LICENSE: named like the module, else one using the symbol.
     std::string file;
     int line = 0, score = -1;
@@ -879,7 +882,9 @@ private:
     if (file.empty()) return;
     // 6.13 made the argument a string literal; follow the target's own callers.
     int quoted = 0, bare = 0;
-    for (const auto& [arg, n] : idx.caller_args("MODULE_IMPORT_NS", 1).at(0)) (arg.starts_with("\"") ? quoted : bare) += n;
+    const auto callers = idx.caller_args("MODULE_IMPORT_NS", 1); // kept: the loop reads into it
+    if (!callers.empty())
+      for (const auto& [arg, n] : callers[0]) (arg.starts_with("\"") ? quoted : bare) += n;
     std::string arg = quoted > bare ? "\"" + ns + "\"" : ns;
     Edit e;
     e.proposer = "target-api";
