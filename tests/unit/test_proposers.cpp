@@ -1639,3 +1639,119 @@ TEST(LearnedRewrite, FileScopeMacroTakesAStringLiteral) {
   ASSERT_TRUE(after);
   EXPECT_EQ(*after, "MODULE_LICENSE(\"GPL\");\nMODULE_IMPORT_NS(\"PMBUS\");\n");
 }
+
+TEST(VoidResult, UsesOfAValueTheKernelNoLongerReturnsBecomeZero) {
+  // 6.14 made ipmi_destroy_user() void: it cannot fail. `rv = f(x);` and `return f(x);` keep the
+  // call and use 0; the body of an unbraced if is left alone (a second statement would escape it).
+  auto tmp = util::TempDir::create(util::scratch_root(), "void-result-");
+  ASSERT_TRUE(tmp.has_value());
+  const fs::path old_src = tmp->path() / "old", new_src = tmp->path() / "new", tree = tmp->path() / "tree";
+  ASSERT_TRUE(put(old_src / "include/linux/ipmi.h", "int ipmi_destroy_user(struct ipmi_user *user);\n"));
+  ASSERT_TRUE(put(new_src / "include/linux/ipmi.h", "void ipmi_destroy_user(struct ipmi_user *user);\n"));
+  const std::string driver = "static void f(struct ipmi_user *u)\n{\n\tint rv;\n\n"
+                             "\trv = ipmi_destroy_user(u);\n\tif (rv)\n\t\tpr_warn(\"x\");\n"
+                             "\tif (u)\n\t\trv = ipmi_destroy_user(u);\n}\n\n"
+                             "static int g(struct ipmi_user *u)\n{\n\treturn ipmi_destroy_user(u);\n}\n";
+  ASSERT_TRUE(put(tree / "wd.c", driver));
+  core::Kernel from, to;
+  from.build_dir = old_src;
+  to.build_dir = new_src;
+  propose::PortContext ctx;
+  ctx.from = &from;
+  ctx.to = &to;
+  ctx.old_src = old_src;
+  ctx.new_src = new_src;
+  ctx.tree = tree;
+  ctx.original_tree = tree;
+  ctx.scratch = tmp->path() / "s";
+  std::vector<core::Diagnostic> ds;
+  for (int line : {5, 9, 14}) {
+    core::Diagnostic d;
+    d.file = "wd.c";
+    d.line = line;
+    d.message = "void value not ignored as it ought to be";
+    ds.push_back(d);
+  }
+  auto edits = propose::make_void_result()->propose(ds, ctx);
+  ASSERT_EQ(edits.size(), 1u);
+  EXPECT_EQ(edits[0].change_id, "void-result:ipmi_destroy_user");
+  ASSERT_TRUE(propose::apply_edit(edits[0], tree, ctx.scratch));
+  auto after = util::read_file(tree / "wd.c");
+  ASSERT_TRUE(after);
+  EXPECT_NE(after->find("\tipmi_destroy_user(u);\n\trv = 0;\n\tif (rv)\n"), std::string::npos) << *after;
+  EXPECT_NE(after->find("\tif (u)\n\t\trv = ipmi_destroy_user(u);\n"), std::string::npos) << *after;
+  EXPECT_NE(after->find("{\n\tipmi_destroy_user(u);\n\treturn 0;\n}\n"), std::string::npos) << *after;
+  // A function the old kernel already declared void is not this change.
+  ASSERT_TRUE(put(old_src / "include/linux/ipmi.h", "void ipmi_destroy_user(struct ipmi_user *user);\n"));
+  ASSERT_TRUE(put(tree / "wd.c", driver));
+  EXPECT_TRUE(propose::make_void_result()->propose(ds, ctx).empty());
+}
+
+TEST(CallbackSignature, VoidCallbackNowReturnsAValueAndOwnDefinitionsFollowTheKernelsPrototype) {
+  auto tmp = util::TempDir::create(util::scratch_root(), "ret-follow-");
+  ASSERT_TRUE(tmp.has_value());
+  const fs::path old_src = tmp->path() / "old", new_src = tmp->path() / "new", tree = tmp->path() / "tree";
+  ASSERT_TRUE(put(old_src / "include/linux/watchdog.h",
+                  "int watchdog_init_timeout(struct watchdog_device *wdd, unsigned int t, struct device *dev);\n"
+                  "int ipmi_destroy_user(struct ipmi_user *user);\n"));
+  ASSERT_TRUE(put(new_src / "include/linux/watchdog.h",
+                  "int watchdog_init_timeout(struct watchdog_device *wdd, unsigned int t, const struct device *dev);\n"
+                  "void ipmi_destroy_user(struct ipmi_user *user);\n"));
+  ASSERT_TRUE(put(tree / "core.c",
+                  "static void sender(void *info, struct msg *m)\n{\n\tif (!m)\n\t\treturn;\n\tsend(m);\n}\n\n"
+                  "static const struct handlers h = {\n\t.sender = sender,\n};\n\n"
+                  "int watchdog_init_timeout(struct watchdog_device *wdd, unsigned int t, struct device *dev)\n{\n"
+                  "\treturn 0;\n}\n\n"
+                  "int ipmi_destroy_user(struct ipmi_user *user)\n{\n\tif (!user)\n\t\treturn -EINVAL;\n"
+                  "\tkfree(user);\n\treturn 0;\n}\n"));
+  core::Kernel from, to;
+  from.build_dir = old_src;
+  to.build_dir = new_src;
+  propose::PortContext ctx;
+  ctx.from = &from;
+  ctx.to = &to;
+  ctx.old_src = old_src;
+  ctx.new_src = new_src;
+  ctx.tree = tree;
+  ctx.original_tree = tree;
+  ctx.scratch = tmp->path() / "s";
+  const std::string header = (new_src / "include/linux/watchdog.h").string();
+  core::Diagnostic cb;
+  cb.kind = core::DiagKind::incompatible_pointer_type;
+  cb.file = "core.c";
+  cb.line = 9;
+  cb.symbols = {"int (*)(void *, struct msg *)", "void (*)(void *, struct msg *)"};
+  core::Diagnostic wd;
+  wd.kind = core::DiagKind::conflicting_types;
+  wd.file = "core.c";
+  wd.line = 12;
+  wd.symbols = {"watchdog_init_timeout"};
+  wd.message = "conflicting types for 'watchdog_init_timeout'; have 'int(struct watchdog_device *, unsigned int,  "
+               "struct device *)'";
+  wd.notes.push_back({header, 1, 5, "previous declaration of 'watchdog_init_timeout' with type 'int(struct "
+                                    "watchdog_device *, unsigned int,  const struct device *)'"});
+  core::Diagnostic ip = wd;
+  ip.line = 17;
+  ip.symbols = {"ipmi_destroy_user"};
+  ip.message = "conflicting types for 'ipmi_destroy_user'; have 'int(struct ipmi_user *)'";
+  ip.notes = {{header, 2, 6, "previous declaration of 'ipmi_destroy_user' with type 'void(struct ipmi_user *)'"}};
+  auto edits = propose::make_callback_signature()->propose({cb, wd, ip}, ctx);
+  for (const char* id : {"callback:sender", "definition:watchdog_init_timeout", "definition:ipmi_destroy_user"}) {
+    const auto* e = find_edit(edits, id);
+    ASSERT_NE(e, nullptr) << id;
+    ASSERT_TRUE(propose::apply_edit(*e, tree, ctx.scratch)) << id;
+  }
+  auto after = util::read_file(tree / "core.c");
+  ASSERT_TRUE(after);
+  EXPECT_NE(after->find("static int sender(void *info, struct msg *m)\n{\n\tif (!m)\n\t\treturn 0;\n\tsend(m);\n"
+                        "\treturn 0;\n}\n"), std::string::npos) << *after;
+  EXPECT_NE(after->find("int watchdog_init_timeout(struct watchdog_device *wdd, unsigned int t, const struct device "
+                        "*dev)\n"), std::string::npos) << *after;
+  EXPECT_NE(after->find("void ipmi_destroy_user(struct ipmi_user *user)\n{\n\tif (!user)\n\t\treturn;\n"
+                          "\tkfree(user);\n}\n"), std::string::npos) << *after;
+  // Without the old kernel declaring it, a definition that clashes with a kernel name is not the
+  // kernel's API: no edit.
+  ASSERT_TRUE(put(old_src / "include/linux/watchdog.h", "\n"));
+  propose::PortContext c2 = ctx;
+  EXPECT_EQ(find_edit(propose::make_callback_signature()->propose({ip}, c2), "definition:ipmi_destroy_user"), nullptr);
+}

@@ -51,8 +51,10 @@ std::string assigned_identifier(const std::string& line) {
 }
 
 std::string void_return_smpl(const std::string& fn, const std::string& old_ret) {
-  // 1) "return f(x);" keeps the call; 2) other "return E;" become "return;";
-  // 3) a trailing "return;" is dropped; 4) the return type becomes void.
+  // 1) "return f(x);" keeps the call; 2) other "return E;" become "return;"; 3) the return type
+  // becomes void. The trailing top-level "return;" goes by trailing_return_edit(): SmPL's
+  // `- return; }` also matches a return ending an inner block (`if (x) { f(); return; }`),
+  // which would fall through after the change.
   return fmt::format(R"(@@
 identifier f;
 expression list es;
@@ -73,13 +75,6 @@ expression E;
 - return E;
 + return;
 ...>
-}}
-
-@@
-@@
-{0}(...) {{
-...
-- return;
 }}
 
 @@
@@ -564,6 +559,75 @@ TextEdit param_list_edit(const std::string& file, const std::string& text, const
   return {file, toks[fd.name].line, toks[fd.close].line - toks[fd.name].line + 1, out};
 }
 
+/// The line deleting the last top-level statement of `fn`'s definition when it is a return,
+/// as void_return_smpl() leaves it (`<indent>return;`, which the edit expects and relocates to).
+/// Nullopt when the body does not end in a top-level return.
+std::optional<TextEdit> trailing_return_edit(const PortContext& ctx, const std::string& fn) {
+  for (const auto& [rel, t] : sources_mentioning(ctx.tree, fn)) {
+    auto toks = tokenize(t);
+    for (const auto& fd : fn_decls(toks, fn)) {
+      if (!fd.body) continue;
+      std::size_t close = matching_close(toks, fd.body);
+      if (close == std::string::npos || close < fd.body + 2 || toks[close - 1].text != ";") return std::nullopt;
+      std::size_t k = close - 1;
+      while (k > fd.body + 1 && toks[k - 1].text != ";" && toks[k - 1].text != "{" && toks[k - 1].text != "}") --k;
+      if (toks[k].text != "return") return std::nullopt;
+      // The statement owns its first line (nothing before it there).
+      std::size_t ls = t.rfind('\n', toks[k].begin);
+      ls = ls == std::string::npos ? 0 : ls + 1;
+      if (t.find_first_not_of(" \t", ls) != toks[k].begin) return std::nullopt;
+      TextEdit te{rel, toks[k].line, 1, ""};
+      te.expect = t.substr(ls, toks[k].begin - ls) + "return;\n";
+      return te;
+    }
+  }
+  return std::nullopt;
+}
+
+/// A function that returned void now returns a value: `return;` becomes `return 0;` and a body
+/// that ends without a return gets one, on top of `e`'s retyping edits of the same files
+/// (merged into one edit per file). False when the definition is not found or its closing
+/// brace shares a line.
+bool returns_zero(const PortContext& ctx, const std::string& fn, Edit& e) {
+  bool found = false;
+  std::vector<TextEdit> merged;
+  for (const auto& [rel, t] : sources_mentioning(ctx.tree, fn)) {
+    std::vector<TextEdit> mine;
+    for (const auto& te : e.text_edits)
+      if (te.file == rel) mine.push_back(te);
+    std::string t1 = apply_line_edits(t, mine);
+    auto toks = tokenize(t1);
+    std::string t2 = t1;
+    for (const auto& fd : fn_decls(toks, fn)) {
+      if (!fd.body) continue;
+      std::size_t close = matching_close(toks, fd.body);
+      if (close == std::string::npos) return false;
+      std::size_t ls = t1.rfind('\n', toks[close].begin);
+      ls = ls == std::string::npos ? 0 : ls + 1;
+      if (t1.find_first_not_of(" \t", ls) != toks[close].begin) return false;
+      std::vector<std::pair<std::size_t, std::string>> inserts;
+      for (std::size_t k = fd.body + 1; k + 1 < close; ++k)
+        if (toks[k].text == "return" && toks[k + 1].text == ";") inserts.emplace_back(toks[k].end, " 0");
+      // The last statement: `return ...;` ends the body already.
+      std::size_t last = close - 1;
+      bool ends_in_return = false;
+      if (last > fd.body && toks[last].text == ";") {
+        std::size_t k = last;
+        while (k > fd.body && toks[k - 1].text != ";" && toks[k - 1].text != "{" && toks[k - 1].text != "}") --k;
+        ends_in_return = toks[k].text == "return";
+      }
+      if (!ends_in_return) inserts.emplace_back(ls, "\treturn 0;\n");
+      for (auto it = inserts.rbegin(); it != inserts.rend(); ++it) t2.insert(it->first, it->second);
+      found = true;
+      break;
+    }
+    if (auto te = changed_lines_edit(rel, t, t2)) merged.push_back(std::move(*te));
+  }
+  if (!found) return false;
+  e.text_edits = std::move(merged);
+  return true;
+}
+
 Edit callback_edit(const std::string& fn) {
   Edit e;
   e.proposer = "callback-signature";
@@ -584,6 +648,8 @@ public:
     std::set<std::pair<std::string, int>> unknown_member_lines;
     for (const auto& d : diags)
       if (d.kind == core::DiagKind::no_member) unknown_member_lines.insert({d.file, d.line});
+    for (const auto& d : diags)
+      if (d.kind == core::DiagKind::conflicting_types) own_definition(d, ctx, done, out);
     for (const auto& d : diags) {
       if (d.kind != core::DiagKind::incompatible_pointer_type || d.symbols.size() < 2) continue;
       if (unknown_member_lines.count({d.file, d.line})) continue;
@@ -614,6 +680,7 @@ public:
       e.smpl = void_return_smpl(fn, from.ret);
       // Prototypes (often in a header) must follow the definition, or the types conflict.
       e.text_edits = retype_return_edits(ctx, fn, from.ret, "void", true);
+      if (auto te = trailing_return_edit(ctx, fn)) e.text_edits.push_back(std::move(*te));
       e.symbols = {fn, d.symbols[0]};
       e.support = 1;
       out.push_back(std::move(e));
@@ -622,6 +689,70 @@ public:
   }
 
 private:
+  /// The driver defines a function the kernel declares (a subsystem's own implementation, or a
+  /// hook the kernel calls), and the target's prototype changed: "conflicting types for 'f';
+  /// have 'int(struct x *)'" with a note at the kernel's "previous declaration ... with type
+  /// 'void(struct x *)'". The old kernel must have declared it too (else it is a clash of names,
+  /// not an API change). The definition follows the prototype: its return type, or its parameter
+  /// types (`struct device *` -> `const struct device *`).
+  void own_definition(const core::Diagnostic& d, const PortContext& ctx, std::set<std::string>& done,
+                      std::vector<Edit>& out) {
+    if (d.symbols.empty() || d.file.empty() || d.file.front() == '/') return;
+    const std::string fn = d.symbols[0];
+    static const std::regex k_have(R"(; have '(.*)'$)");
+    static const std::regex k_prev(R"(^previous declaration of '([^']+)' with type '(.*)'$)");
+    static const std::regex k_sig(R"(^(.*?)\s*\((.*)\)$)");
+    std::smatch m;
+    if (!std::regex_search(d.message, m, k_have)) return;
+    std::string have = m[1].str(), want;
+    for (const auto& n : d.notes)
+      if (!n.file.empty() && n.file.front() == '/' && !n.file.starts_with(ctx.tree.string()) &&
+          std::regex_match(n.message, m, k_prev) && m[1].str() == fn)
+        want = m[2].str();
+    std::smatch a, b;
+    if (want.empty() || !std::regex_match(have, a, k_sig) || !std::regex_match(want, b, k_sig)) return;
+    FnType from{std::string(util::trim(a[1].str())), std::string(util::trim(a[2].str()))};
+    FnType to{std::string(util::trim(b[1].str())), std::string(util::trim(b[2].str()))};
+    if (ctx.old_src.empty() || !ctx.from) return;
+    TargetIndex old_idx(ctx.old_src, ctx.from->build_dir);
+    if (!old_idx.prototype(fn, nullptr) || done.count(fn)) return;
+    auto tp = split_top_level(to.params), fp = split_top_level(from.params);
+    Edit e = callback_edit(fn);
+    e.change_id = "definition:" + fn;
+    e.label = "return-type-changed";
+    if (squash(to.params) == squash(from.params) && squash(to.ret) != squash(from.ret)) {
+      e.title = fmt::format("{}() returns {} as the kernel now declares it", fn, to.ret);
+      e.description = fmt::format("The driver defines {}(), which the kernel declares; the target declares it "
+                                  "'{}' where the driver has '{}'.", fn, want, have);
+      if (to.ret == "void") {
+        e.smpl = void_return_smpl(fn, from.ret);
+        e.text_edits = retype_return_edits(ctx, fn, from.ret, "void", true);
+        if (auto te = trailing_return_edit(ctx, fn)) e.text_edits.push_back(std::move(*te));
+        e.description += " Its return statements no longer carry a value.";
+      } else {
+        e.text_edits = retype_return_edits(ctx, fn, from.ret, to.ret, false);
+        if (from.ret == "void" && !returns_zero(ctx, fn, e)) return;
+        if (e.text_edits.empty()) return;
+      }
+    } else if (squash(to.ret) == squash(from.ret) && tp.size() == fp.size()) {
+      e.label = "arguments-changed";
+      e.title = fmt::format("{}() takes ({}) as the kernel now declares it", fn, to.params);
+      e.description = fmt::format("The driver defines {}(), which the kernel declares; the target declares it "
+                                  "'{}' where the driver has '{}': the parameters are retyped to match.",
+                                  fn, want, have);
+      for (const auto& [rel, t] : sources_mentioning(ctx.tree, fn))
+        if (auto te = changed_lines_edit(rel, t, apply_line_edits(t, retype_params(rel, t, fn, tp, fp))))
+          e.text_edits.push_back(std::move(*te));
+      if (e.text_edits.empty()) return;
+    } else {
+      return;
+    }
+    done.insert(fn);
+    e.symbols = {fn};
+    e.support = 1;
+    out.push_back(std::move(e));
+  }
+
   /// The return type changed (e.g. gained const): retype it in every declaration of the callback.
   void ret_changed(const core::Diagnostic& d, const FnType& to, const FnType& from, const PortContext& ctx,
                    std::set<std::string>& done, std::vector<Edit>& out) {
@@ -633,6 +764,11 @@ private:
                                 d.symbols[0], fn, d.symbols[1], to.ret);
     e.text_edits = retype_return_edits(ctx, fn, from.ret, to.ret, false);
     if (e.text_edits.empty()) return;
+    if (from.ret == "void") {
+      // It returned nothing, so it never failed: every way out returns 0.
+      if (!returns_zero(ctx, fn, e)) return;
+      e.description += " It returned nothing, so it never failed: it now returns 0 on every path.";
+    }
     e.symbols = {fn, d.symbols[0]};
     e.support = 1;
     out.push_back(std::move(e));

@@ -10,6 +10,7 @@ const std::vector<ProposerEntry>& proposer_table() {
       {"store-kb", "edits that solved the same diagnostic in earlier runs (the run store's KB), replayed first", &make_store_kb},
       {"learned-rewrite", "rewrites learned from the kernel's own drivers (old tree vs new tree), as SmPL", &make_learned_rewrite},
       {"callback-signature", "callback return type changes read off incompatible-pointer-type errors", &make_callback_signature},
+      {"void-result", "a function the kernel made void: the driver's uses of its value become the call and 0", &make_void_result},
       {"ops-swap", "an ops table passed where the kernel now wants another struct type: retyped, members mapped by name", &make_ops_swap},
       {"header-fix", "moved headers and declarations that need another #include, from the target tree", &make_header_fix},
       {"inline-removed", "calls of a one-expression helper the target removed become its old body (old kernel's headers)", &make_inline_removed},
