@@ -1755,3 +1755,33 @@ TEST(CallbackSignature, VoidCallbackNowReturnsAValueAndOwnDefinitionsFollowTheKe
   propose::PortContext c2 = ctx;
   EXPECT_EQ(find_edit(propose::make_callback_signature()->propose({ip}, c2), "definition:ipmi_destroy_user"), nullptr);
 }
+
+TEST(CallbackSignature, ReturnRetypedPastBracesOfBothVersionBranches) {
+  // vhba: an `#if LINUX_VERSION_CODE` block opening a brace in each branch before the callback;
+  // 7.x's queuecommand returns enum scsi_qc_status.
+  auto tmp = util::TempDir::create(util::scratch_root(), "ret-branches-");
+  ASSERT_TRUE(tmp.has_value());
+  const fs::path tree = tmp->path() / "tree";
+  ASSERT_TRUE(put(tree / "vhba.c",
+                  "static void f(int x)\n{\n#if LINUX_VERSION_CODE >= KERNEL_VERSION(5, 15, 0)\n\tif (x) {\n#else\n"
+                  "\tif (!x) {\n#endif\n\t\tg();\n\t}\n}\n\n"
+                  "static int vhba_queuecommand (struct Scsi_Host *shost, struct scsi_cmnd *cmd)\n{\n\treturn 0;\n}\n\n"
+                  "static struct scsi_host_template t = {\n\t.queuecommand = vhba_queuecommand,\n};\n"));
+  propose::PortContext ctx;
+  ctx.tree = tree;
+  ctx.original_tree = tree;
+  ctx.scratch = tmp->path() / "s";
+  core::Diagnostic d;
+  d.kind = core::DiagKind::incompatible_pointer_type;
+  d.file = "vhba.c";
+  d.line = 18;
+  d.symbols = {"enum scsi_qc_status (*)(struct Scsi_Host *, struct scsi_cmnd *)",
+               "int (*)(struct Scsi_Host *, struct scsi_cmnd *)"};
+  auto edits = propose::make_callback_signature()->propose({d}, ctx);
+  const auto* e = find_edit(edits, "callback:vhba_queuecommand");
+  ASSERT_NE(e, nullptr);
+  ASSERT_TRUE(propose::apply_edit(*e, tree, ctx.scratch));
+  auto after = util::read_file(tree / "vhba.c");
+  ASSERT_TRUE(after);
+  EXPECT_NE(after->find("static enum scsi_qc_status vhba_queuecommand (struct Scsi_Host"), std::string::npos) << *after;
+}

@@ -408,8 +408,9 @@ std::vector<TextEdit> retype_return_edits(const PortContext& ctx, const std::str
     auto toks = tokenize(t);
     int depth = 0;
     for (std::size_t i = 0; i + 1 < toks.size(); ++i) {
-      if (toks[i].text == "{") ++depth;
-      if (toks[i].text == "}") --depth;
+      // Braces of a later #else branch do not nest (both branches may open the same block).
+      if (toks[i].text == "{" && !toks[i].later_branch) ++depth;
+      if (toks[i].text == "}" && !toks[i].later_branch) --depth;
       if (depth != 0 || toks[i].text != fn || toks[i + 1].text != "(" || i < old_ret.size()) continue;
       bool match = true;
       for (std::size_t k = 0; k < old_ret.size(); ++k)
@@ -757,6 +758,7 @@ private:
   void ret_changed(const core::Diagnostic& d, const FnType& to, const FnType& from, const PortContext& ctx,
                    std::set<std::string>& done, std::vector<Edit>& out) {
     std::string fn = callback_at(d, ctx, done, &from);
+    util::log_debug("callback-signature: return type {} -> {} for {}", from.ret, to.ret, fn.empty() ? "(no callback found)" : fn);
     if (fn.empty()) return;
     Edit e = callback_edit(fn);
     e.title = fmt::format("callback returns {}", to.ret);
