@@ -1785,3 +1785,52 @@ TEST(CallbackSignature, ReturnRetypedPastBracesOfBothVersionBranches) {
   ASSERT_TRUE(after);
   EXPECT_NE(after->find("static enum scsi_qc_status vhba_queuecommand (struct Scsi_Host"), std::string::npos) << *after;
 }
+
+TEST(CallbackSignature, FunctionsPassedAsAnArgumentFollowTheTypedef) {
+  // rapiddisk passes two completion functions to its own dm_io wrapper, whose parameter is the
+  // kernel's io_notify_fn; 7.x's typedef gained `unsigned long unsup`. gcc's message is the same
+  // for both places: one edit for both functions, parameters named as the typedef names them.
+  auto tmp = util::TempDir::create(util::scratch_root(), "passed-cb-");
+  ASSERT_TRUE(tmp.has_value());
+  const fs::path new_src = tmp->path() / "new", tree = tmp->path() / "tree";
+  ASSERT_TRUE(put(new_src / "include/linux/dm-io.h",
+                  "typedef void (*io_notify_fn)(unsigned long error, unsigned long unsup, void *context);\n"));
+  ASSERT_TRUE(put(tree / "cache.c",
+                  "static void a_cb(unsigned long, void *);\n"
+                  "int submit(int n, io_notify_fn fn, void *ctx);\n"
+                  "static void a_cb(unsigned long error, void *context)\n{\n\tdone(context);\n}\n"
+                  "static void b_cb(unsigned long error, void *context)\n{\n\tdone(context);\n}\n"
+                  "static void go(void *job)\n{\n\tsubmit(1, a_cb, job);\n\tsubmit(2,\n\t       b_cb, job);\n}\n"));
+  core::Kernel to;
+  to.build_dir = new_src;
+  propose::PortContext ctx;
+  ctx.to = &to;
+  ctx.new_src = new_src;
+  ctx.tree = tree;
+  ctx.original_tree = tree;
+  ctx.scratch = tmp->path() / "s";
+  auto diag = [](int line) {
+    core::Diagnostic d;
+    d.kind = core::DiagKind::incompatible_pointer_type;
+    d.file = "cache.c";
+    d.line = line;
+    d.message = "passing argument 2 of 'submit' from incompatible pointer type";
+    d.symbols = {"submit"};
+    d.notes.push_back({"cache.c", 2, 20,
+                       "expected 'io_notify_fn' {aka 'void (*)(long unsigned int,  long unsigned int,  void *)'} but "
+                       "argument is of type 'void (*)(long unsigned int,  void *)'"});
+    return d;
+  };
+  auto edits = propose::make_callback_signature()->propose({diag(13), diag(15)}, ctx);
+  const auto* e = find_edit(edits, "callback:a_cb+b_cb");
+  ASSERT_NE(e, nullptr);
+  ASSERT_TRUE(propose::apply_edit(*e, tree, ctx.scratch));
+  auto after = util::read_file(tree / "cache.c");
+  ASSERT_TRUE(after);
+  EXPECT_NE(after->find("static void a_cb(unsigned long error, long unsigned int unsup, void *context);\n"),
+            std::string::npos) << *after;
+  EXPECT_NE(after->find("static void a_cb(unsigned long error, long unsigned int unsup, void *context)\n{"),
+            std::string::npos) << *after;
+  EXPECT_NE(after->find("static void b_cb(unsigned long error, long unsigned int unsup, void *context)\n{"),
+            std::string::npos) << *after;
+}

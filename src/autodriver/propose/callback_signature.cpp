@@ -651,7 +651,21 @@ public:
       if (d.kind == core::DiagKind::no_member) unknown_member_lines.insert({d.file, d.line});
     for (const auto& d : diags)
       if (d.kind == core::DiagKind::conflicting_types) own_definition(d, ctx, done, out);
-    for (const auto& d : diags) {
+    // A driver function passed as an argument whose parameter type changed: as if assigned.
+    std::vector<core::Diagnostic> passed;
+    passed.reserve(diags.size());
+    m_passed.clear();
+    for (const auto& d : diags)
+      if (auto p = passed_callback(d, ctx)) {
+        passed.push_back(std::move(p->first));
+        m_passed[passed.size() - 1] = std::move(p->second);
+      }
+    std::vector<const core::Diagnostic*> all;
+    for (const auto& d : diags) all.push_back(&d);
+    for (const auto& d : passed) all.push_back(&d);
+    for (std::size_t i = 0; i < passed.size(); ++i) m_passed_at[&passed[i]] = i;
+    for (const auto* dp : all) {
+      const auto& d = *dp;
       if (d.kind != core::DiagKind::incompatible_pointer_type || d.symbols.size() < 2) continue;
       if (unknown_member_lines.count({d.file, d.line})) continue;
       FnType to, from;
@@ -670,7 +684,7 @@ public:
         continue;
       }
       if (to.params != from.params || to.ret != "void" || from.ret == "void") continue;
-      std::string fn = callback_at(d, ctx, done, &from);
+      std::string fn = callback_for(d, ctx, done, &from);
       if (fn.empty()) continue;
       Edit e = callback_edit(fn);
       e.title = fmt::format("callback returns void instead of {}", from.ret);
@@ -686,10 +700,113 @@ public:
       e.support = 1;
       out.push_back(std::move(e));
     }
+    merge_passed(passed, out);
     return out;
   }
 
 private:
+  /// Several driver functions passed in the same place (`dm_io_async_bvec(..., a_callback, ...)`
+  /// here, `b_callback` there: one message, one error): each function's edit alone leaves the
+  /// error standing, so they become one edit.
+  void merge_passed(const std::vector<core::Diagnostic>& passed, std::vector<Edit>& out) const {
+    std::map<std::string, std::set<std::string>> fns_by_message;
+    for (const auto& d : passed)
+      if (const auto* p = passed_for(d)) fns_by_message[d.file + "|" + d.message].insert(p->fn);
+    for (const auto& [message, fns] : fns_by_message) {
+      if (fns.size() < 2) continue;
+      std::vector<std::size_t> parts;
+      for (std::size_t i = 0; i < out.size(); ++i)
+        if (out[i].rank == 0 && out[i].change_id.starts_with("callback:") && fns.count(out[i].change_id.substr(9)))
+          parts.push_back(i);
+      if (parts.size() != fns.size()) continue;
+      Edit m = out[parts.front()];
+      m.change_id = fmt::format("callback:{}", fmt::join(fns, "+"));
+      m.title = fmt::format("{} ({})", m.title, fmt::join(fns, ", "));
+      for (std::size_t k = 1; k < parts.size(); ++k) {
+        const Edit& e = out[parts[k]];
+        m.text_edits.insert(m.text_edits.end(), e.text_edits.begin(), e.text_edits.end());
+        m.description += " " + e.description;
+        for (const auto& sym : e.symbols)
+          if (std::find(m.symbols.begin(), m.symbols.end(), sym) == m.symbols.end()) m.symbols.push_back(sym);
+        if (!e.smpl.empty()) return; // SmPL rules are not merged here
+      }
+      if (!m.smpl.empty()) return;
+      for (auto it = parts.rbegin(); it != parts.rend(); ++it) out.erase(out.begin() + static_cast<long>(*it));
+      out.push_back(std::move(m));
+    }
+  }
+
+  /// A driver function passed where the target wants another function type.
+  struct Passed {
+    std::string fn;                ///< the driver function passed
+    std::vector<std::string> names; ///< parameter names of the target's typedef, when it has one
+  };
+  std::map<std::size_t, Passed> m_passed;                 ///< by index into propose()'s `passed`
+  std::map<const core::Diagnostic*, std::size_t> m_passed_at;
+
+  const Passed* passed_for(const core::Diagnostic& d) const {
+    auto it = m_passed_at.find(&d);
+    if (it == m_passed_at.end()) return nullptr;
+    auto p = m_passed.find(it->second);
+    return p == m_passed.end() ? nullptr : &p->second;
+  }
+
+  /// The callback of an assignment's line, or the function a converted argument diagnostic passes.
+  std::string callback_for(const core::Diagnostic& d, const PortContext& ctx, std::set<std::string>& done,
+                           const FnType* from) {
+    if (const auto* p = passed_for(d)) return done.insert(p->fn).second ? p->fn : std::string();
+    return callback_at(d, ctx, done, from);
+  }
+
+  /// "passing argument N of 'f' from incompatible pointer type" with gcc's note "expected 'T'
+  /// {aka 'void (*)(...)'} but argument is of type 'void (*)(...)'" where argument N is a driver
+  /// function: the diagnostic as an assignment would read (symbols: wanted type, its type) and
+  /// the function. The typedef's parameter names come from the target's header.
+  std::optional<std::pair<core::Diagnostic, Passed>> passed_callback(const core::Diagnostic& d, const PortContext& ctx) {
+    static const std::regex k_msg(R"(^passing argument (\d+) of '([A-Za-z_]\w*)' from incompatible pointer type)");
+    static const std::regex k_note(
+        R"(^expected '([^']+)'(?: \{aka '([^']+)'\})? but argument is of type '([^']+)'(?: \{aka '([^']+)'\})?)");
+    std::smatch m, n;
+    if (d.kind != core::DiagKind::incompatible_pointer_type || d.file.empty() || d.file.front() == '/' ||
+        !std::regex_search(d.message, m, k_msg))
+      return std::nullopt;
+    const std::size_t argn = std::stoul(m[1].str());
+    const std::string callee = m[2].str();
+    std::string want, want_name, have;
+    for (const auto& note : d.notes)
+      if (std::regex_search(note.message, n, k_note)) {
+        want = n[2].matched ? n[2].str() : n[1].str();
+        want_name = n[2].matched ? n[1].str() : "";
+        have = n[4].matched ? n[4].str() : n[3].str();
+      }
+    FnType a, b;
+    if (want.empty() || !parse_fn_type(want, a) || !parse_fn_type(have, b) || argn == 0) return std::nullopt;
+    auto text = util::read_file(ctx.tree / d.file);
+    if (!text) return std::nullopt;
+    auto toks = tokenize(*text);
+    if (toks.empty()) return std::nullopt;
+    std::string fn;
+    for (const auto& c : find_calls(toks, 0, toks.size() - 1)) {
+      if (c.callee != callee || toks[c.name_tok].line > d.line || toks[c.close_tok].line < d.line ||
+          c.arg_toks.size() < argn)
+        continue;
+      auto [first, last] = c.arg_toks[argn - 1];
+      if (first == last && toks[first].kind == TokKind::ident) fn = toks[first].text;
+      if (last == first + 1 && toks[first].text == "&" && toks[last].kind == TokKind::ident) fn = toks[last].text;
+    }
+    if (fn.empty()) return std::nullopt;
+    core::Diagnostic out = d;
+    out.symbols = {want, have};
+    Passed p{fn, {}};
+    if (!want_name.empty() && ctx.to && !ctx.new_src.empty()) {
+      TargetIndex idx(ctx.new_src, ctx.to->build_dir);
+      if (auto ps = idx.function_typedef_params(want_name))
+        for (const auto& q : *ps) p.names.push_back(q.name);
+    }
+    util::log_debug("callback-signature: {}() passed as argument {} of {}() where '{}' is wanted", fn, argn, callee, want);
+    return std::make_pair(std::move(out), std::move(p));
+  }
+
   /// The driver defines a function the kernel declares (a subsystem's own implementation, or a
   /// hook the kernel calls), and the target's prototype changed: "conflicting types for 'f';
   /// have 'int(struct x *)'" with a note at the kernel's "previous declaration ... with type
@@ -757,8 +874,7 @@ private:
   /// The return type changed (e.g. gained const): retype it in every declaration of the callback.
   void ret_changed(const core::Diagnostic& d, const FnType& to, const FnType& from, const PortContext& ctx,
                    std::set<std::string>& done, std::vector<Edit>& out) {
-    std::string fn = callback_at(d, ctx, done, &from);
-    util::log_debug("callback-signature: return type {} -> {} for {}", from.ret, to.ret, fn.empty() ? "(no callback found)" : fn);
+    std::string fn = callback_for(d, ctx, done, &from);
     if (fn.empty()) return;
     Edit e = callback_edit(fn);
     e.title = fmt::format("callback returns {}", to.ret);
@@ -781,7 +897,7 @@ private:
   void both_changed(const core::Diagnostic& d, const FnType& to, const FnType& from, const PortContext& ctx,
                     std::set<std::string>& done, std::vector<Edit>& out) {
     std::string member = member_at(d, ctx);
-    std::string fn = callback_at(d, ctx, done, &from);
+    std::string fn = callback_for(d, ctx, done, &from);
     if (fn.empty()) return;
     auto tp = split_top_level(to.params), fp = split_top_level(from.params);
     auto ret_edits = retype_return_edits(ctx, fn, from.ret, to.ret, false);
@@ -810,7 +926,7 @@ private:
     auto tp = split_top_level(to.params), fp = split_top_level(from.params);
     if (tp.size() != fp.size()) return params_reshaped(d, tp, from, ctx, done, out);
     std::string member = member_at(d, ctx);
-    std::string fn = callback_at(d, ctx, done, &from);
+    std::string fn = callback_for(d, ctx, done, &from);
     if (fn.empty()) return;
     Edit e = callback_edit(fn);
     e.title = fmt::format("{} takes ({})", member.empty() ? "callback" : "callback ." + member, to.params);
@@ -894,7 +1010,7 @@ private:
   void params_reshaped(const core::Diagnostic& d, const std::vector<std::string>& tp, const FnType& from,
                        const PortContext& ctx, std::set<std::string>& done, std::vector<Edit>& out) {
     std::string member = member_at(d, ctx);
-    std::string fn = callback_at(d, ctx, done, &from);
+    std::string fn = callback_for(d, ctx, done, &from);
     if (fn.empty()) return;
     util::log_debug("callback-signature: .{} = {}(): {} parameter(s) now", member, fn, tp.size());
     const auto sources = sources_mentioning(ctx.tree, fn);
@@ -953,6 +1069,10 @@ private:
       for (const auto& [moved, n] : votes)
         if (n > best) best = n, old_to_new = moved;
     }
+    // A function passed as an argument has no member to look up: its typedef names the parameters.
+    if (const auto* p = passed_for(d); p && p->names.size() == tp.size() &&
+        std::all_of(usage.param_names.begin(), usage.param_names.end(), [](const std::string& x) { return x.empty(); }))
+      usage.param_names = p->names;
     util::log_debug("callback-signature: the target's implementations name them ({}); {} old position(s) followed",
                     fmt::join(usage.param_names, ", "), old_to_new.size());
     auto plan = plan_param_reshape(old_params, tp, usage.param_names, members, old_to_new);
@@ -1020,13 +1140,24 @@ private:
         for (const auto& p : plan->prologue) lines += "\t" + p + "\n";
         mine.push_back({rel, toks[fd.body].line + 1, 0, lines});
       }
-      std::string t2 = apply_line_edits(t, mine);
+      // Separate edits, each relocatable on its own (an edit spanning from a prototype to the
+      // last call would stop applying once any other accepted edit touched the lines between).
       if (positions && plan->dropped.empty() && plan->prologue.empty())
-        if (auto t3 = pass_added_arguments(t2, fn, *positions, tp); t3 && *t3 != t2) {
-          t2 = std::move(*t3);
+        if (auto t3 = pass_added_arguments(t, fn, *positions, tp); t3 && *t3 != t) {
+          // Arguments are added inside lines: the line count stays, each run of changed lines is an edit.
+          auto a = util::split_lines(t), b = util::split_lines(*t3);
+          for (std::size_t i = 0; i < a.size() && a.size() == b.size();) {
+            if (a[i] == b[i]) {
+              ++i;
+              continue;
+            }
+            TextEdit te{rel, static_cast<int>(i) + 1, 0, ""};
+            for (; i < a.size() && a[i] != b[i]; ++i, ++te.remove) te.text += std::string(b[i]) + "\n";
+            mine.push_back(std::move(te));
+          }
           calls_fixed = true;
         }
-      if (auto te = changed_lines_edit(rel, t, t2)) e.text_edits.push_back(std::move(*te));
+      for (auto& te : mine) e.text_edits.push_back(std::move(te));
     }
     if (e.text_edits.empty()) return;
     if (calls_fixed)

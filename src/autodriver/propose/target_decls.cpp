@@ -348,6 +348,44 @@ std::optional<std::vector<std::string>> TargetIndex::function_member_params(cons
   return p->second;
 }
 
+std::optional<std::vector<Param>> TargetIndex::function_typedef_params(const std::string& name) {
+  static const std::regex k_name(R"(^[A-Za-z_]\w*$)");
+  if (m_src.empty() || !std::regex_match(name, k_name)) return std::nullopt;
+  auto files = grep_kernel(m_src, {"-rlE", "--include=*.h", "typedef[^;]*\\(\\s*\\*\\s*" + name + "\\s*\\)",
+                                   "include", "arch/x86/include"}, 60s);
+  for (const auto& f : files) {
+    auto text = util::read_file(m_src / f);
+    if (!text) continue;
+    auto toks = tokenize(*text);
+    for (std::size_t i = 0; i + 4 < toks.size(); ++i) {
+      // typedef RET ( * NAME ) ( PARAMS ) ;
+      if (toks[i].text != "*" || toks[i + 1].text != name || toks[i + 2].text != ")" || toks[i + 3].text != "(") continue;
+      std::size_t close = matching_close(toks, i + 3);
+      if (close == std::string::npos) continue;
+      std::vector<Param> out;
+      std::size_t start = i + 4;
+      int depth = 0;
+      for (std::size_t k = i + 4; k <= close; ++k) {
+        const std::string& t = toks[k].text;
+        if (k < close && (t == "(" || t == "[")) ++depth;
+        if (k < close && (t == ")" || t == "]")) --depth;
+        if (k == close || (depth == 0 && t == ",")) {
+          if (k > start) {
+            std::string p = text->substr(toks[start].begin, toks[k - 1].end - toks[start].begin);
+            std::string type = param_type_only(p);
+            std::string pname = toks[k - 1].kind == TokKind::ident && type != util::trim(p) ? toks[k - 1].text : "";
+            out.push_back({type, pname});
+          }
+          start = k + 1;
+        }
+      }
+      if (out.size() == 1 && out[0].type == "void") out.clear();
+      return out;
+    }
+  }
+  return std::nullopt;
+}
+
 std::string param_type_only(const std::string& param) {
   auto toks = tokenize(param);
   std::size_t n = toks.size();

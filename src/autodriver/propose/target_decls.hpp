@@ -87,6 +87,11 @@ public:
   /// empty when it defines no such macro.
   std::string macro_body(const std::string& name);
 
+  /// The parameters, names included, of the target's function-pointer typedef `name`
+  /// (`typedef void (*io_notify_fn)(unsigned long error, unsigned long unsup, void *context);`);
+  /// nullopt when the target has no such typedef.
+  std::optional<std::vector<Param>> function_typedef_params(const std::string& name);
+
   /// How many target .c files use `name` (capped grep).
   int usage_count(const std::string& name);
 
