@@ -203,3 +203,21 @@ TEST(GccParser, MacroCalledWithTooFewArgumentsStaysAnArityError) {
   gate::refine_with_sources(ds, dir->path());
   EXPECT_NE(find(ds, DiagKind::implicit_function_declaration, "DEFINE_SEMAPHORE"), nullptr);
 }
+
+TEST(GccParser, ObjtoolErrorsAreDiagnostics) {
+  // objtool runs on each object after it is built; its refusal carries no source line, and a
+  // build that failed only there must not read as "0 error(s)".
+  const std::string out =
+      "  LD [M]  lime.o\n"
+      "lime.o: error: objtool: init_module(): Magic init_module() function name is deprecated, use module_init(fn) "
+      "instead\n"
+      "drv.o: warning: objtool: drv_read+0x2f: call to copy_from_user() with UACCESS enabled\n";
+  auto ds = gate::parse_build_output(out, {});
+  ASSERT_EQ(ds.size(), 2u);
+  EXPECT_EQ(ds[0].tool, "objtool");
+  EXPECT_EQ(ds[0].file, "lime.o");
+  EXPECT_EQ(ds[0].severity, core::Severity::error);
+  EXPECT_EQ(ds[0].function, "init_module");
+  EXPECT_EQ(ds[0].message.rfind("init_module(): Magic", 0), 0u) << ds[0].message;
+  EXPECT_EQ(ds[1].severity, core::Severity::warning);
+}

@@ -1834,3 +1834,68 @@ TEST(CallbackSignature, FunctionsPassedAsAnArgumentFollowTheTypedef) {
   EXPECT_NE(after->find("static void b_cb(unsigned long error, long unsigned int unsup, void *context)\n{"),
             std::string::npos) << *after;
 }
+
+TEST(EntryPoints, MagicNamesRegisteredWithTheMacrosTheTargetDefinesThemWith) {
+  auto tmp = util::TempDir::create(util::scratch_root(), "entry-points-");
+  ASSERT_TRUE(tmp.has_value());
+  const fs::path new_src = tmp->path() / "new", tree = tmp->path() / "tree";
+  ASSERT_TRUE(put(new_src / "include/linux/module.h",
+                  "#define module_init(initfn)\t\t\t\t\t\\\n\tstatic inline initcall_t __inittest(void)\t\\\n"
+                  "\t{ return initfn; }\t\t\t\t\t\\\n\tint init_module(void) __copy(initfn)\t\t\t\\\n"
+                  "\t\t__attribute__((alias(#initfn)));\n\n"
+                  "#define module_exit(exitfn)\t\t\t\t\t\\\n\tvoid cleanup_module(void) __copy(exitfn)\t\t\\\n"
+                  "\t\t__attribute__((alias(#exitfn)));\n"));
+  ASSERT_TRUE(put(tree / "main.c", "int init_module (void)\n{\n\treturn 0;\n}\n\nvoid cleanup_module(void) {\n}\n\n"
+                                   "MODULE_LICENSE(\"GPL\");\n"));
+  core::Kernel to;
+  to.build_dir = new_src;
+  propose::PortContext ctx;
+  ctx.to = &to;
+  ctx.new_src = new_src;
+  ctx.tree = tree;
+  ctx.original_tree = tree;
+  ctx.scratch = tmp->path() / "s";
+  core::Diagnostic d;
+  d.tool = "objtool";
+  d.file = "lime.o";
+  d.function = "init_module";
+  d.message = "init_module(): Magic init_module() function name is deprecated, use module_init(fn) instead";
+  auto edits = propose::make_entry_points()->propose({d}, ctx);
+  ASSERT_EQ(edits.size(), 1u);
+  ASSERT_TRUE(propose::apply_edit(edits[0], tree, ctx.scratch));
+  auto after = util::read_file(tree / "main.c");
+  ASSERT_TRUE(after);
+  EXPECT_EQ(*after, "int lime_init_module (void)\n{\n\treturn 0;\n}\nmodule_init(lime_init_module);\n\n"
+                    "void lime_cleanup_module(void) {\n}\nmodule_exit(lime_cleanup_module);\n\nMODULE_LICENSE(\"GPL\");\n");
+}
+
+TEST(ArgumentCast, ACastToTheParametersOldTypeFollowsItsNewType) {
+  // 7.x's kernel_bind() takes struct sockaddr_unsized *; lime casts to struct sockaddr *.
+  auto tmp = util::TempDir::create(util::scratch_root(), "argument-cast-");
+  ASSERT_TRUE(tmp.has_value());
+  const fs::path tree = tmp->path() / "tree";
+  ASSERT_TRUE(put(tree / "tcp.c", "int f(void)\n{\n\tr = kernel_bind(control,(struct sockaddr*) &saddr,sizeof(saddr));\n"
+                                  "\tr = kernel_bind(control, addr, sizeof(saddr));\n}\n"));
+  propose::PortContext ctx;
+  ctx.tree = tree;
+  ctx.original_tree = tree;
+  ctx.scratch = tmp->path() / "s";
+  auto diag = [](int line) {
+    core::Diagnostic d;
+    d.kind = core::DiagKind::incompatible_pointer_type;
+    d.file = "tcp.c";
+    d.line = line;
+    d.message = "passing argument 2 of 'kernel_bind' from incompatible pointer type";
+    d.notes.push_back({"/usr/src/linux-headers/include/linux/net.h", 397, 63,
+                       "expected 'struct sockaddr_unsized *' but argument is of type 'struct sockaddr *'"});
+    return d;
+  };
+  auto edits = propose::make_argument_cast()->propose({diag(3), diag(4)}, ctx);
+  ASSERT_EQ(edits.size(), 1u);
+  ASSERT_TRUE(propose::apply_edit(edits[0], tree, ctx.scratch));
+  auto after = util::read_file(tree / "tcp.c");
+  ASSERT_TRUE(after);
+  EXPECT_NE(after->find("kernel_bind(control,(struct sockaddr_unsized *) &saddr,sizeof(saddr));"), std::string::npos)
+      << *after;
+  EXPECT_NE(after->find("kernel_bind(control, addr, sizeof(saddr));"), std::string::npos) << "no cast, no edit";
+}

@@ -148,6 +148,10 @@ std::vector<Diagnostic> parse_build_output(std::string_view text, const ParseOpt
   static const std::regex k_modpost_undef(R"(^(ERROR|WARNING): modpost: \"([^\"]+)\" \[([^\]]+)\] undefined!$)");
   static const std::regex k_modpost_other(R"(^(ERROR|WARNING): modpost: (.*)$)");
   static const std::regex k_included(R"(^(?:In file included|                 from) .*[,:]$)");
+  // objtool checks each object after it is compiled and linked ("lime.o: error: objtool:
+  // init_module(): Magic init_module() function name is deprecated, use module_init(fn) instead").
+  static const std::regex k_objtool(R"(^(\S+\.o): (error|warning): objtool: (.*)$)");
+  static const std::regex k_objtool_fn(R"(^([A-Za-z_]\w*)\(\)(?:\+0x[0-9a-f]+)?:)");
 
   for (auto line_view : util::split_lines(text)) {
     std::string line(line_view);
@@ -208,6 +212,22 @@ std::vector<Diagnostic> parse_build_output(std::string_view text, const ParseOpt
       d.kind = DiagKind::modpost_undefined_symbol;
       d.symbols = {m[2].str()};
       d.message = "\"" + m[2].str() + "\" undefined";
+      d.raw = line + "\n";
+      out.push_back(std::move(d));
+      last_is_open = false;
+      continue;
+    }
+    if (std::regex_match(line, m, k_objtool)) {
+      Diagnostic d;
+      d.tool = "objtool";
+      d.file = relativize(m[1].str(), options.tree_root);
+      d.severity = m[2].str() == "error" ? Severity::error : Severity::warning;
+      d.kind = DiagKind::other;
+      d.message = m[3].str();
+      std::smatch f;
+      if (std::regex_search(d.message, f, k_objtool_fn)) d.function = f[1].str();
+      d.symbols = quoted_words(d.message);
+      if (!d.function.empty()) d.symbols.insert(d.symbols.begin(), d.function);
       d.raw = line + "\n";
       out.push_back(std::move(d));
       last_is_open = false;

@@ -197,6 +197,13 @@ int trial_score(const BuildState& cur, const BuildState& trial) {
     }
     if (further) --penalty;
   }
+  // Past the compiler: objtool, modpost and the linker only run once every object compiled, so
+  // a build whose errors are all theirs went further than one that still fails to compile.
+  auto compiling = [](const BuildState& s) {
+    return std::any_of(s.errors.begin(), s.errors.end(), [](const core::Diagnostic& d) { return d.tool == "gcc"; });
+  };
+  if (compiling(cur) && !trial.errors.empty() && !compiling(trial))
+    return std::min(trial.score() + penalty, cur.score() - 1);
   return trial.score() + penalty;
 }
 

@@ -11,6 +11,8 @@ const std::vector<ProposerEntry>& proposer_table() {
       {"learned-rewrite", "rewrites learned from the kernel's own drivers (old tree vs new tree), as SmPL", &make_learned_rewrite},
       {"callback-signature", "callback return type changes read off incompatible-pointer-type errors", &make_callback_signature},
       {"void-result", "a function the kernel made void: the driver's uses of its value become the call and 0", &make_void_result},
+      {"argument-cast", "an argument the driver casts to a parameter's old type is cast to its new one", &make_argument_cast},
+      {"entry-points", "an entry point found by its magic name (init_module) is registered with the macro objtool names", &make_entry_points},
       {"ops-swap", "an ops table passed where the kernel now wants another struct type: retyped, members mapped by name", &make_ops_swap},
       {"header-fix", "moved headers and declarations that need another #include, from the target tree", &make_header_fix},
       {"inline-removed", "calls of a one-expression helper the target removed become its old body (old kernel's headers)", &make_inline_removed},

@@ -104,6 +104,8 @@ std::unique_ptr<Proposer> make_store_kb();
 std::unique_ptr<Proposer> make_learned_rewrite();
 std::unique_ptr<Proposer> make_callback_signature();
 std::unique_ptr<Proposer> make_void_result();
+std::unique_ptr<Proposer> make_argument_cast();
+std::unique_ptr<Proposer> make_entry_points();
 std::unique_ptr<Proposer> make_header_fix();
 std::unique_ptr<Proposer> make_compat_kb();
 std::unique_ptr<Proposer> make_target_api();
