@@ -221,3 +221,19 @@ TEST(GccParser, ObjtoolErrorsAreDiagnostics) {
   EXPECT_EQ(ds[0].message.rfind("init_module(): Magic", 0), 0u) << ds[0].message;
   EXPECT_EQ(ds[1].severity, core::Severity::warning);
 }
+
+TEST(GccParser, AssemblerErrorsBelongToTheObjectBeingCompiled) {
+  // EXPORT_SYMBOL_NS_GPL(f, PMBUS) against 7.x: the compiler passes it, the assembler does not.
+  const std::string out = "  CC [M]  /autodriver/tree/pmbus_core.o\n"
+                          "/tmp/ccXSV0li.s: Assembler messages:\n"
+                          "/tmp/ccXSV0li.s:7: Error: junk at end of line, first unrecognized character is `P'\n"
+                          "/tmp/ccXSV0li.s:8: Error: junk at end of line, first unrecognized character is `P'\n";
+  gate::ParseOptions o;
+  o.tree_root = "/autodriver/tree";
+  auto ds = gate::parse_build_output(out, o);
+  ASSERT_EQ(ds.size(), 2u);
+  EXPECT_EQ(ds[0].tool, "as");
+  EXPECT_EQ(ds[0].file, "pmbus_core.c");
+  EXPECT_EQ(ds[0].severity, core::Severity::error);
+  EXPECT_EQ(ds[0].message, ds[1].message) << "one error, however many lines";
+}

@@ -151,6 +151,12 @@ std::vector<Diagnostic> parse_build_output(std::string_view text, const ParseOpt
   // objtool checks each object after it is compiled and linked ("lime.o: error: objtool:
   // init_module(): Magic init_module() function name is deprecated, use module_init(fn) instead").
   static const std::regex k_objtool(R"(^(\S+\.o): (error|warning): objtool: (.*)$)");
+  // The assembler fails on what the compiler emitted from a file-scope macro (an export in a
+  // namespace written the old way): "/tmp/ccX.s:7: Error: junk at end of line, ...", after
+  // kbuild's "CC [M]  dir/file.o" for the object being compiled.
+  static const std::regex k_cc(R"(^\s+CC \[M\]\s+(\S+)\.o$)");
+  static const std::regex k_as(R"(^\S+\.s:\d+: (Error|Warning): (.*)$)");
+  std::string compiling; // the source file of the object kbuild compiles now (relative)
   static const std::regex k_objtool_fn(R"(^([A-Za-z_]\w*)\(\)(?:\+0x[0-9a-f]+)?:)");
 
   for (auto line_view : util::split_lines(text)) {
@@ -212,6 +218,23 @@ std::vector<Diagnostic> parse_build_output(std::string_view text, const ParseOpt
       d.kind = DiagKind::modpost_undefined_symbol;
       d.symbols = {m[2].str()};
       d.message = "\"" + m[2].str() + "\" undefined";
+      d.raw = line + "\n";
+      out.push_back(std::move(d));
+      last_is_open = false;
+      continue;
+    }
+    if (std::regex_match(line, m, k_cc)) {
+      compiling = relativize(m[1].str() + ".c", options.tree_root);
+      last_is_open = false;
+      continue;
+    }
+    if (std::regex_match(line, m, k_as)) {
+      Diagnostic d;
+      d.tool = "as";
+      d.file = compiling;
+      d.severity = m[1].str() == "Error" ? Severity::error : Severity::warning;
+      d.kind = DiagKind::other;
+      d.message = "assembler: " + m[2].str();
       d.raw = line + "\n";
       out.push_back(std::move(d));
       last_is_open = false;

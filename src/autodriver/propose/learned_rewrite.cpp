@@ -515,7 +515,10 @@ public:
     if (ctx.old_src.empty() || ctx.new_src.empty()) return out;
     SiteIndex& idx = m_sites.get(ctx);
 
-    std::set<std::string> calls, idents, merges;
+    std::set<std::string> calls, idents, merges, as_files;
+    // Macros asked about without a diagnostic naming them: only a convention of the kernel's
+    // (several sites changed alike) is worth a trial, not one file's own rewording.
+    std::set<std::string> probed;
     std::set<std::pair<std::string, std::string>> stmts; // symbol, where to look for it
     std::set<std::pair<std::string, std::string>> members;
     for (const auto& d : diags) {
@@ -529,6 +532,20 @@ public:
             std::regex_match(n.message, m, k_expansion) && calls.size() < 16)
           calls.insert(m[1].str());
       }
+      // The assembler choked on what a file-scope macro emitted (no source line to go by): each
+      // macro the file invokes at file scope is asked of the kernel's own changes.
+      if (d.tool == "as" && d.severity == core::Severity::error && !d.file.empty() && d.file.front() != '/' &&
+          as_files.insert(d.file).second)
+        if (auto text = util::read_file(ctx.tree / d.file)) {
+          SourceFile f;
+          f.tokens = tokenize(*text);
+          f.units = find_units(f.tokens);
+          std::set<std::string> names;
+          if (!f.tokens.empty())
+            for (const auto& c : find_calls(f.tokens, 0, f.tokens.size() - 1)) names.insert(c.callee);
+          for (const auto& n : names)
+            if (probed.size() < 24 && !calls.count(n) && !file_scope_calls(f, n).empty()) probed.insert(n);
+        }
       if (d.symbols.empty()) continue;
       switch (d.kind) {
       case DiagKind::implicit_function_declaration:
@@ -576,6 +593,8 @@ public:
       }
     }
     for (const auto& sym : calls) learn_call(idx, sym, out);
+    for (const auto& sym : probed)
+      if (!calls.count(sym)) learn_call(idx, sym, out, 3);
     for (const auto& [type, member] : members) learn_member(idx, type, member, out);
     for (const auto& sym : idents) learn_identifier(idx, sym, out);
     // A constant no kernel file used itself: what the kernel did to its family (same prefix).
@@ -619,13 +638,13 @@ public:
 private:
   SiteIndexCache m_sites;
 
-  void learn_call(SiteIndex& idx, const std::string& sym, std::vector<Edit>& out) {
+  void learn_call(SiteIndex& idx, const std::string& sym, std::vector<Edit>& out, int min_support = 1) {
     std::map<std::string, Vote> votes;
     int unchanged = 0;
     learn_call_votes(idx, sym, votes, unchanged);
     int rank = 0;
     for (const auto& [key, vote] : ranked(votes)) {
-      if (rank >= 3) break;
+      if (rank >= 3 || vote.count < min_support) break;
       CallRule r = parse_call_key(key);
       Edit e;
       e.proposer = "learned-rewrite";
