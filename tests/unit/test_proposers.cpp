@@ -1899,3 +1899,59 @@ TEST(ArgumentCast, ACastToTheParametersOldTypeFollowsItsNewType) {
       << *after;
   EXPECT_NE(after->find("kernel_bind(control, addr, sizeof(saddr));"), std::string::npos) << "no cast, no edit";
 }
+
+TEST(ArgumentCast, AnArrayAMemberNowWantsConstGainsTheQualifiers) {
+  // 6.15: attribute_group.bin_attrs is `const struct bin_attribute *const *`.
+  auto tmp = util::TempDir::create(util::scratch_root(), "qualified-array-");
+  ASSERT_TRUE(tmp.has_value());
+  const fs::path tree = tmp->path() / "tree";
+  ASSERT_TRUE(put(tree / "core.c", "static struct bin_attribute *c2port_bin_attrs[] = {\n\t&bin_attr_flash_data,\n\tNULL,\n};\n\n"
+                                   "static const struct attribute_group c2port_group = {\n\t.bin_attrs = c2port_bin_attrs,\n};\n"));
+  propose::PortContext ctx;
+  ctx.tree = tree;
+  ctx.original_tree = tree;
+  ctx.scratch = tmp->path() / "s";
+  core::Diagnostic d;
+  d.kind = core::DiagKind::incompatible_pointer_type;
+  d.file = "core.c";
+  d.line = 7;
+  d.symbols = {"const struct bin_attribute * const*", "struct bin_attribute **"};
+  auto edits = propose::make_argument_cast()->propose({d}, ctx);
+  ASSERT_EQ(edits.size(), 1u);
+  ASSERT_TRUE(propose::apply_edit(edits[0], tree, ctx.scratch));
+  auto after = util::read_file(tree / "core.c");
+  ASSERT_TRUE(after);
+  EXPECT_TRUE(after->starts_with("static const struct bin_attribute *const c2port_bin_attrs[] = {\n")) << *after;
+  // Another type altogether is not a matter of qualifiers.
+  d.symbols = {"const struct attribute * const*", "struct bin_attribute **"};
+  EXPECT_TRUE(propose::make_argument_cast()->propose({d}, ctx).empty());
+}
+
+TEST(CallbackSignature, MacroWiredCallbackOnAContinuationLineFoundByGccsColumn) {
+  // `static BIN_ATTR(flash_data, 0644, read_fn,\n\t\twrite_fn, 0);`: gcc reports the .write
+  // initializer at line 2, display column 17 (two tabs); both callbacks end in `_flash_data`.
+  auto tmp = util::TempDir::create(util::scratch_root(), "macro-wired-");
+  ASSERT_TRUE(tmp.has_value());
+  const fs::path tree = tmp->path() / "tree";
+  const std::string fn = "(struct file *filp, struct kobject *kobj,\n\t\tstruct bin_attribute *attr, char *buffer, loff_t "
+                         "offset, size_t count)\n{\n\treturn 0;\n}\n";
+  ASSERT_TRUE(put(tree / "core.c", "static BIN_ATTR(flash_data, 0644, c2port_read_flash_data,\n\t\tc2port_write_flash_data, 0);\n"
+                                   "static ssize_t c2port_read_flash_data" + fn + "static ssize_t c2port_write_flash_data" + fn));
+  propose::PortContext ctx;
+  ctx.tree = tree;
+  ctx.original_tree = tree;
+  ctx.scratch = tmp->path() / "s";
+  core::Diagnostic d;
+  d.kind = core::DiagKind::incompatible_pointer_type;
+  d.file = "core.c";
+  d.line = 2;
+  d.column = 17;
+  d.symbols = {"ssize_t (*)(struct file *, struct kobject *, const struct bin_attribute *, char *, loff_t,  size_t)",
+               "ssize_t (*)(struct file *, struct kobject *, struct bin_attribute *, char *, loff_t,  size_t)"};
+  core::Diagnostic r = d;
+  r.line = 1;
+  r.column = 35;
+  auto edits = propose::make_callback_signature()->propose({r, d}, ctx);
+  EXPECT_NE(find_edit(edits, "callback:c2port_read_flash_data"), nullptr);
+  EXPECT_NE(find_edit(edits, "callback:c2port_write_flash_data"), nullptr);
+}

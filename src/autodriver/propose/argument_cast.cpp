@@ -4,7 +4,8 @@
 // of type 'struct sockaddr *'" where the argument is `(struct sockaddr *)&addr`. The cast was
 // there to meet the parameter's type; it follows it (7.x's sockaddr_unsized is the kernel's own
 // change of exactly this kind: its callers' casts changed with it). Only an explicit cast to the
-// old type is rewritten, never an uncast argument.
+// old type is rewritten, never an uncast argument. Likewise an array of the driver's that a
+// member now wants with more const (attribute_group.bin_attrs) gains the qualifiers.
 
 #include "autodriver/propose/apply.hpp"
 #include "autodriver/propose/c_tokens.hpp"
@@ -87,6 +88,8 @@ public:
       }
     }
     std::vector<Edit> out;
+    m_seen.clear();
+    for (const auto& d : diags) qualified_array(d, ctx, out);
     for (auto& [change, e] : by_change) {
       for (const auto& [file, t] : texts[change]) {
         auto orig = util::read_file(ctx.tree / file);
@@ -97,6 +100,67 @@ public:
     }
     return out;
   }
+
+private:
+  /// "initialization of 'const struct bin_attribute * const*' from incompatible pointer type
+  /// 'struct bin_attribute **'" where the value is the driver's own array: the kernel's member
+  /// now points at const elements (6.15's attribute_group.bin_attrs), so the array's declaration
+  /// takes the same qualifiers. Only qualifiers: the types must be the same without const.
+  void qualified_array(const core::Diagnostic& d, const PortContext& ctx, std::vector<Edit>& out) {
+    if (d.kind != core::DiagKind::incompatible_pointer_type || d.symbols.size() < 2 || d.file.empty() ||
+        d.file.front() == '/' || d.line <= 0)
+      return;
+    const std::string& want = d.symbols[0];
+    const std::string& have = d.symbols[1];
+    if (want.find("(*)") != std::string::npos || want.back() != '*' || type_key(want) != type_key(have) || want == have)
+      return;
+    std::string elem(util::trim(std::string_view(want).substr(0, want.size() - 1)));
+    // "* const" as the kernel writes it: "*const".
+    for (auto p = elem.find("* const"); p != std::string::npos; p = elem.find("* const")) elem.replace(p, 7, "*const");
+    auto line = diagnostic_line(ctx.tree, d);
+    if (!line) return;
+    static const std::regex k_value(R"(=\s*&?\s*([A-Za-z_]\w*)\s*,?\s*$)");
+    std::smatch m;
+    if (!std::regex_search(*line, m, k_value)) return;
+    const std::string name = m[1].str();
+    if (!m_seen.insert(name).second) return;
+    for (const auto& [rel, t] : sources_mentioning(ctx.tree, name)) {
+      auto toks = tokenize(t);
+      for (std::size_t i = 1; i + 2 < toks.size(); ++i) {
+        // `[static] TYPE NAME [ ] =` at file scope, the declaration on one line.
+        if (toks[i].text != name || toks[i + 1].text != "[" || toks[i + 2].text != "]") continue;
+        std::size_t first = i;
+        while (first > 0 && toks[first - 1].line == toks[i].line && toks[first - 1].text != ";" &&
+               toks[first - 1].text != "}" && toks[first - 1].text != "{")
+          --first;
+        std::string storage;
+        std::size_t type_first = first;
+        while (type_first < i && (toks[type_first].text == "static" || toks[type_first].text == "extern"))
+          storage += toks[type_first++].text + " ";
+        if (type_first >= i || type_key(toks, type_first, i - 1) + "*" != type_key(want)) continue;
+        std::size_t ls = t.rfind('\n', toks[first].begin);
+        ls = ls == std::string::npos ? 0 : ls + 1;
+        std::size_t le = t.find('\n', toks[i].end);
+        if (le == std::string::npos) le = t.size();
+        std::string text = t.substr(ls, toks[first].begin - ls) + storage + elem + (elem.back() == '*' ? "" : " ") +
+                           t.substr(toks[i].begin, le - toks[i].begin) + "\n";
+        Edit e;
+        e.proposer = "argument-cast";
+        e.change_id = "qualifiers:" + name;
+        e.label = "other";
+        e.title = fmt::format("{}[] holds '{}' elements", name, elem);
+        e.description = fmt::format("The kernel now takes '{}' where the driver passes its array {} of '{}': the "
+                                    "array's declaration gains the qualifiers.", want, name, have);
+        e.text_edits.push_back({rel, toks[first].line, 1, text});
+        e.symbols = {name};
+        e.support = 1;
+        out.push_back(std::move(e));
+        return;
+      }
+    }
+  }
+
+  std::set<std::string> m_seen;
 };
 
 } // namespace

@@ -445,7 +445,12 @@ std::vector<TextEdit> retype_return_edits(const PortContext& ctx, const std::str
 /// The driver function a declaring macro on `line` wires up (`static CLASS_ATTR_RO(version);`
 /// sets .show = version_show): a function named after one of the macro's arguments (the
 /// argument itself, or it with a `_word` added) whose parameter types are `from`'s.
-std::string macro_wired_function(const std::string& line, const PortContext& ctx, const FnType& from) {
+/// `at` is the identifier gcc's column points at (the argument of a macro call continued from an
+/// earlier line: `static BIN_ATTR(flash_data, 0644, read_fn,\n\t\twrite_fn, 0);`): a function of
+/// that very name wins; so does the one argument that names a fitting function exactly (the
+/// attribute name `flash_data` is a suffix of both callbacks).
+std::string macro_wired_function(const std::string& line, const PortContext& ctx, const FnType& from,
+                                 const std::string& at = {}) {
   auto lt = tokenize(line);
   std::set<std::string> args;
   for (std::size_t i = 0; i + 1 < lt.size(); ++i)
@@ -454,8 +459,10 @@ std::string macro_wired_function(const std::string& line, const PortContext& ctx
         if (lt[k].kind == TokKind::ident) args.insert(lt[k].text);
       break;
     }
+  if (!at.empty()) args.insert(at);
   if (args.empty()) return {};
   auto want = split_top_level(from.params);
+  std::set<std::string> fitting;
   std::string found;
   for (const auto& rel : c_files(ctx.tree)) {
     auto text = util::read_file(ctx.tree / rel);
@@ -478,12 +485,17 @@ std::string macro_wired_function(const std::string& line, const PortContext& ctx
           same = squash(type) == squash(want[p]);
         }
         if (!same) continue;
-        if (!found.empty() && found != u.name) return {}; // two fit: no guess
-        found = u.name;
+        fitting.insert(u.name);
       }
     }
   }
-  return found;
+  if (!at.empty() && fitting.count(at)) return at;
+  std::vector<std::string> exact;
+  for (const auto& f : fitting)
+    if (args.count(f)) exact.push_back(f);
+  if (exact.size() == 1) return exact.front();
+  if (fitting.size() == 1) found = *fitting.begin();
+  return found; // two fit: no guess
 }
 
 std::string callback_at(const core::Diagnostic& d, const PortContext& ctx, std::set<std::string>& done,
@@ -502,7 +514,20 @@ std::string callback_at(const core::Diagnostic& d, const PortContext& ctx, std::
     // only an assigned value (`.uevent = x_uevent`), not a declaring macro's line
     if (std::regex_search(before, k_assigned) && std::regex_search(rest, m, k_at)) fn = m[1].str();
   }
-  if (fn.empty() && from) fn = macro_wired_function(*line, ctx, *from);
+  if (fn.empty() && from) {
+    std::string at;
+    // gcc counts display columns: a tab advances to the next multiple of 8.
+    std::size_t byte = 0;
+    for (int col = 1; byte < line->size() && col < d.column; ++byte)
+      col = (*line)[byte] == '\t' ? ((col - 1) / 8 + 1) * 8 + 1 : col + 1;
+    if (d.column > 0 && byte < line->size()) {
+      static const std::regex k_ident_at(R"(^[A-Za-z_]\w*)");
+      std::smatch m;
+      std::string rest = line->substr(byte);
+      if (std::regex_search(rest, m, k_ident_at)) at = m[0].str();
+    }
+    fn = macro_wired_function(*line, ctx, *from, at);
+  }
   if (fn.empty() || !done.insert(fn).second) return {};
   return fn;
 }
