@@ -1955,3 +1955,33 @@ TEST(CallbackSignature, MacroWiredCallbackOnAContinuationLineFoundByGccsColumn) 
   EXPECT_NE(find_edit(edits, "callback:c2port_read_flash_data"), nullptr);
   EXPECT_NE(find_edit(edits, "callback:c2port_write_flash_data"), nullptr);
 }
+
+TEST(KbuildVars, AVariableTheTargetsKbuildDroppedTakesTheNameTheOldOneForwardedItTo) {
+  auto tmp = util::TempDir::create(util::scratch_root(), "kbuild-vars-");
+  ASSERT_TRUE(tmp.has_value());
+  const fs::path old_src = tmp->path() / "old", new_src = tmp->path() / "new", tree = tmp->path() / "tree";
+  ASSERT_TRUE(put(old_src / "scripts/Makefile.lib", "asflags-y  += $(EXTRA_AFLAGS)\nccflags-y  += $(EXTRA_CFLAGS)\n"
+                                                    "cppflags-y += $(EXTRA_CPPFLAGS)\n"));
+  ASSERT_TRUE(put(old_src / "scripts/Makefile.build", "EXTRA_CFLAGS   :=\nEXTRA_AFLAGS   :=\n"));
+  ASSERT_TRUE(put(new_src / "scripts/Makefile.lib", "# EXTRA_AFLAGS is still documented here\nccflags-y += -DX\n"));
+  ASSERT_TRUE(put(new_src / "scripts/Makefile.build", "obj := $(src)\n"));
+  ASSERT_TRUE(put(tree / "Makefile", "EXTRA_CFLAGS+=\t-DVERSION=\"\\\"1\\\"\"\nMY_EXTRA_CFLAGS := x\nobj-m += a.o\n"
+                                     "EXTRA_AFLAGS += -Dy\n"));
+  propose::PortContext ctx;
+  ctx.old_src = old_src;
+  ctx.new_src = new_src;
+  ctx.tree = tree;
+  ctx.original_tree = tree;
+  ctx.scratch = tmp->path() / "s";
+  core::Diagnostic d;
+  d.file = "a.c";
+  d.line = 3;
+  d.message = "'VERSION' undeclared (first use in this function)";
+  auto edits = propose::make_kbuild_vars()->propose({d}, ctx);
+  ASSERT_EQ(edits.size(), 1u);
+  ASSERT_TRUE(propose::apply_edit(edits[0], tree, ctx.scratch));
+  auto after = util::read_file(tree / "Makefile");
+  ASSERT_TRUE(after);
+  EXPECT_EQ(*after, "ccflags-y+=\t-DVERSION=\"\\\"1\\\"\"\nMY_EXTRA_CFLAGS := x\nobj-m += a.o\nEXTRA_AFLAGS += -Dy\n")
+      << "EXTRA_AFLAGS is still named by the target's kbuild; MY_EXTRA_CFLAGS is another variable";
+}

@@ -327,14 +327,15 @@ long linux_version_code(const fs::path& build_dir) {
 util::Expected<ApplyResult> apply_edit(const Edit& edit, const fs::path& tree, const fs::path& scratch,
                                        const ApplyOptions& options) {
   auto files = c_files(tree);
-  // Files the edit creates (a header vendored from the old kernel) count as changed when written.
+  // Files the edit writes beyond the C sources count as changed when written.
   std::vector<std::string> created;
-  for (const auto& te : edit.text_edits)
-    if (std::error_code ec; !fs::exists(tree / te.file, ec) && safe_relative(te.file) &&
-        std::find(files.begin(), files.end(), te.file) == files.end()) {
-      files.push_back(te.file);
-      created.push_back(te.file);
-    }
+  for (const auto& te : edit.text_edits) {
+    if (!safe_relative(te.file) || std::find(files.begin(), files.end(), te.file) != files.end()) continue;
+    std::error_code ec;
+    // A file the edit creates (a header vendored from the old kernel), or one that is not C (a Makefile).
+    if (!fs::exists(tree / te.file, ec)) created.push_back(te.file);
+    files.push_back(te.file);
+  }
   // All or nothing: an edit whose SmPL ran but whose line edits then failed must not leave the
   // SmPL's changes behind (they would reach the tree with no patch to show for them).
   std::map<std::string, std::string> texts;

@@ -529,8 +529,8 @@ public:
         static const std::regex k_expansion(R"(^in expansion of macro '([A-Za-z_]\w*)'$)");
         std::smatch m;
         if (n.file == d.file && n.line == d.line && !n.file.empty() && n.file.front() != '/' &&
-            std::regex_match(n.message, m, k_expansion) && calls.size() < 16)
-          calls.insert(m[1].str());
+            std::regex_match(n.message, m, k_expansion) && probed.size() < 24)
+          probed.insert(m[1].str());
       }
       // The assembler choked on what a file-scope macro emitted (no source line to go by): each
       // macro the file invokes at file scope is asked of the kernel's own changes.

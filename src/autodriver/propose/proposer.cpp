@@ -13,6 +13,7 @@ const std::vector<ProposerEntry>& proposer_table() {
       {"void-result", "a function the kernel made void: the driver's uses of its value become the call and 0", &make_void_result},
       {"argument-cast", "an argument the driver casts to a parameter's old type is cast to its new one", &make_argument_cast},
       {"entry-points", "an entry point found by its magic name (init_module) is registered with the macro objtool names", &make_entry_points},
+      {"kbuild-vars", "Makefile variables the target's kbuild no longer reads renamed as the old kbuild forwarded them (EXTRA_CFLAGS -> ccflags-y)", &make_kbuild_vars},
       {"ops-swap", "an ops table passed where the kernel now wants another struct type: retyped, members mapped by name", &make_ops_swap},
       {"header-fix", "moved headers and declarations that need another #include, from the target tree", &make_header_fix},
       {"inline-removed", "calls of a one-expression helper the target removed become its old body (old kernel's headers)", &make_inline_removed},

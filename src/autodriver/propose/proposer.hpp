@@ -106,6 +106,7 @@ std::unique_ptr<Proposer> make_callback_signature();
 std::unique_ptr<Proposer> make_void_result();
 std::unique_ptr<Proposer> make_argument_cast();
 std::unique_ptr<Proposer> make_entry_points();
+std::unique_ptr<Proposer> make_kbuild_vars();
 std::unique_ptr<Proposer> make_header_fix();
 std::unique_ptr<Proposer> make_compat_kb();
 std::unique_ptr<Proposer> make_target_api();
