@@ -13,7 +13,7 @@ using namespace autodriver;
 int main(int argc, char** argv) {
   util::install_interrupt_handlers();
   CLI::App app{"autodriver: build, check and port Linux drivers across kernel API changes.\n"
-               "Kernels are Debian's 6.1 and 6.12 lines (or a path to a kernel build directory)."};
+               "Kernels: a Debian kernel line (`kernel list --available`: 5.10 to 7.3 today), a full Debian release, `host`, or a path to a kernel build directory."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "autodriver 0.1.0");
   bool verbose = false;
