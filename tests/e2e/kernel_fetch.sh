@@ -18,7 +18,7 @@ share_toolchain() {
   cp -al "$TC" "$1/toolchains/" 2>/dev/null || cp -a "$TC" "$1/toolchains/"
 }
 system_state() {
-  { ls -la --time-style=full-iso /boot; md5sum /var/lib/dpkg/status; ls -la --time-style=full-iso /var/lib/apt/lists; } 2>/dev/null
+  { ls -lA --time-style=full-iso /boot; md5sum /var/lib/dpkg/status; ls -lA --time-style=full-iso /var/lib/apt/lists; } 2>/dev/null
 }
 system_state > "$WORK/sys.before"
 

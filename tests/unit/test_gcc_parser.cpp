@@ -237,3 +237,21 @@ TEST(GccParser, AssemblerErrorsBelongToTheObjectBeingCompiled) {
   EXPECT_EQ(ds[0].severity, core::Severity::error);
   EXPECT_EQ(ds[0].message, ds[1].message) << "one error, however many lines";
 }
+
+TEST(GccParser, AMissingFileTheMakefileNamesIsAnError) {
+  // A vendor Makefile compiling a sibling folder the copy did not include: make's refusal is
+  // the build's one error, not "0 error(s)".
+  const std::string out =
+      "make[2]: *** No rule to make target '/autodriver/tree/../common/hal/hal.o', needed by "
+      "'/autodriver/tree/drv.o'.  Stop.\n"
+      "make[1]: *** [Makefile:1234: /autodriver/tree] Error 2\n";
+  gate::ParseOptions o;
+  o.tree_root = "/autodriver/tree";
+  auto ds = gate::parse_build_output(out, o);
+  ASSERT_EQ(ds.size(), 1u);
+  EXPECT_EQ(ds[0].tool, "make");
+  EXPECT_EQ(ds[0].severity, core::Severity::error);
+  EXPECT_EQ(ds[0].file, "../common/hal/hal.o");
+  EXPECT_NE(ds[0].message.find("which is not there"), std::string::npos) << ds[0].message;
+  EXPECT_NE(ds[0].message.find("drv.o"), std::string::npos) << ds[0].message;
+}

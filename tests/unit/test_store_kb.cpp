@@ -119,6 +119,24 @@ TEST(StoreKbProposer, OneAlternativePerEditWithEveryEntryAsSupport) {
   EXPECT_EQ(edits[0].support, 2);
 }
 
+TEST(StoreKbProposer, SupportCountsDriversNotRuns) {
+  Fixture f;
+  {
+    auto st = f.open();
+    // Three runs of one driver and one run of another: two sites of evidence.
+    int run = 0;
+    for (const char* tree : {"/home/a/drva", "/home/a/drva", "/home/a/drva", "/home/b/bravo"}) {
+      auto e = entry(k_too_many, {{"smpl", k_smpl}});
+      e.patch = "patch of run " + std::to_string(++run); // distinct entries, not one deduplicated
+      e.evidence = {{"tree", tree}, {"errors_before", 1}, {"errors_after", 0}};
+      ASSERT_TRUE(store::add_kb_entry(st, e));
+    }
+  }
+  auto edits = propose_with(f.db(), {k_too_many}, f.tree());
+  ASSERT_EQ(edits.size(), 1u);
+  EXPECT_EQ(edits[0].support, 2);
+}
+
 TEST(StoreKbProposer, LeavesOutEntriesOfTheSameCaseFilesOrRuns) {
   Fixture f;
   {

@@ -3,10 +3,12 @@
 #include "autodriver/kernel/modules_dep.hpp"
 #include "autodriver/util/cpio.hpp"
 #include "autodriver/util/files.hpp"
+#include "autodriver/util/json_text.hpp"
 #include "autodriver/util/sandbox.hpp"
 #include "autodriver/util/strings.hpp"
 #include "autodriver/util/subprocess.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <thread>
 
 #include <csignal>
+#include <sys/wait.h>
 #include <unistd.h>
 
 using namespace autodriver;
@@ -216,4 +219,50 @@ TEST(Files, CopyTreeKeepsSymlinksUnderTheirOwnNames) {
   EXPECT_EQ(fs::status(to / "run.sh").permissions() & fs::perms::owner_exec, fs::perms::owner_exec);
   auto files = util::list_files(from);
   EXPECT_EQ(std::count(files.begin(), files.end(), fs::path("fw/a.hex")), 1);
+}
+
+TEST(Files, ScratchFoldersOfDeadRunsAreRemovedOthersKept) {
+  namespace fs = std::filesystem;
+  auto root = util::TempDir::create(fs::temp_directory_path(), "ad-scratch-test-");
+  ASSERT_TRUE(root);
+  const fs::path r = root->path();
+  // A run that is gone: a child that exited, stamped with its pid and a start time.
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  int status = 0;
+  waitpid(child, &status, 0);
+  fs::create_directories(r / "port-dead");
+  ASSERT_TRUE(util::write_file(r / "port-dead" / ".autodriver-owner", fmt::format("{} 12345\n", child)));
+  ASSERT_TRUE(util::write_file(r / "port-dead" / "x.c", "int x;\n"));
+  fs::create_directories(r / "port-dead" / "ro");
+  fs::permissions(r / "port-dead" / "ro", fs::perms::owner_read | fs::perms::owner_exec);
+  // A pid that is alive but stamped with another start time: a reused pid, not the owner.
+  fs::create_directories(r / "port-reused");
+  ASSERT_TRUE(util::write_file(r / "port-reused" / ".autodriver-owner", fmt::format("{} 1\n", getpid())));
+  // Not stamped: not ours to judge.
+  fs::create_directories(r / "unstamped");
+  // A live run: made the way every run makes its scratch folder (stamped by TempDir::create).
+  const char* old = std::getenv("TMPDIR");
+  std::string saved = old ? old : "";
+  setenv("TMPDIR", r.c_str(), 1);
+  auto live = util::TempDir::create(util::scratch_root(), "check-");
+  if (old) setenv("TMPDIR", saved.c_str(), 1); else unsetenv("TMPDIR");
+  ASSERT_TRUE(live);
+  ASSERT_TRUE(fs::exists(live->path() / ".autodriver-owner"));
+
+  EXPECT_EQ(util::remove_orphaned_scratch(r), 2u);
+  EXPECT_FALSE(fs::exists(r / "port-dead"));
+  EXPECT_FALSE(fs::exists(r / "port-reused"));
+  EXPECT_TRUE(fs::exists(r / "unstamped"));
+  EXPECT_EQ(util::remove_orphaned_scratch(live->path().parent_path()), 0u) << "the live run's folder stays";
+  EXPECT_TRUE(fs::exists(live->path()));
+}
+
+TEST(Json, InvalidUtf8NeverThrows) {
+  // A Latin-1 author name in a driver comment, carried into a diagnostic's message.
+  nlohmann::json j{{"message", std::string("/* J\xfcrgen */")}};
+  std::string text;
+  EXPECT_NO_THROW(text = j.dump(-1, ' ', false, util::json_bytes));
+  EXPECT_NE(text.find("J\xef\xbf\xbdrgen"), std::string::npos) << text; // U+FFFD
+  EXPECT_NO_THROW((void)nlohmann::json::parse(text));
 }

@@ -5,6 +5,7 @@
 #include "autodriver/loop/record.hpp"
 #include "autodriver/propose/c_tokens.hpp"
 #include "autodriver/util/files.hpp"
+#include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/strings.hpp"
 #include "autodriver/util/subprocess.hpp"
@@ -186,7 +187,7 @@ nlohmann::json run_case(const fs::path& case_dir, const nlohmann::json& meta, co
     row["golden_normalized"] = compiled && sim.normalized;
   }
   auto j = loop::to_json(*rep, pr);
-  (void)util::write_file_atomic(pr.out / "verdict.json", j.dump(2) + "\n");
+  (void)util::write_file_atomic(pr.out / "verdict.json", j.dump(2, ' ', false, util::json_bytes) + "\n");
   return row;
 }
 
@@ -256,7 +257,7 @@ util::Expected<nlohmann::json> run_bench(const BenchRequest& req, const BenchPro
       done[id] = row;
       ++finished;
       // Append + flush one line per case: a killed run keeps every finished case.
-      std::string line = row.dump() + "\n";
+      std::string line = row.dump(-1, ' ', false, util::json_bytes) + "\n";
       if (FILE* f = std::fopen(results.c_str(), "a")) {
         std::fwrite(line.data(), 1, line.size(), f);
         std::fflush(f);
@@ -329,7 +330,7 @@ util::Expected<nlohmann::json> run_bench(const BenchRequest& req, const BenchPro
       {"per_change_type", types},
       {"per_origin", origins},
       {"paper", {{"name", "AutoDriver (LLM agents)"}, {"compile_rate_pct", 56.4}, {"boot", "27/55"}, {"minutes_per_case", 12}}}};
-  (void)util::write_file_atomic(req.out / "report.json", report.dump(2) + "\n");
+  (void)util::write_file_atomic(req.out / "report.json", report.dump(2, ' ', false, util::json_bytes) + "\n");
   (void)util::write_file_atomic(req.out / "report.md", report_markdown(report));
   return report;
 }

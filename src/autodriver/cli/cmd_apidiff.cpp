@@ -4,6 +4,7 @@
 #include "autodriver/apidiff/apidiff.hpp"
 #include "autodriver/cli/commands.hpp"
 #include "autodriver/kernel/target.hpp"
+#include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
 
 #include <fmt/format.h>
@@ -74,7 +75,7 @@ Command apidiff_command() {
                 return report.error().kind == util::ErrorKind::interrupted ? k_exit_interrupted : k_exit_error;
               }
               if (o->json)
-                std::cout << apidiff::to_json(*report).dump(2) << "\n";
+                std::cout << apidiff::to_json(*report).dump(2, ' ', false, util::json_bytes) << "\n";
               else
                 print_human(*report);
               return k_exit_ok;

@@ -2,6 +2,7 @@
 
 #include "autodriver/bench/bench.hpp"
 #include "autodriver/cli/commands.hpp"
+#include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
 
 #include <fmt/format.h>
@@ -54,7 +55,7 @@ Command bench_command() {
                 return rep.error().kind == util::ErrorKind::interrupted ? k_exit_interrupted : k_exit_error;
               }
               if (*json)
-                std::cout << rep->dump(2) << "\n";
+                std::cout << rep->dump(2, ' ', false, util::json_bytes) << "\n";
               else
                 std::cout << bench::report_markdown(*rep);
               return k_exit_ok;

@@ -2,6 +2,7 @@
 
 #include "autodriver/cli/commands.hpp"
 #include "autodriver/gate/check.hpp"
+#include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/subprocess.hpp"
 
@@ -70,12 +71,17 @@ Command check_command() {
                 util::log_info("{}: {} {}: {}", kernel, g.gate, g.skipped ? "skipped" : g.ok ? "ok" : "FAILED",
                                g.summary);
               });
+              // A gate killed by Ctrl-C or SIGTERM says nothing about the driver: no verdict.
+              if (util::interrupted() || (!report && report.error().kind == util::ErrorKind::interrupted)) {
+                std::fprintf(stderr, "autodriver: interrupted\n");
+                return k_exit_interrupted;
+              }
               if (!report) {
                 std::fprintf(stderr, "autodriver: error: %s\n", report.error().message.c_str());
-                return report.error().kind == util::ErrorKind::interrupted ? k_exit_interrupted : k_exit_error;
+                return k_exit_error;
               }
               if (*json)
-                std::cout << gate::to_json(*report, *req).dump(2) << "\n";
+                std::cout << gate::to_json(*report, *req).dump(2, ' ', false, util::json_bytes) << "\n";
               else
                 print_human(*report);
               return report->ok ? k_exit_ok : k_exit_failed;

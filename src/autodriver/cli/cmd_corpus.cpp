@@ -3,6 +3,7 @@
 #include "autodriver/cli/commands.hpp"
 #include "autodriver/corpus/case_format.hpp"
 #include "autodriver/corpus/corpus_build.hpp"
+#include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/subprocess.hpp"
 
@@ -129,7 +130,7 @@ Command corpus_command() {
                   std::fprintf(stderr, "autodriver: error: %s\n", s.error().message.c_str());
                   return s.error().kind == util::ErrorKind::interrupted ? k_exit_interrupted : k_exit_error;
                 }
-                if (*json || opt->dry_run) std::cout << s->dump(2) << "\n";
+                if (*json || opt->dry_run) std::cout << s->dump(2, ' ', false, util::json_bytes) << "\n";
                 else print_summary(*s);
                 return k_exit_ok;
               }
@@ -149,7 +150,7 @@ Command corpus_command() {
                 return k_exit_error;
               }
               (*s)["corpus"] = summary_dir->string();
-              if (*json) std::cout << s->dump(2) << "\n";
+              if (*json) std::cout << s->dump(2, ' ', false, util::json_bytes) << "\n";
               else print_summary(*s);
               return k_exit_ok;
             };

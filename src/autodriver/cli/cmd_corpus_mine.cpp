@@ -3,6 +3,7 @@
 
 #include "autodriver/cli/commands.hpp"
 #include "autodriver/corpus/mine.hpp"
+#include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/subprocess.hpp"
 
@@ -51,7 +52,7 @@ std::function<int()> setup_corpus_mine(CLI::App& mine) {
       return util::interrupted() ? k_exit_interrupted : k_exit_error;
     }
     if (o->json) {
-      std::cout << summary->to_json().dump(2) << "\n";
+      std::cout << summary->to_json().dump(2, ' ', false, util::json_bytes) << "\n";
       return k_exit_ok;
     }
     fmt::print("{} commits in {}: {} new cases, {} already present, {} treewide (listed, {}), {} unreadable\n",

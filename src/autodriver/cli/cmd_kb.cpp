@@ -11,6 +11,7 @@
 #include "autodriver/propose/kb_file.hpp"
 #include "autodriver/propose/kb_rewrite.hpp"
 #include "autodriver/util/files.hpp"
+#include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
 
 #include <fmt/format.h>
@@ -124,7 +125,7 @@ int run_build(const SourceOptions& so, const std::vector<std::string>& trees, co
     j.erase("entries");
     j["entry_count"] = kb.entries.size();
     j["out"] = fs::absolute(out).string();
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, util::json_bytes) << "\n";
     return k_exit_ok;
   }
   std::map<std::string, int> by_kind;
@@ -157,7 +158,7 @@ int run_compare(const fs::path& case_dir, const fs::path& ported_tree) {
     c.after = j.value("after", "");
     identical = propose::matches_new_branch(*ported, c, j.value("new_code", ""));
   }
-  std::cout << nlohmann::json({{"id", j.value("id", "")}, {"file", file}, {"identical", identical}}).dump() << "\n";
+  std::cout << nlohmann::json({{"id", j.value("id", "")}, {"file", file}, {"identical", identical}}).dump(-1, ' ', false, util::json_bytes) << "\n";
   return identical ? k_exit_ok : k_exit_failed;
 }
 

@@ -11,6 +11,7 @@
 #include "autodriver/kernel/target.hpp"
 #include "autodriver/propose/kb_cases.hpp"
 #include "autodriver/util/files.hpp"
+#include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
 
 #include <fmt/format.h>
@@ -197,7 +198,7 @@ int run_cases(const CasesOptions& o) {
                           {"from", o.older_than_target ? std::string() : o.from}, {"to", o.to},
                           {"old_code", b.old_code}, {"new_code", b.new_code}, {"before", collapsed.before},
                           {"after", collapsed.after}};
-      (void)util::write_file_atomic(dir / "case.json", j.dump(2) + "\n");
+      (void)util::write_file_atomic(dir / "case.json", j.dump(2, ' ', false, util::json_bytes) + "\n");
       fmt::print("{}\n", id);
       ++t.cases;
     }
@@ -220,7 +221,7 @@ int run_cases(const CasesOptions& o) {
                             {"selected_blocks", selected}, {"cases", all.cases}, {"excluded", all.excluded},
                             {"packages", packages}};
   if (!o.older_than_target) summary["from"] = o.from;
-  (void)util::write_file_atomic(o.out / "summary.json", summary.dump(2) + "\n");
+  (void)util::write_file_atomic(o.out / "summary.json", summary.dump(2, ' ', false, util::json_bytes) + "\n");
   std::string why;
   for (const auto& [k, n] : all.excluded) why += fmt::format(", {} {}", k, n);
   std::fprintf(stderr, "autodriver: %d block(s) selected, %d case(s)%s (%s)\n", selected, all.cases, why.c_str(),

@@ -5,6 +5,7 @@
 #include "autodriver/kernel/fetch.hpp"
 #include "autodriver/kernel/source.hpp"
 #include "autodriver/kernel/target.hpp"
+#include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/subprocess.hpp"
 
@@ -83,7 +84,7 @@ Command kernel_command() {
                   return util::interrupted() ? k_exit_interrupted : k_exit_error;
                 }
                 if (o->json)
-                  std::cout << nlohmann::json{{"schema_version", 1}, {"kernel", o->name}, {"source", dir->string()}}.dump(2) << "\n";
+                  std::cout << nlohmann::json{{"schema_version", 1}, {"kernel", o->name}, {"source", dir->string()}}.dump(2, ' ', false, util::json_bytes) << "\n";
                 else
                   std::cout << dir->string() << "\n";
                 return k_exit_ok;
@@ -114,7 +115,7 @@ Command kernel_command() {
                 }
                 if (o->json) {
                   std::cout << nlohmann::json{{"schema_version", 1}, {"mirror", kernel::Archive::mirror()},
-                                              {"lines", arr}}.dump(2) << "\n";
+                                              {"lines", arr}}.dump(2, ' ', false, util::json_bytes) << "\n";
                 } else {
                   fmt::print("{:<6} {:<24} {:<18} {:<7} {:<8} {}\n", "LINE", "NEWEST RELEASE", "SUITE", "SOURCE", "FETCHED", "RELEASES");
                   for (const auto& l : arr)
@@ -131,7 +132,7 @@ Command kernel_command() {
                   if (auto k = kernel::resolve_kernel(f.release)) arr.push_back(kernel_json(*k));
                 if (o->json) {
                   std::cout << nlohmann::json{{"schema_version", 2}, {"cache", kernel::cache_root().string()},
-                                              {"kernels", arr}}.dump(2) << "\n";
+                                              {"kernels", arr}}.dump(2, ' ', false, util::json_bytes) << "\n";
                 } else {
                   fmt::print("{:<6} {:<24} {:<18} {:<8} {:<6}\n", "LINE", "RELEASE", "SUITE", "COMPILER", "IMAGE");
                   for (const auto& k : arr)
@@ -156,7 +157,7 @@ Command kernel_command() {
                   arr.push_back(kernel_json(*k));
                   if (!o->json) util::log_info("{}: ready ({})", name, k->release);
                 }
-                if (o->json) std::cout << nlohmann::json{{"schema_version", 1}, {"kernels", arr}}.dump(2) << "\n";
+                if (o->json) std::cout << nlohmann::json{{"schema_version", 1}, {"kernels", arr}}.dump(2, ' ', false, util::json_bytes) << "\n";
                 return k_exit_ok;
               }
               auto k = kernel::resolve_kernel(o->name);
@@ -167,9 +168,9 @@ Command kernel_command() {
               auto j = kernel_json(*k);
               if (o->json) {
                 j["schema_version"] = 1;
-                std::cout << j.dump(2) << "\n";
+                std::cout << j.dump(2, ' ', false, util::json_bytes) << "\n";
               } else {
-                for (auto& [key, v] : j.items()) fmt::print("{:<18} {}\n", key, v.is_string() ? v.get<std::string>() : v.dump());
+                for (auto& [key, v] : j.items()) fmt::print("{:<18} {}\n", key, v.is_string() ? v.get<std::string>() : v.dump(-1, ' ', false, util::json_bytes));
               }
               return k_exit_ok;
             };

@@ -4,6 +4,7 @@
 #include "autodriver/loop/port.hpp"
 #include "autodriver/loop/record.hpp"
 #include "autodriver/util/files.hpp"
+#include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/subprocess.hpp"
 
@@ -11,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include <iostream>
+#include <regex>
 
 namespace autodriver::cli {
 
@@ -63,6 +65,15 @@ Command port_command() {
             sub.add_flag("--api-changes", req->api_changes,
                          "With --from: run apidiff beside the first builds and name the kernel API change behind "
                          "each diagnostic (verdict `changes`)");
+            sub.add_option("--author", req->author,
+                           "Author of OUT/patches, \"Name <email>\" (default: your git config's user.name and user.email)")
+                ->check(CLI::Validator(
+                    [](std::string& v) -> std::string {
+                      static const std::regex k(R"(^\s*\S.*<[^<>\s]+@[^<>\s]+>\s*$)");
+                      return std::regex_match(v, k) ? "" : "expected \"Name <email>\", got '" + v + "'";
+                    },
+                    "NAME <EMAIL>"));
+            sub.add_flag("--signoff,-s", req->signoff, "Add the author's Signed-off-by to each patch (as git commit -s)");
             sub.add_flag("--json", *json, "Print the versioned JSON verdict (also written to OUT/verdict.json)");
             return [=]() -> int {
               req->budget = std::chrono::seconds(*budget);
@@ -86,19 +97,36 @@ Command port_command() {
               }
               auto& rep = rec->report;
               if (!rep) {
-                std::fprintf(stderr, "autodriver: error: %s\n", rep.error().message.c_str());
-                return rep.error().kind == util::ErrorKind::interrupted ? k_exit_interrupted : k_exit_error;
+                // The verdict says what ended the run: `interrupted` (a signal) or `error`.
+                const bool intr = rep.error().kind == util::ErrorKind::interrupted || util::interrupted();
+                nlohmann::json j{{"schema", "autodriver.port"}, {"ok", false},
+                                 {"status", intr ? "interrupted" : "error"}, {"error", rep.error().message},
+                                 {"tree", fs::absolute(req->tree).string()}, {"run", rec->run_id}};
+                std::error_code ec;
+                fs::create_directories(req->out, ec);
+                (void)util::write_file_atomic(req->out / "verdict.json", j.dump(2, ' ', false, util::json_bytes) + "\n");
+                if (*json) std::cout << j.dump(2, ' ', false, util::json_bytes) << "\n";
+                std::fprintf(stderr, "autodriver: %s: %s\n", intr ? "interrupted" : "error", rep.error().message.c_str());
+                return intr ? k_exit_interrupted : k_exit_error;
               }
               auto j = loop::to_json(*rep, *req);
               j["run"] = rec->run_id;
               std::error_code ec;
               fs::create_directories(req->out, ec);
-              (void)util::write_file_atomic(req->out / "verdict.json", j.dump(2) + "\n");
+              (void)util::write_file_atomic(req->out / "verdict.json", j.dump(2, ' ', false, util::json_bytes) + "\n");
               if (*json) {
-                std::cout << j.dump(2) << "\n";
+                std::cout << j.dump(2, ' ', false, util::json_bytes) << "\n";
               } else {
-                fmt::print("{}: {} ({} -> {} error(s)) in {:.1f} s\n", req->tree.string(), rep->status,
-                           rep->initial_errors, rep->final_errors, rep->elapsed.count() / 1000.0);
+                if (rep->status == "from-fails")
+                  fmt::print("{}: from-fails: the driver does not build on {} ({} error(s)), nothing to port, in {:.1f} s\n",
+                             req->tree.string(), req->from, rep->initial_errors,
+                             rep->elapsed.count() / 1000.0);
+                else if (rep->status == "timeout" || rep->status == "budget")
+                  fmt::print("{}: {}: a build was cut short ({} error(s) at the start) in {:.1f} s\n", req->tree.string(),
+                             rep->status, rep->initial_errors, rep->elapsed.count() / 1000.0);
+                else
+                  fmt::print("{}: {} ({} -> {} error(s)) in {:.1f} s\n", req->tree.string(), rep->status,
+                             rep->initial_errors, rep->final_errors, rep->elapsed.count() / 1000.0);
                 for (const auto& a : rep->accepted)
                   fmt::print("  + [{}] {} ({} site(s))\n", a.edit.proposer, a.edit.title, a.edit.support);
                 for (const auto& r : rep->remaining) fmt::print("  ! {}\n", r);
@@ -109,6 +137,10 @@ Command port_command() {
                 fmt::print("  tree: {}\n", (req->out / "tree").string());
                 fmt::print("  run: {} (autodriver show {})\n", rec->run_id, rec->run_id);
                 for (const auto& p : rep->patches) fmt::print("  patch: {}\n", p);
+                if (rep->checkpatch.is_object() && rep->checkpatch.value("ran", false))
+                  fmt::print("  checkpatch.pl --strict: {} error(s), {} warning(s), {} check(s)\n",
+                             rep->checkpatch.value("errors", 0), rep->checkpatch.value("warnings", 0),
+                             rep->checkpatch.value("checks", 0));
               }
               return rep->ok ? k_exit_ok : k_exit_failed;
             };

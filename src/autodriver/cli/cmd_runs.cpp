@@ -6,6 +6,7 @@
 #include "autodriver/store/explain.hpp"
 #include "autodriver/store/run_store.hpp"
 #include "autodriver/util/files.hpp"
+#include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/subprocess.hpp"
 
@@ -101,7 +102,7 @@ int run_list(const store::RunFilter& f, bool json) {
   if (json) {
     nlohmann::json a = nlohmann::json::array();
     for (const auto& r : *rows) a.push_back(store::to_json(r));
-    std::cout << nlohmann::json{{"schema", "autodriver.runs"}, {"schema_version", 1}, {"store", st.path().string()}, {"runs", a}}.dump(2) << "\n";
+    std::cout << nlohmann::json{{"schema", "autodriver.runs"}, {"schema_version", 1}, {"store", st.path().string()}, {"runs", a}}.dump(2, ' ', false, util::json_bytes) << "\n";
     return k_exit_ok;
   }
   for (const auto& r : *rows) {
@@ -124,7 +125,7 @@ int run_show(const std::string& arg, bool json) {
     nlohmann::json s = nlohmann::json::array(), a = nlohmann::json::array();
     for (const auto& x : steps) s.push_back(store::to_json(x));
     for (const auto& x : *arts) a.push_back({{"name", x.name}, {"kind", x.kind}, {"sha256", x.hash}, {"size", x.size}});
-    std::cout << nlohmann::json{{"schema", "autodriver.run"}, {"schema_version", 1}, {"run", store::to_json(run)}, {"steps", s}, {"artifacts", a}}.dump(2) << "\n";
+    std::cout << nlohmann::json{{"schema", "autodriver.run"}, {"schema_version", 1}, {"run", store::to_json(run)}, {"steps", s}, {"artifacts", a}}.dump(2, ' ', false, util::json_bytes) << "\n";
     return k_exit_ok;
   }
   fmt::print("run {}: {} {} ({})\n", run.id, run.command, run.status, run.summary.is_object() ? run.summary.value("outcome", "") : "");
@@ -168,7 +169,7 @@ int run_explain(const ExplainOptions& o) {
     ro.total = std::chrono::seconds(o.replay_timeout_s * 2 * o.replays);
     loop::replay_attributions(st, run, ex.doc, ro);
   }
-  if (json) std::cout << ex.doc.dump(2) << "\n";
+  if (json) std::cout << ex.doc.dump(2, ' ', false, util::json_bytes) << "\n";
   else std::cout << store::render_explanation(ex.doc);
   return k_exit_ok;
 }
@@ -315,8 +316,8 @@ int run_rerun(const RerunOptions& o) {
   auto j = loop::to_json(*rec->report, req);
   j["run"] = rec->run_id;
   j["parent_run"] = id;
-  (void)util::write_file_atomic(req.out / "verdict.json", j.dump(2) + "\n");
-  if (o.json) std::cout << j.dump(2) << "\n";
+  (void)util::write_file_atomic(req.out / "verdict.json", j.dump(2, ' ', false, util::json_bytes) + "\n");
+  if (o.json) std::cout << j.dump(2, ' ', false, util::json_bytes) << "\n";
   else fmt::print("run {} (rerun of {} from step {}): {} ({} -> {} error(s))\n", rec->run_id, id, checkpoint,
                   rec->report->status, rec->report->initial_errors, rec->report->final_errors);
   return rec->report->ok ? k_exit_ok : k_exit_failed;

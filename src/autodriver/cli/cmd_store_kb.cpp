@@ -4,6 +4,7 @@
 #include "autodriver/cli/commands.hpp"
 #include "autodriver/store/kb.hpp"
 #include "autodriver/util/files.hpp"
+#include "autodriver/util/json_text.hpp"
 
 #include <fmt/format.h>
 
@@ -29,7 +30,7 @@ std::function<int()> setup_kb_store(CLI::App& kb) {
     if (exp->parsed()) {
       auto entries = store::kb_entries(*st, *signature);
       if (!entries) throw util::FatalError{entries.error()};
-      if (auto w = util::write_file_atomic(*export_file, store::export_kb_bundle(*entries).dump(2) + "\n"); !w)
+      if (auto w = util::write_file_atomic(*export_file, store::export_kb_bundle(*entries).dump(2, ' ', false, util::json_bytes) + "\n"); !w)
         throw util::FatalError{w.error()};
       fmt::print("{} entr{} written to {}\n", entries->size(), entries->size() == 1 ? "y" : "ies", export_file->string());
       return k_exit_ok;

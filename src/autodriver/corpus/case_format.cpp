@@ -1,6 +1,7 @@
 #include "autodriver/corpus/case_format.hpp"
 
 #include "autodriver/util/files.hpp"
+#include "autodriver/util/json_text.hpp"
 
 #include <fmt/format.h>
 
@@ -46,10 +47,10 @@ util::Expected<fs::path> write_case(const fs::path& corpus, const CaseFiles& c) 
     if (auto r = util::copy_tree(c.golden, tmp / "golden", util::SkipBuildProducts::yes); !r) return fail(r.error());
   nlohmann::json meta = c.metadata;
   meta["schema_version"] = k_case_schema_version;
-  if (auto r = util::write_file(tmp / "diagnostics.json", c.diagnostics.dump(2) + "\n"); !r) return fail(r.error());
+  if (auto r = util::write_file(tmp / "diagnostics.json", c.diagnostics.dump(2, ' ', false, util::json_bytes) + "\n"); !r) return fail(r.error());
   if (auto r = util::write_file(tmp / "api_delta.patch", c.api_delta); !r) return fail(r.error());
   // metadata.json last: its presence marks a complete case even before the rename.
-  if (auto r = util::write_file(tmp / "metadata.json", meta.dump(2) + "\n"); !r) return fail(r.error());
+  if (auto r = util::write_file(tmp / "metadata.json", meta.dump(2, ' ', false, util::json_bytes) + "\n"); !r) return fail(r.error());
   fs::remove_all(final_dir, ec);
   fs::rename(tmp, final_dir, ec);
   if (ec)
@@ -120,7 +121,7 @@ util::Expected<std::size_t> export_jsonl(const fs::path& corpus, const fs::path&
       auto delta = util::read_file(dir / "api_delta.patch");
       row["api_delta"] = delta ? *delta : "";
     }
-    f << row.dump() << "\n";
+    f << row.dump(-1, ' ', false, util::json_bytes) << "\n";
     ++n;
   }
   f.flush();
@@ -153,12 +154,12 @@ util::Expected<void> init_corpus_dir(const fs::path& corpus, const nlohmann::jso
       if (identity.contains(key) && j.value(key, nlohmann::json()) != identity[key])
         return unexpected(ErrorKind::config,
                           fmt::format("{} holds a corpus with {} = {}, not {}: use another -o directory", corpus.string(),
-                                      key, j.value(key, nlohmann::json()).dump(), identity[key].dump()));
+                                      key, j.value(key, nlohmann::json()).dump(-1, ' ', false, util::json_bytes), identity[key].dump(-1, ' ', false, util::json_bytes)));
     return {};
   }
   nlohmann::json j = identity;
   j["schema_version"] = k_corpus_schema_version;
-  return util::write_file_atomic(file, j.dump(2) + "\n");
+  return util::write_file_atomic(file, j.dump(2, ' ', false, util::json_bytes) + "\n");
 }
 
 } // namespace autodriver::corpus

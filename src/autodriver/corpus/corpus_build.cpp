@@ -7,6 +7,7 @@
 #include "autodriver/kernel/source.hpp"
 #include "autodriver/kernel/target.hpp"
 #include "autodriver/util/files.hpp"
+#include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/subprocess.hpp"
 
@@ -152,7 +153,7 @@ util::Expected<nlohmann::json> build_corpus(const CorpusBuildOptions& opt, const
       j["candidate"] = true;
       cands.push_back({u.path(), &u, {}});
     }
-    listing += j.dump() + "\n";
+    listing += j.dump(-1, ' ', false, util::json_bytes) + "\n";
   }
   if (opt.dkms) {
     auto pkgs = list_dkms_packages(dkms_suite(to->suite));
@@ -163,7 +164,7 @@ util::Expected<nlohmann::json> build_corpus(const CorpusBuildOptions& opt, const
         if (!selected(path, opt.only)) continue;
         ++enumerated;
         cands.push_back({path, nullptr, p});
-        listing += nlohmann::json{{"path", path}, {"package", p}, {"candidate", true}}.dump() + "\n";
+        listing += nlohmann::json{{"path", path}, {"package", p}, {"candidate", true}}.dump(-1, ' ', false, util::json_bytes) + "\n";
       }
   }
   if (opt.limit > 0 && cands.size() > opt.limit) cands.resize(opt.limit);
@@ -285,7 +286,7 @@ util::Expected<nlohmann::json> build_corpus(const CorpusBuildOptions& opt, const
                    {"only", opt.only},
                    {"interrupted", util::interrupted()},
                    {"complete", prog.done == cands.size()}};
-  if (auto w = util::write_file_atomic(opt.out / "summary.json", s.dump(2) + "\n"); !w && !fatal) fatal = w.error();
+  if (auto w = util::write_file_atomic(opt.out / "summary.json", s.dump(2, ' ', false, util::json_bytes) + "\n"); !w && !fatal) fatal = w.error();
   if (fatal)
     return unexpected(fatal->kind, fatal->message + " — stopped; decided units are kept in " +
                                        (opt.out / "journal.jsonl").string() + " and the next run continues");

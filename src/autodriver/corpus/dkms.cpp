@@ -4,6 +4,7 @@
 #include "autodriver/kernel/target.hpp"
 #include "autodriver/util/file_lock.hpp"
 #include "autodriver/util/files.hpp"
+#include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/strings.hpp"
 #include "autodriver/util/subprocess.hpp"
@@ -125,7 +126,7 @@ util::Expected<DkmsSource> fetch_dkms_source(const std::string& package, const s
                             {"suite", entry->suite},
                             {"version", entry->version},
                             {"deb", deb.filename().string()}};
-    if (auto w = util::write_file_atomic(partial / "complete.json", stamp.dump(2) + "\n"); !w) {
+    if (auto w = util::write_file_atomic(partial / "complete.json", stamp.dump(2, ' ', false, util::json_bytes) + "\n"); !w) {
       fs::remove_all(partial, ec);
       return unexpected(w.error());
     }

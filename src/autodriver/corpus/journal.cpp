@@ -1,6 +1,7 @@
 #include "autodriver/corpus/journal.hpp"
 
 #include "autodriver/util/files.hpp"
+#include "autodriver/util/json_text.hpp"
 #include "autodriver/util/strings.hpp"
 
 #include <fmt/format.h>
@@ -67,7 +68,7 @@ Journal::~Journal() {
 util::Expected<void> Journal::append(const std::string& unit, nlohmann::json entry) {
   entry["v"] = k_journal_schema_version;
   entry["unit"] = unit;
-  std::string line = entry.dump() + "\n";
+  std::string line = entry.dump(-1, ' ', false, util::json_bytes) + "\n";
   std::lock_guard<std::mutex> lock(*m_mutex);
   std::size_t off = 0;
   while (off < line.size()) {

@@ -5,6 +5,7 @@
 #include "autodriver/corpus/split.hpp"
 #include "autodriver/corpus/tree_diff.hpp"
 #include "autodriver/util/files.hpp"
+#include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/subprocess.hpp"
 
@@ -260,7 +261,7 @@ Expected<void> Miner::write_case(git_commit* commit, const std::vector<Delta>& d
                             {"diagnostics.json", &no_diagnostics}}) {
     if (auto w = util::write_file(dir / name, *text); !w) return w;
   }
-  if (auto w = util::write_file(dir / "metadata.json", meta.dump(2) + "\n"); !w) return w;
+  if (auto w = util::write_file(dir / "metadata.json", meta.dump(2, ' ', false, util::json_bytes) + "\n"); !w) return w;
 
   fs::path final_dir = m_opts.out / "cases" / id;
   std::error_code ec;
@@ -348,7 +349,7 @@ Expected<void> init_mined_corpus(const fs::path& out) {
   if (ec) return unexpected(ErrorKind::io, fmt::format("cannot create output directory {}: {}", out.string(), ec.message()));
   const fs::path file = out / "corpus.json";
   if (!fs::exists(file))
-    return util::write_file_atomic(file, nlohmann::json{{"schema_version", 1}, {"origin", "mined"}}.dump(2) + "\n");
+    return util::write_file_atomic(file, nlohmann::json{{"schema_version", 1}, {"origin", "mined"}}.dump(2, ' ', false, util::json_bytes) + "\n");
   auto text = util::read_file(file);
   if (!text) return unexpected(text.error());
   auto j = nlohmann::json::parse(*text, nullptr, false);
@@ -357,7 +358,7 @@ Expected<void> init_mined_corpus(const fs::path& out) {
     return unexpected(ErrorKind::config, fmt::format("{} was written by a newer autodriver: upgrade autodriver", file.string()));
   if (j.value("origin", "") != "mined")
     return unexpected(ErrorKind::config, fmt::format("{} holds a corpus with origin {}, not mined cases: use another -o directory",
-                                                     out.string(), j.value("origin", nlohmann::json()).dump()));
+                                                     out.string(), j.value("origin", nlohmann::json()).dump(-1, ' ', false, util::json_bytes)));
   return {};
 }
 
@@ -448,7 +449,7 @@ Expected<MineSummary> mine(const MineOptions& opts, const MineProgressFn& progre
   }
   report(true);
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (auto w = util::write_file_atomic(opts.out / "mine-summary.json", summary.to_json().dump(2) + "\n"); !w)
+  if (auto w = util::write_file_atomic(opts.out / "mine-summary.json", summary.to_json().dump(2, ' ', false, util::json_bytes) + "\n"); !w)
     return unexpected(w.error());
   return summary;
 }

@@ -2,6 +2,8 @@
 
 #include "autodriver/util/strings.hpp"
 
+#include <fmt/format.h>
+
 #include <regex>
 
 namespace autodriver::gate {
@@ -157,6 +159,9 @@ std::vector<Diagnostic> parse_build_output(std::string_view text, const ParseOpt
   static const std::regex k_cc(R"(^\s+CC \[M\]\s+(\S+)\.o$)");
   static const std::regex k_as(R"(^\S+\.s:\d+: (Error|Warning): (.*)$)");
   std::string compiling; // the source file of the object kbuild compiles now (relative)
+  // A Makefile naming a file that is not there (a sibling folder the copy did not include):
+  // "make[2]: *** No rule to make target '../common/x.o', needed by 'drv.o'.  Stop."
+  static const std::regex k_no_rule(R"(^make(?:\[\d+\])?: \*\*\* No rule to make target [`']([^']+)'(?:, needed by [`']([^']+)')?\..*$)");
   static const std::regex k_objtool_fn(R"(^([A-Za-z_]\w*)\(\)(?:\+0x[0-9a-f]+)?:)");
 
   for (auto line_view : util::split_lines(text)) {
@@ -235,6 +240,20 @@ std::vector<Diagnostic> parse_build_output(std::string_view text, const ParseOpt
       d.severity = m[1].str() == "Error" ? Severity::error : Severity::warning;
       d.kind = DiagKind::other;
       d.message = "assembler: " + m[2].str();
+      d.raw = line + "\n";
+      out.push_back(std::move(d));
+      last_is_open = false;
+      continue;
+    }
+    if (std::regex_match(line, m, k_no_rule)) {
+      Diagnostic d;
+      d.tool = "make";
+      d.file = relativize(m[1].str(), options.tree_root);
+      d.severity = Severity::error;
+      d.kind = DiagKind::other;
+      d.message = fmt::format("the build needs '{}', which is not there{}", d.file,
+                              m[2].matched ? fmt::format(" (needed by '{}')", relativize(m[2].str(), options.tree_root)) : "");
+      d.symbols = {d.file};
       d.raw = line + "\n";
       out.push_back(std::move(d));
       last_is_open = false;

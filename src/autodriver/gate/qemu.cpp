@@ -3,6 +3,7 @@
 #include "autodriver/kernel/target.hpp"
 #include "autodriver/util/file_lock.hpp"
 #include "autodriver/util/files.hpp"
+#include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/strings.hpp"
 
@@ -71,7 +72,7 @@ std::string choose_accel(const BootRequest& r) {
   std::string accel = works ? "kvm" : "tcg";
   nlohmann::json j = {{"schema_version", 1}, {"boot_id", id}, {"accel", accel},
                       {"probe_ms", res ? res->elapsed.count() : -1}};
-  (void)util::write_file_atomic(cache, j.dump(2) + "\n");
+  (void)util::write_file_atomic(cache, j.dump(2, ' ', false, util::json_bytes) + "\n");
   util::log_debug("KVM probe: {}", accel);
   return accel;
 }

@@ -5,6 +5,7 @@
 #include "autodriver/kernel/toolchain.hpp"
 #include "autodriver/util/file_lock.hpp"
 #include "autodriver/util/files.hpp"
+#include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/strings.hpp"
 #include "autodriver/util/subprocess.hpp"
@@ -237,7 +238,7 @@ util::Expected<core::Kernel> fetch_kernel(const std::string& name, const Progres
                           {"has_image", has_image},
                           {"packages", names},
                           {"fetched_at", static_cast<long long>(std::time(nullptr))}};
-  if (auto w = util::write_file_atomic(partial / "complete.json", stamp.dump(2) + "\n"); !w) return unexpected(w.error());
+  if (auto w = util::write_file_atomic(partial / "complete.json", stamp.dump(2, ' ', false, util::json_bytes) + "\n"); !w) return unexpected(w.error());
   fs::rename(partial, final_dir, ec);
   if (ec) return unexpected(ErrorKind::io, fmt::format("cannot move {} into place: {}", partial.string(), ec.message()));
   cleanup.armed = false;

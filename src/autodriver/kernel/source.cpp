@@ -4,6 +4,7 @@
 #include "autodriver/kernel/target.hpp"
 #include "autodriver/util/file_lock.hpp"
 #include "autodriver/util/files.hpp"
+#include "autodriver/util/json_text.hpp"
 #include "autodriver/util/strings.hpp"
 #include "autodriver/util/subprocess.hpp"
 
@@ -130,7 +131,7 @@ util::Expected<fs::path> ensure_source(const core::Kernel& k, const ProgressFn& 
     return unexpected(ErrorKind::parse, fmt::format("{} does not contain linux-source-{}/Makefile", tarball.string(), k.line));
   nlohmann::json stamp = {{"schema_version", 1}, {"tarball", tarball.filename().string()}, {"line", k.line},
                           {"extracted_at", static_cast<long long>(std::time(nullptr))}};
-  if (auto w = util::write_file_atomic(partial / "complete.json", stamp.dump(2) + "\n"); !w) return unexpected(w.error());
+  if (auto w = util::write_file_atomic(partial / "complete.json", stamp.dump(2, ' ', false, util::json_bytes) + "\n"); !w) return unexpected(w.error());
   fs::rename(partial, dir, ec);
   if (ec) return unexpected(ErrorKind::io, fmt::format("cannot move {} into place: {}", partial.string(), ec.message()));
   cleanup.armed = false;

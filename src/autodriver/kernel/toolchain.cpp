@@ -4,6 +4,7 @@
 #include "autodriver/kernel/target.hpp"
 #include "autodriver/util/file_lock.hpp"
 #include "autodriver/util/files.hpp"
+#include "autodriver/util/json_text.hpp"
 #include "autodriver/util/strings.hpp"
 #include "autodriver/util/subprocess.hpp"
 
@@ -129,7 +130,7 @@ util::Expected<fs::path> ensure_toolchain(std::string_view suite, std::string_vi
   }
   nlohmann::json stamp = {{"schema_version", 1}, {"suite", suite}, {"compiler", compiler}, {"packages", packages},
                           {"mirror", Archive::mirror()}, {"made_at", static_cast<long long>(std::time(nullptr))}};
-  if (auto w = util::write_file_atomic(partial / "complete.json", stamp.dump(2) + "\n"); !w) {
+  if (auto w = util::write_file_atomic(partial / "complete.json", stamp.dump(2, ' ', false, util::json_bytes) + "\n"); !w) {
     cleanup();
     return unexpected(w.error());
   }

@@ -11,4 +11,10 @@ namespace autodriver::loop {
 util::Expected<std::vector<std::string>> write_patch_series(const PortRequest& req, const PortReport& rep,
                                                             const std::filesystem::path& repo);
 
+/// The kernel's own style check of the series: `scripts/checkpatch.pl --strict` of the kernel
+/// source `source` on each patch (what the patches add and their descriptions). A report, not a
+/// verdict on the port: {"ran", "errors", "warnings", "checks", "patches": [{"patch", "findings"}]};
+/// {"ran": false, "why"} without the script.
+nlohmann::json checkpatch_series(const std::vector<std::string>& patches, const std::filesystem::path& source);
+
 } // namespace autodriver::loop

@@ -537,6 +537,8 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
   auto cur = build(*to, work, req, limit(from ? 2 : 1));
   if (from) {
     auto f = from_build.get();
+    // A build killed by Ctrl-C or SIGTERM says nothing about the driver.
+    if (util::interrupted()) return unexpected(ErrorKind::interrupted, "interrupted during the first builds");
     if (!f) return unexpected(f.error());
     auto j = build_json(*f);
     j.update({{"kernel", from->release}, {"ok", f->ok}, {"errors", diag_list(f->errors)}});
@@ -555,6 +557,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
       return rep;
     }
   }
+  if (util::interrupted()) return unexpected(ErrorKind::interrupted, "interrupted during the first build");
   if (!cur) return unexpected(cur.error());
   rep.initial_errors = cur->error_count();
   {
@@ -612,7 +615,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
   // new build state.
   auto keep_trial = [&](const propose::Edit& e, Trial& t, int iter) -> util::Expected<void> {
     if (auto w = adopt(t); !w) return unexpected(w.error());
-    rep.accepted.push_back({e, t.snapshot, cur->error_count(), t.state.error_count()});
+    rep.accepted.push_back({e, t.snapshot, cur->error_count(), t.state.error_count(), rep.accepted.size(), 1});
     settled.insert(e.change_id);
     step("accept", {{"iteration", iter}, {"change", e.change_id}, {"proposer", e.proposer}, {"title", e.title}});
     *cur = std::move(t.state);
@@ -699,16 +702,18 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
       if (better && no_new) {
         // Re-apply one by one on the work tree to record one snapshot (patch) per change.
         int before = cur->error_count();
+        const std::size_t group = rep.accepted.size();
         for (const auto* e : set) {
           auto one = propose::apply_edit(*e, work, scratch->path() / "rules", apply_options);
           if (!one || one->changed_files.empty()) continue;
-          AcceptedEdit acc{*e, {}, before, t->state.error_count()};
+          AcceptedEdit acc{*e, {}, before, t->state.error_count(), group, 1};
           for (const auto& f : one->changed_files)
             if (auto text = util::read_file(work / f); text) acc.snapshot.push_back({f, *text});
           rep.accepted.push_back(std::move(acc));
           settled.insert(e->change_id);
           step("accept", {{"iteration", iter}, {"change", e->change_id}, {"proposer", e->proposer}, {"title", e->title}});
         }
+        for (std::size_t k = group; k < rep.accepted.size(); ++k) rep.accepted[k].group_size = rep.accepted.size() - group;
         if (auto w = adopt(*t); !w) return unexpected(w.error());
         *cur = std::move(t->state);
         progressed = true;
@@ -883,6 +888,13 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
         fs::remove_all(work, ec);
         if (auto c = util::copy_tree(alt, work, util::SkipBuildProducts::no); !c) return unexpected(c.error());
         rep.accepted = std::move(*kept);
+        // Dropping an edit leaves no per-edit measurement standing: the figures are the series'.
+        for (auto& a : rep.accepted) {
+          a.group = 0;
+          a.group_size = rep.accepted.size();
+          a.errors_before = rep.initial_errors;
+          a.errors_after = b->error_count();
+        }
         *cur = std::move(*b);
         integ = std::move(again);
         break;
@@ -982,6 +994,10 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
   auto series = write_patch_series(req, rep, scratch->path() / "series");
   if (!series) util::log_info("patch series not written: {}", series.error().message);
   else rep.patches = *series;
+  if (!rep.patches.empty()) {
+    rep.checkpatch = checkpatch_series(rep.patches, kernel::cached_source(*to));
+    step("checkpatch", rep.checkpatch);
+  }
   rep.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
   return rep;
 }
@@ -1016,6 +1032,7 @@ nlohmann::json to_json(const PortReport& r, const PortRequest& req) {
           {"compat", r.compat},
           {"changes", r.changes},
           {"patches", r.patches},
+          {"checkpatch", r.checkpatch},
           {"steps", r.steps},
           {"elapsed_ms", r.elapsed.count()}};
 }

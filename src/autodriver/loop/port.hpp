@@ -47,6 +47,10 @@ struct PortRequest {
   std::string case_id;                      ///< bench case: its own KB entries are never replayed
   std::filesystem::path from_tree;          ///< the tree built on --from; empty = tree (rerun: the
                                             ///< original, since a checkpoint builds on the target only)
+  /// Patches: "Name <email>" of their author; empty = the user's git config (user.name,
+  /// user.email), else autodriver's own name. `signoff` adds the author's Signed-off-by.
+  std::string author;
+  bool signoff = false;
   /// Called with each step as it happens (the run store records it before the loop goes on).
   std::function<void(const nlohmann::json&)> on_step;
 };
@@ -56,6 +60,10 @@ struct AcceptedEdit {
   std::vector<std::pair<std::string, std::string>> snapshot; ///< changed files' content after the edit
   int errors_before = 0;
   int errors_after = 0;
+  /// Edits accepted by one trial share its build figures: the index of the first of them in
+  /// `accepted` and how many there were (1: this edit alone was measured).
+  std::size_t group = 0;
+  std::size_t group_size = 1;
 };
 
 struct PortReport {
@@ -73,6 +81,7 @@ struct PortReport {
   nlohmann::json compat = nullptr;  ///< --compat: guard version and the builds on both kernels
   std::vector<std::string> remaining; ///< diagnostics still failing (messages)
   std::vector<std::string> patches;   ///< paths of the patch files
+  nlohmann::json checkpatch = nullptr; ///< the target's checkpatch.pl --strict on the patches
   std::vector<std::string> modules;   ///< modules the driver builds (from kernel, else target), for patch subjects
   std::chrono::milliseconds elapsed{0};
 };

@@ -3,6 +3,7 @@
 #include "autodriver/store/kb.hpp"
 #include "autodriver/store/run_store.hpp"
 #include "autodriver/util/files.hpp"
+#include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/subprocess.hpp"
 
@@ -127,9 +128,9 @@ void record_artifacts(store::RunStore& st, std::int64_t run_id, const PortReport
       if (auto h = st.put_blob(text); h) files[f] = *h;
     nlohmann::json j = {{"edit", propose::to_json(a.edit)}, {"errors_before", a.errors_before},
                         {"errors_after", a.errors_after}, {"files", files}};
-    if (auto r = st.add_artifact(run_id, fmt::format("accepted/{:03d}.json", k + 1), "accepted", j.dump(2)); !r) warn(r.error());
+    if (auto r = st.add_artifact(run_id, fmt::format("accepted/{:03d}.json", k + 1), "accepted", j.dump(2, ' ', false, util::json_bytes)); !r) warn(r.error());
   }
-  if (auto r = st.add_artifact(run_id, "verdict.json", "verdict", to_json(rep, req).dump(2)); !r) warn(r.error());
+  if (auto r = st.add_artifact(run_id, "verdict.json", "verdict", to_json(rep, req).dump(2, ' ', false, util::json_bytes)); !r) warn(r.error());
 }
 
 } // namespace

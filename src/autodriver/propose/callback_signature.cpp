@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cstring>
 #include <map>
 #include <ranges>
 #include <regex>
@@ -551,6 +552,27 @@ std::string member_at(const core::Diagnostic& d, const PortContext& ctx) {
   return found;
 }
 
+/// How a patch subject names the callback gcc complained about, in the kernel's style: the
+/// struct and member of the ops table it sits in ("platform_driver.remove"), else ".member",
+/// else "callback".
+std::string callback_label(const core::Diagnostic& d, const PortContext& ctx) {
+  std::string member = member_at(d, ctx);
+  if (member.empty()) return "callback";
+  if (auto text = util::read_file(ctx.tree / d.file)) {
+    auto toks = tokenize(*text);
+    for (const auto& u : find_units(toks)) {
+      if (u.kind != UnitKind::initializer || u.first >= toks.size() || u.last >= toks.size()) continue;
+      if (toks[u.first].line > d.line || toks[u.last].line < d.line) continue;
+      std::string type = u.type;
+      for (const char* q : {"static ", "const ", "struct "})
+        for (auto at = type.find(q); at != std::string::npos; at = type.find(q)) type.erase(at, std::strlen(q));
+      type = std::string(util::trim(type));
+      if (!type.empty() && type.find(' ') == std::string::npos) return "callback " + type + "." + member;
+    }
+  }
+  return "callback ." + member;
+}
+
 /// Replaces the parameter list of one declaration with `params`, wrapping after commas (aligned
 /// with the opening parenthesis) where the line would pass 100 columns.
 TextEdit param_list_edit(const std::string& file, const std::string& text, const std::vector<Token>& toks,
@@ -712,7 +734,7 @@ public:
       std::string fn = callback_for(d, ctx, done, &from);
       if (fn.empty()) continue;
       Edit e = callback_edit(fn);
-      e.title = fmt::format("callback returns void instead of {}", from.ret);
+      e.title = fmt::format("{} returns void instead of {}", callback_label(d, ctx), from.ret);
       e.description = fmt::format(
           "The kernel now expects '{}' where {}() is '{}': {}() returns void and its return statements "
           "no longer carry a value.",
@@ -902,7 +924,7 @@ private:
     std::string fn = callback_for(d, ctx, done, &from);
     if (fn.empty()) return;
     Edit e = callback_edit(fn);
-    e.title = fmt::format("callback returns {}", to.ret);
+    e.title = fmt::format("{} returns {}", callback_label(d, ctx), to.ret);
     e.description = fmt::format("The kernel now expects '{}' where {}() is '{}': its return type becomes {}.",
                                 d.symbols[0], fn, d.symbols[1], to.ret);
     e.text_edits = retype_return_edits(ctx, fn, from.ret, to.ret, false);
@@ -927,7 +949,7 @@ private:
     auto tp = split_top_level(to.params), fp = split_top_level(from.params);
     auto ret_edits = retype_return_edits(ctx, fn, from.ret, to.ret, false);
     Edit e = callback_edit(fn);
-    e.title = fmt::format("{} returns {} and takes ({})", member.empty() ? "callback" : "callback ." + member, to.ret,
+    e.title = fmt::format("{} returns {} and takes ({})", callback_label(d, ctx), to.ret,
                           to.params);
     e.description = fmt::format("The kernel now expects '{}' where {}() is '{}': its return and parameter types "
                                 "are retyped to match.", d.symbols[0], fn, d.symbols[1]);
@@ -954,7 +976,7 @@ private:
     std::string fn = callback_for(d, ctx, done, &from);
     if (fn.empty()) return;
     Edit e = callback_edit(fn);
-    e.title = fmt::format("{} takes ({})", member.empty() ? "callback" : "callback ." + member, to.params);
+    e.title = fmt::format("{} takes ({})", callback_label(d, ctx), to.params);
     e.description = fmt::format("The kernel now expects '{}' where {}() is '{}': its parameters are retyped to match.",
                                 d.symbols[0], fn, d.symbols[1]);
     for (const auto& [rel, t] : sources_mentioning(ctx.tree, fn)) {
@@ -965,14 +987,14 @@ private:
     e.symbols = {fn, d.symbols[0]};
     e.support = 1;
     out.push_back(std::move(e));
-    struct_swapped(d, tp, fp, fn, member, ctx, out);
+    struct_swapped(d, tp, fp, fn, ctx, out);
   }
 
   /// A parameter went from `struct A *` to `struct B *`: the alternative that moves the whole
   /// driver to struct B (its helpers, locals and members carry the same values), converting
   /// the members whose representation changed as the target's own code does.
   void struct_swapped(const core::Diagnostic& d, const std::vector<std::string>& tp, const std::vector<std::string>& fp,
-                      const std::string& fn, const std::string& member, const PortContext& ctx, std::vector<Edit>& out) {
+                      const std::string& fn, const PortContext& ctx, std::vector<Edit>& out) {
     std::string a, b;
     for (std::size_t i = 0; i < tp.size(); ++i) {
       if (squash(tp[i]) == squash(fp[i])) continue;
@@ -1001,7 +1023,7 @@ private:
     Edit e = callback_edit(fn);
     e.rank = 1;
     e.title = fmt::format("{} takes struct {}: the driver's struct {} becomes struct {}",
-                          member.empty() ? "callback" : "callback ." + member, b, a, b);
+                          callback_label(d, ctx), b, a, b);
     e.description = fmt::format("The kernel now expects '{}' where {}() is '{}'; the driver's other uses of "
                                 "struct {} (helpers, locals, members) carry the same values and move to struct {}.",
                                 d.symbols[0], fn, d.symbols[1], a, b);
@@ -1136,7 +1158,7 @@ private:
       return std::find(derived.begin(), derived.end(), u) != derived.end();
     });
     Edit e = callback_edit(fn);
-    e.title = fmt::format("{} takes ({})", member.empty() ? "callback" : "callback ." + member, fmt::join(tp, ", "));
+    e.title = fmt::format("{} takes ({})", callback_label(d, ctx), fmt::join(tp, ", "));
     e.description = fmt::format("The kernel now expects '{}' where {}() is '{}'.", d.symbols[0], fn, d.symbols[1]);
     if (folded)
       e.description += fmt::format(" The parameters it no longer passes are members of the structure it passes "

@@ -3,6 +3,7 @@
 #include "autodriver/kernel/archive.hpp"
 #include "autodriver/kernel/target.hpp"
 #include "autodriver/util/files.hpp"
+#include "autodriver/util/json_text.hpp"
 
 #include <fmt/format.h>
 
@@ -133,7 +134,7 @@ util::Expected<Kb> kb_from_json(const nlohmann::json& j) {
 util::Expected<void> save_kb(const Kb& kb, const fs::path& path) {
   std::error_code ec;
   if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
-  return util::write_file_atomic(path, to_json(kb).dump(1) + "\n");
+  return util::write_file_atomic(path, to_json(kb).dump(1, ' ', false, util::json_bytes) + "\n");
 }
 
 util::Expected<Kb> load_kb(const fs::path& path) {

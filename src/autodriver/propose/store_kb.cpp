@@ -10,6 +10,7 @@
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/store/kb.hpp"
 #include "autodriver/util/files.hpp"
+#include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/strings.hpp"
 
@@ -151,7 +152,8 @@ public:
     // diagnostics (or by several runs) is one alternative with that many supporting entries.
     struct Candidate {
       Edit edit;
-      int support = 0;
+      int support = 0;                ///< distinct drivers whose runs recorded it
+      std::set<std::string> drivers;  ///< the bench case, else the driver tree, of each entry
       bool local = false;
       std::size_t order = 0;
     };
@@ -184,7 +186,7 @@ public:
         e.symbols = recorded.symbols;
         if (!recorded.text_edits.empty() && !reanchor_includes(recorded, h.patch, d, ctx.tree, e.text_edits)) continue;
         if (e.smpl.empty() && !e.call && e.renames.empty() && e.text_edits.empty()) continue;
-        std::string key = e.change_id + "\n" + to_json(e).dump();
+        std::string key = e.change_id + "\n" + to_json(e).dump(-1, ' ', false, util::json_bytes);
         auto [it, fresh] = by_key.try_emplace(key);
         Candidate& c = it->second;
         if (fresh) {
@@ -194,7 +196,16 @@ public:
                                       recorded.proposer.empty() ? h.proposer : recorded.proposer);
           c.edit = std::move(e);
         }
-        ++c.support;
+        // Evidence counts drivers, not runs: ten runs of one driver are one site.
+        auto text_of = [&](const char* key) {
+          auto it = h.evidence.find(key);
+          return it != h.evidence.end() && it->is_string() ? it->get<std::string>() : std::string();
+        };
+        std::string driver = text_of("case");
+        if (driver.empty()) driver = text_of("tree");
+        if (driver.empty()) driver = "entry:" + std::to_string(h.id);
+        c.drivers.insert(driver);
+        c.support = static_cast<int>(c.drivers.size());
         c.local = c.local || h.origin == "local";
         c.edit.evidence.push_back(fmt::format("kb:{}", h.id));
       }

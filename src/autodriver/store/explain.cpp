@@ -1,6 +1,7 @@
 #include "autodriver/store/explain.hpp"
 
 #include "autodriver/store/kb.hpp"
+#include "autodriver/util/json_text.hpp"
 
 #include <fmt/format.h>
 
@@ -120,7 +121,7 @@ Explanation explain_run(const RunRow& run, const std::vector<StepRow>& steps, co
     const StepRow* culprit = accepts.empty() ? nullptr : accepts.back();
     for (const auto* a : accepts)
       for (const auto& v : violations)
-        if (mentions(v.dump(), change_symbol(a->input.value("change", "")))) culprit = a;
+        if (mentions(v.dump(-1, ' ', false, util::json_bytes), change_symbol(a->input.value("change", "")))) culprit = a;
     cause("integrity", culprit, culprit ? fmt::format("edit {} ({}) changed what the API change does not explain", culprit->input.value("change", ""), culprit->component)
                                         : "the tree changed outside the API changes", violations);
     if (culprit)

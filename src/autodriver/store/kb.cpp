@@ -1,4 +1,5 @@
 #include "autodriver/store/kb.hpp"
+#include "autodriver/util/json_text.hpp"
 
 #include <fmt/format.h>
 
@@ -115,7 +116,7 @@ util::Expected<bool> add_kb_entry(RunStore& st, const KbEntry& e) {
                            "evidence, run_id, origin, created_at) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   if (!q) return unexpected(q.error());
   q->bind(1, e.signature).bind(2, e.change_id).bind(3, e.label).bind(4, e.title).bind(5, e.proposer);
-  q->bind(6, e.edit.dump()).bind(7, hash).bind(8, e.evidence.dump()).bind_opt(9, e.run_id).bind(10, e.origin);
+  q->bind(6, e.edit.dump(-1, ' ', false, util::json_bytes)).bind(7, hash).bind(8, e.evidence.dump(-1, ' ', false, util::json_bytes)).bind_opt(9, e.run_id).bind(10, e.origin);
   q->bind(11, e.created_at.empty() ? now_iso() : e.created_at);
   if (auto r = q->exec(); !r) return unexpected(r.error());
   auto changes = st.db().prepare("SELECT changes()");

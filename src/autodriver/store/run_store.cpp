@@ -2,6 +2,7 @@
 
 #include "autodriver/store/sha256.hpp"
 #include "autodriver/util/files.hpp"
+#include "autodriver/util/json_text.hpp"
 
 #include <fmt/format.h>
 
@@ -131,7 +132,7 @@ util::Expected<std::int64_t> RunStore::begin_run(const RunInfo& info) {
                           "VALUES(?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)");
   if (!st) return unexpected(st.error());
   std::int64_t pid = getpid();
-  st->bind_opt(1, info.parent_run).bind(2, info.command).bind(3, info.args.dump()).bind(4, info.tree).bind(5, info.case_id);
+  st->bind_opt(1, info.parent_run).bind(2, info.command).bind(3, info.args.dump(-1, ' ', false, util::json_bytes)).bind(4, info.tree).bind(5, info.case_id);
   st->bind(6, now_iso()).bind(7, host_name()).bind(8, pid).bind(9, process_start(pid));
   if (auto r = st->exec(); !r) return unexpected(r.error());
   return m_db->last_insert_id();
@@ -144,11 +145,11 @@ util::Expected<std::int64_t> RunStore::add_step(const StepRow& s) {
       "tokens_out, argv) SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11 FROM steps WHERE run_id = ?1 "
       "RETURNING seq");
   if (!st) return unexpected(st.error());
-  st->bind(1, s.run_id).bind(2, s.kind).bind(3, s.component).bind(4, s.input.dump()).bind(5, s.output.dump());
-  st->bind(6, s.diagnostics.dump()).bind(7, s.started_at.empty() ? now_iso() : s.started_at).bind(8, s.elapsed_ms);
+  st->bind(1, s.run_id).bind(2, s.kind).bind(3, s.component).bind(4, s.input.dump(-1, ' ', false, util::json_bytes)).bind(5, s.output.dump(-1, ' ', false, util::json_bytes));
+  st->bind(6, s.diagnostics.dump(-1, ' ', false, util::json_bytes)).bind(7, s.started_at.empty() ? now_iso() : s.started_at).bind(8, s.elapsed_ms);
   st->bind(9, s.tokens_in).bind(10, s.tokens_out);
   if (s.argv.is_null()) st->bind_null(11);
-  else st->bind(11, s.argv.dump());
+  else st->bind(11, s.argv.dump(-1, ' ', false, util::json_bytes));
   auto row = st->step();
   if (!row) return unexpected(row.error());
   std::int64_t seq = *row ? st->int_col(0) : 0;
@@ -201,7 +202,7 @@ util::Expected<std::int64_t> RunStore::add_loop_step(std::int64_t run_id, const 
 util::Expected<void> RunStore::end_run(std::int64_t run_id, RunStatus status, const nlohmann::json& summary) {
   auto st = m_db->prepare("UPDATE runs SET status = ?, ended_at = ?, summary = ? WHERE id = ?");
   if (!st) return unexpected(st.error());
-  st->bind(1, to_string(status)).bind(2, now_iso()).bind(3, summary.dump()).bind(4, run_id);
+  st->bind(1, to_string(status)).bind(2, now_iso()).bind(3, summary.dump(-1, ' ', false, util::json_bytes)).bind(4, run_id);
   return st->exec();
 }
 
@@ -270,7 +271,7 @@ util::Expected<void> RunStore::settle_dead(RunRow& row) {
                           "COALESCE((SELECT MAX(started_at) FROM steps WHERE run_id = ?), started_at) "
                           "WHERE id = ? AND status = 'running'");
   if (!st) return unexpected(st.error());
-  st->bind(1, row.summary.dump()).bind(2, row.id).bind(3, row.id);
+  st->bind(1, row.summary.dump(-1, ' ', false, util::json_bytes)).bind(2, row.id).bind(3, row.id);
   // A reader without write access still sees `interrupted`; the row is fixed by the next writer.
   (void)st->exec();
   return {};

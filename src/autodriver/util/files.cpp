@@ -1,4 +1,5 @@
 #include "autodriver/util/files.hpp"
+#include "autodriver/util/strings.hpp"
 
 #include <fmt/format.h>
 
@@ -7,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <set>
 #include <sstream>
@@ -53,6 +55,9 @@ static bool is_build_product(const fs::path& p) {
   if (ext == ".o" || ext == ".ko" || ext == ".mod" || ext == ".order" || ext == ".symvers") return true;
   if (name.size() > 4 && name.ends_with(".mod.c")) return true;
   if (name.starts_with(".") && name.ends_with(".cmd")) return true;
+  // gcc's dependency files of an interrupted compile (".x.o.d") and kbuild's temporaries.
+  if (name.starts_with(".") && (name.ends_with(".d") || name.starts_with(".tmp_") || name == ".cache.mk")) return true;
+  if (ext == ".dwo") return true;
   if (name == ".tmp_versions" || name == ".git") return true;
   return false;
 }
@@ -203,16 +208,68 @@ Expected<void> stage_tree(const fs::path& sources, const fs::path& built, const 
   return {};
 }
 
+namespace {
+
+constexpr const char* k_owner_file = ".autodriver-owner";
+
+/// "<pid> <start time in clock ticks since boot>" of a process, empty when it is gone: a pid
+/// alone can be reused by an unrelated process.
+std::string process_identity(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string stat;
+  if (!in || !std::getline(in, stat)) return {};
+  // Field 2 (comm) may hold spaces and parentheses: fields resume after the last ')'.
+  auto close = stat.rfind(')');
+  if (close == std::string::npos) return {};
+  std::istringstream rest(stat.substr(close + 1));
+  std::string field;
+  for (int k = 3; k <= 22 && rest >> field; ++k)
+    if (k == 22) return fmt::format("{} {}", pid, field);
+  return {};
+}
+
+} // namespace
+
+std::size_t remove_orphaned_scratch(const fs::path& root) {
+  std::size_t removed = 0;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(root, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    if (!it->is_directory()) continue;
+    auto stamp = read_file(it->path() / k_owner_file);
+    if (!stamp) continue; // not ours to judge (an older version's folder, or one being created)
+    std::istringstream in(*stamp);
+    long pid = 0;
+    if (!(in >> pid) || pid <= 0) continue;
+    std::string owner = std::string(trim(*stamp));
+    if (process_identity(static_cast<pid_t>(pid)) == owner) continue; // its run is still going
+    std::error_code rm;
+    // Read-only folders inside (a copied tree) must not stop the removal.
+    for (auto f = fs::recursive_directory_iterator(it->path(), rm); !rm && f != fs::recursive_directory_iterator();
+         f.increment(rm))
+      if (f->is_directory(rm)) fs::permissions(f->path(), fs::perms::owner_all, fs::perm_options::add, rm);
+    rm.clear();
+    if (fs::remove_all(it->path(), rm) > 0 && !rm) ++removed;
+  }
+  return removed;
+}
+
 Expected<TempDir> TempDir::create(const fs::path& parent, std::string_view prefix) {
   std::error_code ec;
   fs::create_directories(parent, ec);
+  // Scratch folders of runs that were killed (-9, a power cut) are removed by the next run.
+  static std::once_flag swept;
+  if (parent == scratch_root()) std::call_once(swept, [&] { remove_orphaned_scratch(parent); });
   std::string templ = (parent / (std::string(prefix) + "XXXXXX")).string();
   std::vector<char> buf(templ.begin(), templ.end());
   buf.push_back('\0');
   if (!mkdtemp(buf.data()))
     return unexpected(ErrorKind::io, fmt::format("cannot create a directory under {}: {}", parent.string(),
                                                  std::strerror(errno)));
-  return TempDir(fs::path(buf.data()));
+  TempDir dir{fs::path(buf.data())};
+  if (parent == scratch_root()) {
+    if (auto w = write_file(dir.path() / k_owner_file, process_identity(getpid()) + "\n"); !w) return unexpected(w.error());
+  }
+  return dir;
 }
 
 TempDir::TempDir(TempDir&& other) noexcept : m_path(std::move(other.m_path)), m_keep(other.m_keep) {

@@ -47,8 +47,12 @@ private:
   bool m_keep = false;
 };
 
-/// $TMPDIR or /tmp, plus "autodriver-<uid>".
+/// $TMPDIR or /tmp, plus "autodriver-<uid>". A TempDir made directly under it carries its owner's
+/// pid and start time; the first one a process makes removes those whose owner is gone.
 fs::path scratch_root();
+/// Removes the folders under `root` whose owner stamp names a process that no longer runs;
+/// returns how many.
+std::size_t remove_orphaned_scratch(const fs::path& root);
 
 /// All regular files under `root`, relative paths, sorted.
 std::vector<fs::path> list_files(const fs::path& root);

@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <set>
 #include <sys/wait.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 extern char** environ;
@@ -92,10 +93,15 @@ Expected<RunResult> ProcessRunner::run(const RunRequest& r) {
   std::string cwd = r.cwd.string();
 
   auto start = std::chrono::steady_clock::now();
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) return unexpected(ErrorKind::spawn, std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
     setpgid(0, 0);
+    // The child dies with the tool, also when the tool is killed with -9 (QEMU, spatch, a build
+    // command outside the sandbox); checked once more in case the parent died before prctl.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     signal(SIGPIPE, SIG_DFL);
