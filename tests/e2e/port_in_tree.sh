@@ -30,7 +30,7 @@ port_one() { # name kernel-path [extra files...]
     grep -q "^From: Ada Lovelace <ada@example.org>" "$p" || fail "$name: $(basename "$p") lacks the author"
     grep -q "^Signed-off-by: Ada Lovelace <ada@example.org>" "$p" || fail "$name: $(basename "$p") is not signed off"
     grep -q "^Date: .* $(date -u +%Y) " "$p" || fail "$name: $(basename "$p") is not dated this year"
-    awk '/^---$/ {exit} length($0) > 75 && !/^Subject:/ {bad=1} END {exit bad}' "$p" || fail "$name: $(basename "$p") has a description line over 75 columns"
+    awk 'body && /^---$/ {exit} body && length($0) > 75 && !/^Signed-off-by:/ {bad=1} /^$/ {body=1} END {exit bad}' "$p" || fail "$name: $(basename "$p") has a description line over 75 columns"
   done
   py "$WORK/$name.json" "d['checkpatch']['ran'] is True" "$name: checkpatch did not run"
   py "$WORK/$name.json" "not any(f['type'] in ('MISSING_SIGN_OFF', 'COMMIT_LOG_LONG_LINE') for p in d['checkpatch']['patches'] for f in p['findings'])" \
