@@ -255,3 +255,17 @@ TEST(GccParser, AMissingFileTheMakefileNamesIsAnError) {
   EXPECT_NE(ds[0].message.find("which is not there"), std::string::npos) << ds[0].message;
   EXPECT_NE(ds[0].message.find("drv.o"), std::string::npos) << ds[0].message;
 }
+
+TEST(Diagnostic, FromJsonOfAnyShapeNeverThrows) {
+  // A KB bundle or corpus case written by someone else: wrong types fall back to defaults.
+  for (const char* text : {R"({"line": "x", "notes": [1, {"line": "a", "file": 3}], "symbols": "s", "tool": null})",
+                           R"([1, 2, 3])", R"("just a string")", R"({"severity": 5, "kind": ["other"]})"}) {
+    auto j = nlohmann::json::parse(text);
+    core::Diagnostic d;
+    EXPECT_NO_THROW(d = core::diagnostic_from_json(j)) << text;
+    EXPECT_EQ(d.line, 0) << text;
+  }
+  auto d = core::diagnostic_from_json(nlohmann::json::parse(R"({"line": "x", "file": "a.c", "tool": null})"));
+  EXPECT_EQ(d.file, "a.c");
+  EXPECT_EQ(d.tool, "gcc");
+}

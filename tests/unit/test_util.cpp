@@ -264,5 +264,5 @@ TEST(Json, InvalidUtf8NeverThrows) {
   std::string text;
   EXPECT_NO_THROW(text = j.dump(-1, ' ', false, util::json_bytes));
   EXPECT_NE(text.find("J\xef\xbf\xbdrgen"), std::string::npos) << text; // U+FFFD
-  EXPECT_NO_THROW((void)nlohmann::json::parse(text));
+  EXPECT_TRUE(nlohmann::json::accept(text)) << text;
 }

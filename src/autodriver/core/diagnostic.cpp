@@ -1,4 +1,5 @@
 #include "autodriver/core/diagnostic.hpp"
+#include "autodriver/util/json_text.hpp"
 
 #include <array>
 #include <utility>
@@ -71,22 +72,25 @@ nlohmann::json to_json(const Diagnostic& d) {
 }
 
 Diagnostic diagnostic_from_json(const nlohmann::json& j) {
+  using util::json_get;
   Diagnostic d;
-  d.tool = j.value("tool", "gcc");
-  d.file = j.value("file", "");
-  d.line = j.value("line", 0);
-  d.column = j.value("column", 0);
-  std::string sev = j.value("severity", "error");
+  d.tool = json_get(j, "tool", "gcc");
+  d.file = json_get(j, "file", "");
+  d.line = json_get(j, "line", 0);
+  d.column = json_get(j, "column", 0);
+  std::string sev = json_get(j, "severity", "error");
   d.severity = sev == "warning" ? Severity::warning : sev == "note" ? Severity::note
                : sev == "fatal" ? Severity::fatal : Severity::error;
-  d.kind = diag_kind_from_string(j.value("kind", "other")).value_or(DiagKind::other);
-  d.symbols = j.value("symbols", std::vector<std::string>{});
-  d.message = j.value("message", "");
-  d.function = j.value("function", "");
-  d.flag = j.value("flag", "");
-  for (const auto& n : j.value("notes", nlohmann::json::array()))
-    d.notes.push_back({n.value("file", ""), n.value("line", 0), n.value("column", 0), n.value("message", "")});
-  d.raw = j.value("raw", "");
+  d.kind = diag_kind_from_string(json_get(j, "kind", "other")).value_or(DiagKind::other);
+  d.symbols = json_get(j, "symbols", std::vector<std::string>{});
+  d.message = json_get(j, "message", "");
+  d.function = json_get(j, "function", "");
+  d.flag = json_get(j, "flag", "");
+  auto notes = json_get(j, "notes", nlohmann::json::array());
+  if (notes.is_array())
+    for (const auto& n : notes)
+      d.notes.push_back({json_get(n, "file", ""), json_get(n, "line", 0), json_get(n, "column", 0), json_get(n, "message", "")});
+  d.raw = json_get(j, "raw", "");
   return d;
 }
 

@@ -1,6 +1,7 @@
 #include "autodriver/propose/proposer.hpp"
 
 #include "autodriver/util/files.hpp"
+#include "autodriver/util/json_text.hpp"
 #include "autodriver/util/strings.hpp"
 
 namespace autodriver::propose {
@@ -68,10 +69,10 @@ Edit edit_from_json(const nlohmann::json& j) {
     for (const auto& t : j["text_edits"])
       if (t.is_object()) {
         TextEdit te;
-        te.file = t.value("file", "");
-        te.line = t.value("line", 0);
-        te.remove = t.value("remove", 0);
-        te.text = t.value("text", "");
+        te.file = util::json_get(t, "file", "");
+        te.line = util::json_get(t, "line", 0);
+        te.remove = util::json_get(t, "remove", 0);
+        te.text = util::json_get(t, "text", "");
         e.text_edits.push_back(std::move(te));
       }
   if (j.contains("renames") && j["renames"].is_array())
@@ -79,12 +80,13 @@ Edit edit_from_json(const nlohmann::json& j) {
       if (r.is_array() && r.size() == 2 && r[0].is_string() && r[1].is_string()) e.renames.emplace_back(r[0].get<std::string>(), r[1].get<std::string>());
   if (j.contains("call") && j["call"].is_object()) {
     const auto& c = j["call"];
-    e.call = CallRewrite{c.value("from", ""), c.value("arity", std::size_t{0}), c.value("to", ""), strs(c.value("args", nlohmann::json::array()))};
+    e.call = CallRewrite{util::json_get(c, "from", ""), util::json_get(c, "arity", std::size_t{0}), util::json_get(c, "to", ""),
+                         strs(util::json_get(c, "args", nlohmann::json::array()))};
   }
-  e.symbols = strs(j.value("symbols", nlohmann::json::array()));
-  e.support = j.value("support", 0);
-  e.rank = j.value("rank", 0);
-  e.evidence = strs(j.value("evidence", nlohmann::json::array()));
+  e.symbols = strs(util::json_get(j, "symbols", nlohmann::json::array()));
+  e.support = util::json_get(j, "support", 0);
+  e.rank = util::json_get(j, "rank", 0);
+  e.evidence = strs(util::json_get(j, "evidence", nlohmann::json::array()));
   return e;
 }
 

@@ -197,10 +197,7 @@ public:
           c.edit = std::move(e);
         }
         // Evidence counts drivers, not runs: ten runs of one driver are one site.
-        auto text_of = [&](const char* key) {
-          auto it = h.evidence.find(key);
-          return it != h.evidence.end() && it->is_string() ? it->get<std::string>() : std::string();
-        };
+        auto text_of = [&](const char* field) { return util::json_get(h.evidence, field, ""); };
         std::string driver = text_of("case");
         if (driver.empty()) driver = text_of("tree");
         if (driver.empty()) driver = "entry:" + std::to_string(h.id);
