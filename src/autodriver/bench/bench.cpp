@@ -177,6 +177,8 @@ nlohmann::json run_case(const fs::path& case_dir, const nlohmann::json& meta, co
   if (pr.boot) {
     bool loaded = compiled && integrity_ok && rep->gates.is_object() && rep->gates.value("ok", false);
     row["loaded"] = loaded;
+    // The unchanged driver does not load on its own kernel either: not load-testable here.
+    row["load_untestable"] = rep->gates.is_object() && rep->gates.contains("baseline");
     if (rep->gates.is_object())
       for (const auto& [rel, g] : rep->gates["gates"]["boot"]["by_kernel"].items())
         row["boot_outcome"] = g["details"].value("outcome", "");
@@ -276,6 +278,7 @@ util::Expected<nlohmann::json> run_bench(const BenchRequest& req, const BenchPro
 
   // Aggregate over the selected cases.
   int n = 0, compiled = 0, comp_integ = 0, rejected = 0, testable = 0, loaded = 0, with_golden = 0, exact = 0, norm = 0;
+  int untestable = 0; // runtime-testable cases whose unchanged driver does not load on FROM either
   std::vector<double> times;
   std::map<std::string, std::array<int, 2>> per_type, per_origin;
   for (const auto& [dir, meta] : todo) {
@@ -288,8 +291,12 @@ util::Expected<nlohmann::json> run_bench(const BenchRequest& req, const BenchPro
     comp_integ += ok;
     rejected += r.value("integrity_rejected", false);
     if (r.value("runtime_testable", false)) {
-      ++testable;
-      loaded += r.value("loaded", false);
+      if (r.value("load_untestable", false)) {
+        ++untestable;
+      } else {
+        ++testable;
+        loaded += r.value("loaded", false);
+      }
     }
     if (r.contains("golden_exact")) {
       ++with_golden;
@@ -321,6 +328,7 @@ util::Expected<nlohmann::json> run_bench(const BenchRequest& req, const BenchPro
       {"compile_rate_pct", pct(comp_integ, n)},
       {"integrity_rejections", rejected},
       {"runtime_testable", testable},
+      {"load_untestable", untestable},
       {"loaded", loaded},
       {"load_rate_pct", pct(loaded, testable)},
       {"with_golden", with_golden},
@@ -342,8 +350,11 @@ std::string report_markdown(const nlohmann::json& r) {
   md += fmt::format("| compile + integrity | {}/{} = {:.1f} % | 56.4 % |\n", r.value("compiled_and_integrity", 0),
                     r.value("cases", 0), r.value("compile_rate_pct", 0.0));
   md += fmt::format("| integrity rejections | {} | not measured |\n", r.value("integrity_rejections", 0));
-  md += fmt::format("| load/probe on runtime-testable | {}/{} = {:.1f} % | 27/55 boot |\n", r.value("loaded", 0),
-                    r.value("runtime_testable", 0), r.value("load_rate_pct", 0.0));
+  md += fmt::format("| load/probe on runtime-testable | {}/{} = {:.1f} %{} | 27/55 boot |\n", r.value("loaded", 0),
+                    r.value("runtime_testable", 0), r.value("load_rate_pct", 0.0),
+                    r.value("load_untestable", 0) > 0
+                        ? fmt::format(" ({} more not loadable on the old kernel either)", r.value("load_untestable", 0))
+                        : std::string());
   md += fmt::format("| identical to golden (exact / normalized) | {} / {} of {} | not reported |\n", r.value("golden_exact", 0),
                     r.value("golden_normalized", 0), r.value("with_golden", 0));
   md += fmt::format("| median time per case | {:.1f} s | ~12 min |\n", r.value("median_seconds", 0.0));

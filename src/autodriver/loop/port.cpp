@@ -16,6 +16,7 @@
 #include "autodriver/propose/kb_extract.hpp"
 #include "autodriver/propose/target_decls.hpp"
 #include "autodriver/util/files.hpp"
+#include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/strings.hpp"
 #include "autodriver/util/subprocess.hpp"
@@ -860,12 +861,12 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
     if (only_unrelated) {
       std::set<std::string> blamed;
       for (const auto& v : integ.violations) blamed.insert(v.file);
-      int tried = 0;
-      for (std::size_t i = 0; i < rep.accepted.size() && tried < 3; ++i) {
+      int repairs = 0;
+      for (std::size_t i = 0; i < rep.accepted.size() && repairs < 3; ++i) {
         bool touches = std::any_of(rep.accepted[i].snapshot.begin(), rep.accepted[i].snapshot.end(),
                                    [&](const auto& f) { return blamed.count(f.first) > 0; });
         if (!touches || Clock::now() - start > req.budget) continue;
-        ++tried;
+        ++repairs;
         fs::path alt_src = scratch->path() / "without-src";
         fs::path alt = scratch->path() / "without";
         auto kept = replay_without(rep.accepted, i, req.tree, alt_src, scratch->path(), apply_options);
@@ -983,7 +984,30 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
         if (!chk) return unexpected(chk.error());
         rep.gates = gate::to_json(*chk, cr);
         step("gates", {{"ok", chk->ok}});
-        if (!chk->ok) {
+        auto boot_outcome = [](const nlohmann::json& g, const std::string& release) {
+          const auto& bk = g["gates"]["boot"]["by_kernel"];
+          return bk.is_object() && bk.contains(release) ? util::json_get(bk[release]["details"], "outcome", "") : std::string();
+        };
+        bool baseline_same = false;
+        const std::string outcome = chk->ok ? "" : boot_outcome(rep.gates, to->release);
+        if (!chk->ok && from && outcome == "insmod-failed") {
+          // A module that the unchanged driver cannot load on its own kernel either (a required
+          // parameter, hardware it checks for) says nothing about the port: load it there too.
+          note(fmt::format("the module does not load on {}: loading the unchanged driver on {}", to->release, from->release));
+          gate::CheckRequest base = cr;
+          base.tree = req.from_tree.empty() ? req.tree : req.from_tree;
+          base.kernels = {req.from};
+          if (auto b = gate::run_check(base, nullptr)) {
+            const std::string was = boot_outcome(gate::to_json(*b, base), from->release);
+            step("baseline-load", {{"kernel", from->release}, {"outcome", was}});
+            baseline_same = was == outcome;
+            if (baseline_same)
+              rep.gates["baseline"] = {{"kernel", from->release}, {"outcome", was},
+                                       {"note", "the unchanged driver does not load on its own kernel either: the load "
+                                                "test cannot judge the port"}};
+          }
+        }
+        if (!chk->ok && !baseline_same) {
           rep.ok = false;
           rep.status = "gates-failed";
         }
