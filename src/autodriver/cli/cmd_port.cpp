@@ -96,27 +96,28 @@ Command port_command() {
                 return k_exit_error;
               }
               auto& rep = rec->report;
+              // OUT/verdict.json, and stdout with --json: the same text whatever ended the run.
+              auto write_verdict = [&](const nlohmann::json& j) {
+                std::error_code ec;
+                fs::create_directories(req->out, ec);
+                const std::string text = j.dump(2, ' ', false, util::json_bytes) + "\n";
+                (void)util::write_file_atomic(req->out / "verdict.json", text);
+                if (*json) std::cout << text;
+              };
               if (!rep) {
                 // The verdict says what ended the run: `interrupted` (a signal) or `error`.
                 const bool intr = rep.error().kind == util::ErrorKind::interrupted || util::interrupted();
                 nlohmann::json j{{"schema", "autodriver.port"}, {"ok", false},
                                  {"status", intr ? "interrupted" : "error"}, {"error", rep.error().message},
                                  {"tree", fs::absolute(req->tree).string()}, {"run", rec->run_id}};
-                std::error_code ec;
-                fs::create_directories(req->out, ec);
-                (void)util::write_file_atomic(req->out / "verdict.json", j.dump(2, ' ', false, util::json_bytes) + "\n");
-                if (*json) std::cout << j.dump(2, ' ', false, util::json_bytes) << "\n";
+                write_verdict(j);
                 std::fprintf(stderr, "autodriver: %s: %s\n", intr ? "interrupted" : "error", rep.error().message.c_str());
                 return intr ? k_exit_interrupted : k_exit_error;
               }
               auto j = loop::to_json(*rep, *req);
               j["run"] = rec->run_id;
-              std::error_code ec;
-              fs::create_directories(req->out, ec);
-              (void)util::write_file_atomic(req->out / "verdict.json", j.dump(2, ' ', false, util::json_bytes) + "\n");
-              if (*json) {
-                std::cout << j.dump(2, ' ', false, util::json_bytes) << "\n";
-              } else {
+              write_verdict(j);
+              if (!*json) {
                 if (rep->status == "from-fails")
                   fmt::print("{}: from-fails: the driver does not build on {} ({} error(s)), nothing to port, in {:.1f} s\n",
                              req->tree.string(), req->from, rep->initial_errors,
