@@ -342,6 +342,20 @@ std::string uncast(const std::string& v) {
   return v;
 }
 
+/// The identifiers used by the functions in `roots`, and by the functions those use (bounded).
+std::set<std::string> reached_from(const std::set<std::string>& roots,
+                                   const std::map<std::string, std::set<std::string>>& used_in_function) {
+  std::set<std::string> seen(roots.begin(), roots.end());
+  std::vector<std::string> todo(roots.begin(), roots.end());
+  for (std::size_t i = 0; i < todo.size() && i < 256; ++i) {
+    auto it = used_in_function.find(todo[i]);
+    if (it == used_in_function.end()) continue;
+    for (const auto& id : it->second)
+      if (seen.insert(id).second) todo.push_back(id);
+  }
+  return seen;
+}
+
 void ops_rules(CFile& cf) {
   const auto& f = cf.f;
   auto key = [](const cscan::Assignment& a) { return a.scope + "\n" + a.member + "\n" + uncast(a.value); };
@@ -379,6 +393,15 @@ void ops_rules(CFile& cf) {
     // (`.open = f` -> `.proc_open = f` when the table's struct type changed).
     if (vids.size() == 1 && values_in_scope[a.scope].count(uncast(a.value))) continue;
     if (vids.size() == 1 && cf.o_functions.count(vids[0]) && used_in_function[a.scope].count(vids[0])) continue;
+    // The callback is still called by a function the same table now holds, directly or through
+    // functions those call (a table whose struct type the target removed, converted with adapters
+    // of the new callback types that call the driver's callbacks).
+    if (vids.size() == 1 && cf.o_functions.count(vids[0]) && reached_from(values_in_scope[a.scope], used_in_function).count(vids[0]))
+      continue;
+    // The table itself is what a diagnostic names (its struct type is gone): values that are no
+    // callback of this file (`.owner = THIS_MODULE`, `.class = "x"`) may go with the old type.
+    if (!a.scope.empty() && cf.file_idents.count(a.scope) && !(vids.size() == 1 && cf.o_functions.count(vids[0])))
+      continue;
     if (removed || member_named) {
       // A callback of this file must stay wired up: renaming the member is fine, dropping it is not.
       std::string fn = vids.size() == 1 ? vids[0] : std::string();
@@ -416,11 +439,15 @@ void unrelated_rules(CFile& cf) {
   for (const auto& fn : cf.o_functions)
     if (cf.ctx.diag_idents.count(fn) || cf.ctx.diag_functions.count(fn) || cf.ctx.removed.count(fn))
       cf.allowed_names.insert(fn);
-  // New helpers are fine when code that may change calls them.
-  for (const auto& it : f.c.items) {
-    if (it.name.empty() || !cf.allowed_names.count(it.name)) continue;
-    for (const auto& id : cscan::identifiers(std::string_view(f.c.text).substr(it.begin, it.end - it.begin)))
-      if (!cf.o_functions.count(id) && best_function(f.c, id)) cf.allowed_names.insert(id);
+  // New helpers are fine when code that may change calls them, and so are the helpers those
+  // call (an adapter a converted table holds calls a handler adapter of its own).
+  for (std::size_t before = 0; before != cf.allowed_names.size();) {
+    before = cf.allowed_names.size();
+    for (const auto& it : f.c.items) {
+      if (it.name.empty() || !cf.allowed_names.count(it.name)) continue;
+      for (const auto& id : cscan::identifiers(std::string_view(f.c.text).substr(it.begin, it.end - it.begin)))
+        if (!cf.o_functions.count(id) && best_function(f.c, id)) cf.allowed_names.insert(id);
+    }
   }
 
   auto ignorable = [&cf](const cscan::ScannedFile& s, int l) {

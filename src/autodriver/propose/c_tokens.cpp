@@ -181,8 +181,11 @@ std::vector<Unit> find_units(const std::vector<Token>& toks) {
   while (i < toks.size()) {
     const Token& t = toks[i];
     if (t.kind == TokKind::pp_line) {
+      // A conditional inside a declaration (`#if V` `static void f(x)` `#else` `static int f(x)`
+      // `#endif` `{`) keeps the declaration's start; any other directive ends what came before.
+      static const std::regex k_cond(R"(^#\s*(if|ifdef|ifndef|elif|else|endif)\b)");
+      if (start == i || !std::regex_search(t.text, k_cond)) start = i + 1;
       ++i;
-      start = i;
       continue;
     }
     if (t.kind == TokKind::punct && t.text == ";") {

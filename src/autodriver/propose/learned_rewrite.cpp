@@ -301,6 +301,9 @@ void learn_member_votes(SiteIndex& idx, const std::string& type_symbol, const st
       if (it == olds.end()) continue;
       const Unit* nu = after.unit(u.name);
       if (!nu || nu->kind != UnitKind::initializer) continue;
+      // An object declared with another struct type now did not lose a member: its whole type
+      // went (struct-convert learns those conversions).
+      if (!has_word(nu->type, tag)) continue;
       auto news = designated_members(after.tokens, *nu);
       auto same = std::find_if(news.begin(), news.end(), [&](const auto& d) { return d.member == member; });
       if (same != news.end()) {

@@ -16,6 +16,7 @@ const std::vector<ProposerEntry>& proposer_table() {
       {"entry-points", "an entry point found by its magic name (init_module) is registered with the macro objtool names", &make_entry_points},
       {"kbuild-vars", "Makefile variables the target's kbuild no longer reads renamed as the old kbuild forwarded them (EXTRA_CFLAGS -> ccflags-y)", &make_kbuild_vars},
       {"ops-swap", "an ops table passed where the kernel now wants another struct type: retyped, members mapped by name", &make_ops_swap},
+      {"struct-convert", "an object whose struct type the target removed, converted as the kernel's own drivers converted theirs (members, calls, callback types, handed-over callbacks)", &make_struct_convert},
       {"header-fix", "moved headers and declarations that need another #include, from the target tree", &make_header_fix},
       {"inline-removed", "calls of a one-expression helper the target removed become its old body (old kernel's headers)", &make_inline_removed},
       {"removed-api", "statements of an interface the kernel removed with its purpose (set_fs/get_fs) are deleted, as the kernel's own callers did", &make_removed_api},

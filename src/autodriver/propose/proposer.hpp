@@ -112,6 +112,7 @@ std::unique_ptr<Proposer> make_compat_kb();
 std::unique_ptr<Proposer> make_target_api();
 std::unique_ptr<Proposer> make_inline_removed();
 std::unique_ptr<Proposer> make_ops_swap();
+std::unique_ptr<Proposer> make_struct_convert();
 std::unique_ptr<Proposer> make_feature_switch();
 std::unique_ptr<Proposer> make_removed_api();
 std::unique_ptr<Proposer> make_sysctl_path();
