@@ -2,6 +2,7 @@
 // kernel's own drivers converted theirs (a synthetic pair of kernel trees shaped like 7.x's
 // acpi_driver -> platform_driver conversions).
 
+#include "autodriver/gate/integrity.hpp"
 #include "autodriver/propose/apply.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/struct_convert.hpp"
@@ -16,6 +17,19 @@ using namespace autodriver;
 
 namespace {
 
+int line_of(const std::string& text, const std::string& needle) {
+  auto pos = text.find(needle);
+  return pos == std::string::npos ? -1 : 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(pos), '\n'));
+}
+
+core::Diagnostic diag(const std::string& text, const std::string& needle, const std::string& message) {
+  core::Diagnostic d;
+  d.file = "ec.c";
+  d.line = line_of(text, needle);
+  d.message = message;
+  return d;
+}
+
 bool put(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());
   return util::write_file(p, text).has_value();
@@ -23,6 +37,15 @@ bool put(const fs::path& p, const std::string& text) {
 
 // Two of the kernel's own drivers, before and after their conversion.
 const char* k_old_a = R"(#include <linux/acpi.h>
+
+static int alpha_resume(struct device *dev)
+{
+	struct acpi_device *adev = to_acpi_device(dev);
+
+	return alpha_setup(adev);
+}
+
+static SIMPLE_DEV_PM_OPS(alpha_pm, NULL, alpha_resume);
 
 static int alpha_add(struct acpi_device *adev)
 {
@@ -49,6 +72,13 @@ module_acpi_driver(alpha_driver);
 
 const char* k_new_a = R"(#include <linux/acpi.h>
 #include <linux/platform_device.h>
+
+static int alpha_resume(struct device *dev)
+{
+	return alpha_setup(ACPI_COMPANION(dev));
+}
+
+static SIMPLE_DEV_PM_OPS(alpha_pm, NULL, alpha_resume);
 
 static int alpha_probe(struct platform_device *pdev)
 {
@@ -168,8 +198,17 @@ static void ec_notify(struct acpi_device *acpi_dev, u32 event)
 
 static int ec_add(struct acpi_device *acpi_dev)
 {
-	return ec_start(acpi_dev);
+	void *p = devm_kzalloc(&acpi_dev->dev, 8, GFP_KERNEL);
+
+	return ec_start(acpi_dev, p);
 }
+
+static int ec_resume(struct device *dev)
+{
+	return ec_wake(acpi_driver_data(to_acpi_device(dev)));
+}
+
+static SIMPLE_DEV_PM_OPS(ec_pm, NULL, ec_resume);
 
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6,2,0)
 static void ec_remove(struct acpi_device *acpi_dev)
@@ -233,7 +272,18 @@ TEST(StructConvert, ConvertsAsTheKernelsDriversDid) {
   ASSERT_TRUE(put(root / "old/drivers/acpi/beta.c", k_old_b));
   ASSERT_TRUE(put(root / "new/drivers/acpi/beta.c", k_new_b));
   ASSERT_TRUE(put(root / "tree/ec.c", k_driver));
+  // The target's declarations the devres group needs.
+  ASSERT_TRUE(put(root / "new/include/linux/device.h", "struct device {\n\tvoid *p;\n};\n"
+                  "void *devres_open_group(struct device *dev, void *id, gfp_t gfp);\n"
+                  "void devres_close_group(struct device *dev, void *id);\n"
+                  "int devres_release_group(struct device *dev, void *id);\n"
+                  "int devm_add_action_or_reset(struct device *dev, void (*action)(void *), void *data);\n"));
+  ASSERT_TRUE(put(root / "new/include/acpi/acpi_bus.h", "struct acpi_device {\n\tstruct device dev;\n};\n"));
+  ASSERT_TRUE(put(root / "new/include/linux/platform_device.h", "struct platform_device {\n\tstruct device dev;\n};\n"));
+  core::Kernel to;
+  to.build_dir = root / "new";
   propose::PortContext ctx;
+  ctx.to = &to;
   ctx.old_src = root / "old";
   ctx.new_src = root / "new";
   ctx.tree = root / "tree";
@@ -241,7 +291,7 @@ TEST(StructConvert, ConvertsAsTheKernelsDriversDid) {
   ctx.scratch = root / "s";
   core::Diagnostic d;
   d.file = "ec.c";
-  d.line = 26;
+  d.line = 35;
   d.message = "variable 'ec_driver' has initializer but incomplete type";
   auto edits = propose::make_struct_convert()->propose({d}, ctx);
   ASSERT_EQ(edits.size(), 1u);
@@ -250,12 +300,23 @@ TEST(StructConvert, ConvertsAsTheKernelsDriversDid) {
   auto after = util::read_file(ctx.tree / "ec.c");
   ASSERT_TRUE(after.has_value());
   // The driver's callbacks are untouched; adapters with the new types call them.
-  EXPECT_NE(after->find("static int ec_add(struct acpi_device *acpi_dev)\n{\n\treturn ec_start(acpi_dev);"), std::string::npos) << *after;
+  EXPECT_NE(after->find("static int ec_add(struct acpi_device *acpi_dev)\n{\n\tvoid *p = devm_kzalloc(&acpi_dev->dev"), std::string::npos) << *after;
+  // The pm callback gets the platform device's struct device: it reaches the ACPI device as the
+  // bridge does, not by container_of.
+  EXPECT_NE(after->find("\treturn ec_wake(acpi_driver_data(ACPI_COMPANION(dev)));\n"), std::string::npos) << *after;
+  // Device-managed resources taken on the ACPI device are released at unbind.
+  EXPECT_NE(after->find("static void ec_driver_release_devres(void *data)\n{\n\tstruct platform_device *pdev = data;\n"
+                        "\tstruct acpi_device *acpi_dev = ACPI_COMPANION(&pdev->dev);\n\n"
+                        "\tdevres_release_group(&acpi_dev->dev, pdev);\n}\n"),
+            std::string::npos) << *after;
   EXPECT_NE(after->find("static void ec_driver_notify(acpi_handle handle, u32 event, void *data)\n{\n\tec_notify(data, event);\n}"),
             std::string::npos) << *after;
   EXPECT_NE(after->find("static int ec_driver_probe(struct platform_device *pdev)\n{\n"
                         "\tstruct acpi_device *acpi_dev = ACPI_COMPANION(&pdev->dev);\n\tint ret;\n\n"
-                        "\tret = ec_add(acpi_dev);\n\tif (ret)\n\t\treturn ret;\n"
+                        "\tif (!devres_open_group(&acpi_dev->dev, pdev, GFP_KERNEL))\n\t\treturn -ENOMEM;\n"
+                        "\tret = devm_add_action_or_reset(&pdev->dev, ec_driver_release_devres,\n\t\t\t\t       pdev);\n"
+                        "\tif (ret)\n\t\treturn ret;\n"
+                        "\tret = ec_add(acpi_dev);\n\tdevres_close_group(&acpi_dev->dev, pdev);\n\tif (ret)\n\t\treturn ret;\n"
                         "\tret = acpi_dev_install_notify_handler(acpi_dev, ACPI_DEVICE_NOTIFY,\n"),
             std::string::npos) << *after;
   EXPECT_NE(after->find("\tif (ret)\n\t\tec_remove(acpi_dev);\n\treturn ret;\n}"), std::string::npos) << *after;
@@ -270,8 +331,30 @@ TEST(StructConvert, ConvertsAsTheKernelsDriversDid) {
                         "\t.probe = ec_driver_probe,\n\t.remove = ec_driver_remove,\n};\n"
                         "module_platform_driver(ec_driver);\n"),
             std::string::npos) << *after;
-  EXPECT_EQ(after->find("acpi_driver"), std::string::npos) << *after;
+  EXPECT_EQ(after->find("struct acpi_driver"), std::string::npos) << *after;
+  EXPECT_EQ(after->find("module_acpi_driver"), std::string::npos) << *after;
   EXPECT_NE(after->find("#include <linux/acpi.h>\n#include <linux/platform_device.h>\n"), std::string::npos) << *after;
+
+  // The integrity gate lets the conversion through: every callback is still called (from the
+  // adapters the new table holds), only the pm callback a diagnosed line's table holds changed.
+  ASSERT_TRUE(put(root / "orig/ec.c", k_driver));
+  gate::IntegrityInput in;
+  in.original = root / "orig";
+  in.candidate = ctx.tree;
+  in.diagnostics = {d,
+                    diag(k_driver, ".ops = {", "'struct acpi_driver' has no member named 'ops'"),
+                    diag(k_driver, ".drv.pm", "'struct acpi_driver' has no member named 'drv'"),
+                    diag(k_driver, "module_acpi_driver(", "implicit declaration of function 'module_acpi_driver'")};
+  auto ok = gate::check_integrity(in);
+  EXPECT_TRUE(ok.ok) << gate::to_json(ok).dump(1);
+  // A conversion that drops the notify callback on the way is caught.
+  std::string dropped = *after;
+  dropped.replace(dropped.find("\tec_notify(data, event);\n"), 24, "");
+  ASSERT_TRUE(put(ctx.tree / "ec.c", dropped));
+  auto bad = gate::check_integrity(in);
+  EXPECT_FALSE(bad.ok);
+  EXPECT_TRUE(std::any_of(bad.violations.begin(), bad.violations.end(), [](const auto& v) { return v.rule == "ops-assignment-removed"; }))
+      << gate::to_json(bad).dump(1);
 
   // Without any kernel driver that made the conversion there is nothing to learn.
   fs::remove_all(root / "new/drivers");

@@ -434,6 +434,29 @@ void unrelated_rules(CFile& cf) {
     for (const auto& id : cscan::identifiers(f.o.code_line(dl.line)))
       if (cf.o_functions.count(id) || cf.o_tables.count(id)) cf.allowed_names.insert(id);
   }
+  // The callbacks a table on a diagnostic's line holds (`.drv.pm = &foo_pm` of an object whose
+  // struct type went: its pm callbacks get another object's device now) may change too; the
+  // table is a declaration of that name or one a declaring macro makes (`SIMPLE_DEV_PM_OPS(foo_pm,
+  // suspend, resume)`).
+  {
+    std::set<std::string> tables;
+    for (const auto& dl : cf.dlines)
+      for (const auto& id : cscan::identifiers(f.o.code_line(dl.line)))
+        if (!cf.o_functions.count(id)) tables.insert(id);
+    for (const auto& it : f.o.items) {
+      if (it.kind != cscan::ItemKind::declaration) continue;
+      const auto text = std::string_view(f.o.text).substr(it.begin, it.end - it.begin);
+      const auto ids = cscan::identifiers(text);
+      bool holds = tables.count(it.name) > 0;
+      for (std::size_t i = 0; !holds && i + 1 < ids.size(); ++i)
+        holds = tables.count(ids[i + 1]) && std::none_of(ids[i].begin(), ids[i].end(), [](char ch) {
+                  return std::islower(static_cast<unsigned char>(ch));
+                }) && nospace(text).find(ids[i] + "(" + ids[i + 1] + ",") != std::string::npos;
+      if (!holds) continue;
+      for (const auto& id : ids)
+        if (cf.o_functions.count(id)) cf.allowed_names.insert(id);
+    }
+  }
   // A driver function the port's changes name (a callback whose type changed, found only after
   // an earlier fix let gcc get that far: the original build stopped at a missing header).
   for (const auto& fn : cf.o_functions)

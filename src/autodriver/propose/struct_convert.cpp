@@ -221,6 +221,10 @@ struct Conversion {
   std::map<std::string, std::string> calls;   ///< old callee of the object -> new callee
   std::map<std::string, Fn> callback;         ///< new path -> the callback's type
   std::map<std::string, std::vector<std::string>> bridge; ///< key(old type) '\n' key(new type) -> template over $P
+  /// In callbacks the object reaches through its tables (its dev_pm_ops), the old way from a
+  /// parameter to the old type and the new one: those callbacks get the new object's device
+  /// now (`to_acpi_device(dev)` -> `ACPI_COMPANION(dev)`). key(old type) '\n' key(param type).
+  std::map<std::string, std::pair<std::vector<std::string>, std::vector<std::string>>> rebridge;
   struct Hook {
     std::string at;                 ///< the new path whose callback makes the call
     std::vector<std::string> call;  ///< tokens; $H the function, $L:<type> a local of that type, $C its context
@@ -230,6 +234,31 @@ struct Conversion {
   std::map<std::string, Fn> moved_type;           ///< old path -> the function's new type
   std::vector<std::string> includes;
 };
+
+/// The functions of `f` its object's tables hold: a value `&t`/`t` of a member that is no
+/// function names a table defined in the file, an initializer (`static const struct dev_pm_ops
+/// t = {...}`) or a declaring macro call (`static SIMPLE_DEV_PM_OPS(t, suspend, resume);`).
+std::set<std::string> reached_functions(const SourceFile& f, const std::vector<MemberPath>& members,
+                                        const std::set<std::string>& fns) {
+  std::set<std::string> tables, out;
+  for (const auto& m : members) {
+    std::string t = m.value.size() == 1 ? m.value[0] : m.value.size() == 2 && m.value[0] == "&" ? m.value[1] : "";
+    if (is_ident(t) && !fns.count(t)) tables.insert(t);
+  }
+  if (tables.empty()) return out;
+  for (const auto& u : f.units)
+    if (u.kind == UnitKind::initializer && tables.count(u.name))
+      for (std::size_t k = u.body; k <= u.last && k < f.tokens.size(); ++k)
+        if (fns.count(f.tokens[k].text)) out.insert(f.tokens[k].text);
+  for (const auto& c : find_calls(f.tokens, 0, f.tokens.size() - 1)) {
+    if (c.args.empty() || !tables.count(c.args[0])) continue;
+    if (std::any_of(c.callee.begin(), c.callee.end(), [](char ch) { return std::islower(static_cast<unsigned char>(ch)); }))
+      continue;
+    for (std::size_t i = 1; i < c.args.size(); ++i)
+      if (fns.count(c.args[i])) out.insert(c.args[i]);
+  }
+  return out;
+}
 
 class Learner {
 public:
@@ -293,6 +322,22 @@ public:
           m_member[P[i].path][""]++; // a value with no counterpart: dropped
         }
       }
+      // Callbacks reached through the object's tables (its dev_pm_ops): how the old ones reached
+      // the old type from the device they were given (`to_acpi_device(dev)`).
+      for (const auto& g : reached_functions(b, P, fb)) {
+        const Unit* og = function_unit(b, g);
+        if (!og) continue;
+        auto of = function_of(b.tokens, *og);
+        if (!of) continue;
+        const std::string ob = join_tokens(b.tokens, og->body, og->last);
+        static const std::regex k_decl(R"((?:^|[;{}] )(struct \w+ \*) \w+ = )");
+        std::set<std::string> types;
+        for (std::sregex_iterator it(ob.begin(), ob.end(), k_decl), end; it != end; ++it) types.insert((*it)[1].str());
+        for (const auto& p : of->params)
+          for (const auto& t : types)
+            if (auto o = p.name.empty() ? std::nullopt : bridge_in(ob, t, p.name))
+              m_rebridge[type_key(t) + "\n" + type_key(p.type)][*o]++;
+      }
       // Calls that take the object.
       auto takers = [](const SourceFile& s, const std::string& name) {
         std::set<std::string> out;
@@ -332,6 +377,28 @@ public:
     for (const auto& [p, v] : m_calls) c.calls[p] = winner(v);
     for (const auto& [p, v] : m_callback) c.callback[p] = fn_from_key(winner(v));
     for (const auto& [k, v] : m_bridge) c.bridge[k] = util::split_words(winner(v));
+    // The new way from such a device to the old type: the bridge from the new object, which
+    // reaches the old type through the new object's device (`ACPI_COMPANION(&$P->dev)`), given
+    // that device itself (`ACPI_COMPANION($P)`).
+    for (const auto& [k, v] : m_rebridge) {
+      const std::string old_type = k.substr(0, k.find('\n'));
+      for (const auto& [bk, tmpl] : c.bridge) {
+        if (bk.substr(0, bk.find('\n')) != old_type) continue;
+        std::vector<std::string> derived;
+        int through_device = 0;
+        for (std::size_t i = 0; i < tmpl.size(); ++i) {
+          if (i + 3 < tmpl.size() && tmpl[i] == "&" && tmpl[i + 1] == "$P" && tmpl[i + 2] == "->" && is_ident(tmpl[i + 3])) {
+            derived.push_back("$P");
+            i += 3;
+            ++through_device;
+          } else {
+            if (tmpl[i] == "$P") through_device = -100;
+            derived.push_back(tmpl[i]);
+          }
+        }
+        if (through_device == 1) c.rebridge[k] = {util::split_words(winner(v)), derived};
+      }
+    }
     for (const auto& [p, at] : m_hooks) {
       int seen = 0;
       for (const auto& [where, v] : at) {
@@ -469,7 +536,7 @@ private:
   int m_examples = 0;
   std::vector<std::string> m_evidence;
   std::map<std::string, int> m_to, m_includes;
-  Votes m_member, m_calls, m_callback, m_bridge, m_moved_type;
+  Votes m_member, m_calls, m_callback, m_bridge, m_moved_type, m_rebridge;
   std::map<std::string, Votes> m_hooks; ///< old path -> at -> template
 };
 
@@ -517,6 +584,13 @@ struct Adapter {
   std::vector<std::pair<Conversion::Hook, std::string>> hooks; ///< hook, its handler adapter
   std::string undo;        ///< the driver's function to call when a hook fails after `wrapped`
   std::optional<Fn> undo_type;
+  /// The old object's device-managed resources, which the driver core released when the old
+  /// driver unbound and no driver of the old object's device releases now: the callback's
+  /// resources are a devres group of that device, released with the new device's own resources
+  /// (a devm action of the new object, run after its remove or a failed probe). The function
+  /// releasing the group; empty when not needed.
+  std::string devres_release;
+  std::string devres_old;  ///< type key of the old object
 };
 
 } // namespace
@@ -598,6 +672,7 @@ private:
       for (const auto& [a, hs] : r->moved)
         for (const auto& h : hs) m.push_back("hook " + a + " at " + h.at + ": " + c_text(h.call));
       for (const auto& [a, f] : r->callback) m.push_back("type " + a + ": " + fn_key(f));
+      for (const auto& [a, f] : r->rebridge) m.push_back("rebridge " + a + ": " + c_text(f.first) + " -> " + c_text(f.second));
       util::log_debug("struct-convert: struct {} -> struct {} in {} kernel drivers: {}", tag, r->to_tag, r->examples,
                       fmt::join(m, "; "));
     }
@@ -720,6 +795,7 @@ private:
         if (p != path && !other.wrapped.empty() && other.hooks.size() && !other.hooks.front().first.value)
           a.undo = other.wrapped, a.undo_type = other.wrapped_type;
     }
+    if (auto rel_fn = devres_scope(ctx, c, *text + generated, var, adapters)) generated += *rel_fn;
     for (auto& [path, a] : adapters) {
       a.name = unique_name(*text + generated, var + "_" + path.substr(path.rfind('.') + 1));
       auto body = adapter_text(a, c);
@@ -753,6 +829,7 @@ private:
     e.text_edits.push_back({rel, first_line, last_line - first_line + 1, generated + init});
     // Calls that take the object.
     std::vector<std::string> renamed;
+    std::map<int, std::string> edited; ///< line -> its new text
     auto lines = util::split_lines(*text);
     for (const auto& call : find_calls(toks, 0, toks.size() - 1)) {
       auto it = c.calls.find(call.callee);
@@ -761,13 +838,40 @@ private:
         continue;
       const int ln = toks[call.name_tok].line;
       if (ln >= first_line && ln <= last_line) continue;
-      std::string l(lines[static_cast<std::size_t>(ln) - 1]);
+      std::string& l = edited.try_emplace(ln, lines[static_cast<std::size_t>(ln) - 1]).first->second;
       auto pos = l.find(call.callee);
       if (pos == npos || l.find(call.callee, pos + 1) != npos) return std::nullopt;
       l.replace(pos, call.callee.size(), it->second);
-      e.text_edits.push_back({rel, ln, 1, l + "\n"});
       renamed.push_back(call.callee + "() -> " + it->second + "()");
     }
+    // Callbacks the object's tables hold get the new object's device now: the way they reached
+    // the old type from it, as the kernel's converted drivers changed theirs.
+    std::vector<std::string> rebridged;
+    {
+      SourceFile sf;
+      sf.rel = rel;
+      sf.tokens = toks;
+      sf.units = units;
+      for (const auto& g : reached_functions(sf, member_paths(toks, u->body + 1), fns)) {
+        const Unit* fu = fn_units[g];
+        auto fn = function_of(toks, *fu);
+        if (!fn) continue;
+        for (const auto& p : fn->params) {
+          if (p.name.empty()) continue;
+          for (const auto& [key, rb] : c.rebridge) {
+            if (key.substr(key.find('\n') + 1) != type_key(p.type)) continue;
+            const std::string was = fill(rb.first, {{"$P", p.name}}), now = fill(rb.second, {{"$P", p.name}});
+            for (int ln = toks[fu->body].line; ln <= toks[fu->last].line; ++ln) {
+              if (lines[static_cast<std::size_t>(ln) - 1].find(was) == npos) continue;
+              std::string& l = edited.try_emplace(ln, lines[static_cast<std::size_t>(ln) - 1]).first->second;
+              for (auto pos = l.find(was); pos != npos; pos = l.find(was, pos + now.size())) l.replace(pos, was.size(), now);
+              rebridged.push_back(fmt::format("{}: {} -> {}", g, was, now));
+            }
+          }
+        }
+      }
+    }
+    for (const auto& [ln, l] : edited) e.text_edits.push_back({rel, ln, 1, l + "\n"});
     // The headers the converted drivers gained.
     auto have = includes_of(toks);
     int last_include = 0;
@@ -785,6 +889,13 @@ private:
         from, c.examples, c.to_tag, fmt::join(c.evidence.begin(), c.evidence.begin() + std::min<std::size_t>(2, c.evidence.size()), ", "),
         fmt::join(mapping, ", "), renamed.empty() ? std::string() : fmt::format("; {}", fmt::join(renamed, ", ")),
         adapters.empty() ? std::string() : fmt::format(" ({})", fmt::join(adapter_names(adapters), ", ")));
+    if (!rebridged.empty())
+      e.description += fmt::format(" Callbacks its tables hold now get the new object's device, and reach the old one "
+                                   "as the converted drivers' do: {}.",
+                                   fmt::join(rebridged, ", "));
+    if (std::any_of(adapters.begin(), adapters.end(), [](const auto& x) { return !x.second.devres_release.empty(); }))
+      e.description += " No driver binds the old object's device any more, so the device-managed resources the "
+                       "driver's callback takes on it form a group released with the new device's own.";
     return e;
   }
 
@@ -821,6 +932,45 @@ private:
       }
     }
     return out + "\n";
+  }
+
+  /// `struct x *` whose struct has a `struct device dev` member in the target.
+  static bool has_device(TargetIndex& tix, const std::string& type) {
+    static const std::regex k_tag(R"(^struct\s+(\w+)\s*\*$)");
+    std::smatch m;
+    std::string t(util::trim(type));
+    if (!std::regex_match(t, m, k_tag)) return false;
+    for (const auto& p : tix.struct_member_types(m[1].str()))
+      if (p.name == "dev" && type_key(p.type) == type_key("struct device")) return true;
+    return false;
+  }
+
+  /// See Adapter::devres_release: only for a driver that uses device-managed resources, a bind
+  /// callback (int from one object parameter, old and new) whose old and new objects both carry
+  /// a struct device, with the target declaring devres groups. The release function's text.
+  std::optional<std::string> devres_scope(const PortContext& ctx, const Conversion& c, const std::string& text,
+                                          const std::string& var, std::map<std::string, Adapter>& adapters) {
+    if (!ctx.to || text.find("devm_") == npos) return std::nullopt;
+    TargetIndex tix(ctx.new_src, ctx.to->build_dir);
+    for (const char* fn : {"devres_open_group", "devres_close_group", "devres_release_group", "devm_add_action_or_reset"})
+      if (!tix.names().count(fn)) return std::nullopt;
+    for (auto& [path, a] : adapters) {
+      if (!a.wrapped_type || a.wrapped_type->params.size() != 1 || a.type.params.size() != 1) continue;
+      if (type_key(a.type.ret) == "void" || type_key(a.wrapped_type->ret) == "void") continue;
+      const Param& op = a.wrapped_type->params[0];
+      const Param np = named(a.type)[0];
+      auto br = c.bridge.find(type_key(op.type) + "\n" + type_key(np.type));
+      if (br == c.bridge.end() || !has_device(tix, op.type) || !has_device(tix, np.type)) continue;
+      const std::string name = unique_name(text, var + "_release_devres");
+      std::string lname = op.name.empty() || op.name == np.name ? "obj" : op.name;
+      a.devres_release = name;
+      a.devres_old = type_key(op.type);
+      return fmt::format("static void {}(void *data)\n{{\n", name) +
+             line(fmt::format("{}{}{} = data;", np.type, np.type.ends_with("*") ? "" : " ", np.name)) +
+             line(fmt::format("{}{}{} = {};", op.type, op.type.ends_with("*") ? "" : " ", lname, fill(br->second, {{"$P", np.name}}))) +
+             "\n" + line(fmt::format("devres_release_group(&{}->dev, {});", lname, np.name)) + "}\n\n";
+    }
+    return std::nullopt;
   }
 
   static std::vector<std::string> adapter_names(const std::map<std::string, Adapter>& a) {
@@ -1008,7 +1158,19 @@ private:
       std::string call = fmt::format("{}({})", a.wrapped, fmt::join(*args, ", "));
       const bool old_returns = type_key(a.wrapped_type->ret) != "void";
       bool has_install = std::any_of(a.hooks.begin(), a.hooks.end(), [](const auto& x) { return x.first.value; });
-      if (returns && old_returns && has_install)
+      auto old_obj = locals.find(a.devres_old);
+      if (!a.devres_release.empty() && returns && old_returns && old_obj != locals.end() && !ps.empty()) {
+        const std::string& np = ps[0].name;
+        const std::string od = fmt::format("&{}->dev", old_obj->second);
+        body += fmt::format("\tif (!devres_open_group({}, {}, GFP_KERNEL))\n\t\treturn -ENOMEM;\n", od, np);
+        body += line(fmt::format("{} = devm_add_action_or_reset(&{}->dev, {}, {});", ret_var(), np, a.devres_release, np));
+        body += "\tif (ret)\n\t\treturn ret;\n";
+        body += line(fmt::format("ret = {};", call));
+        body += line(fmt::format("devres_close_group({}, {});", od, np));
+        body += has_install ? "\tif (ret)\n\t\treturn ret;\n" : "\treturn ret;\n";
+        if (!has_install)
+          return signature(a.name, a.type, ps) + "{\n" + decls + "\n" + body + "}\n\n";
+      } else if (returns && old_returns && has_install)
         body += line(fmt::format("{} = {};", ret_var(), call)) + "\tif (ret)\n\t\treturn ret;\n";
       else if (returns && old_returns)
         body += line("return " + call + ";");
