@@ -1985,3 +1985,36 @@ TEST(KbuildVars, AVariableTheTargetsKbuildDroppedTakesTheNameTheOldOneForwardedI
   EXPECT_EQ(*after, "ccflags-y+=\t-DVERSION=\"\\\"1\\\"\"\nMY_EXTRA_CFLAGS := x\nobj-m += a.o\nEXTRA_AFLAGS += -Dy\n")
       << "EXTRA_AFLAGS is still named by the target's kbuild; MY_EXTRA_CFLAGS is another variable";
 }
+
+TEST(InlineRemoved, RegistryNumberIsDefinedByTheDriverFlagsAreNot) {
+  // 7.x dropped MWAVE_MINOR from <linux/miscdevice.h>, a registry of minor numbers; a bit of a
+  // flag family is never copied (the kernel may have given the bit another meaning).
+  MiniPort m("registry-", {{"include/linux/miscdevice.h", "#define MISC_DYNAMIC_MINOR 255\n"}},
+             {{"drv.c", "#include <linux/miscdevice.h>\n#include <linux/interrupt.h>\n\n"
+                        "static int minor = MWAVE_MINOR;\nstatic int flags = IRQF_OLD;\n"}});
+  ASSERT_TRUE(m.tmp.has_value());
+  const fs::path old_src = m.tmp->path() / "old";
+  ASSERT_TRUE(put(old_src / "include/linux/miscdevice.h",
+                  "#define PSMOUSE_MINOR\t\t1\n#define MS_BUSMOUSE_MINOR\t2\t/* unused */\n#define ATIXL_BUSMOUSE_MINOR\t3\n"
+                  "#define ATARIMOUSE_MINOR\t5\n#define SUN_MOUSE_MINOR\t\t6\n#define MWAVE_MINOR\t\t219\t/* ACP/Mwave Modem */\n"
+                  "#define MISC_DYNAMIC_MINOR\t255\n"));
+  ASSERT_TRUE(put(old_src / "include/linux/interrupt.h",
+                  "#define IRQF_SHARED\t\t0x00000080\n#define IRQF_PROBE_SHARED\t0x00000100\n#define IRQF_TIMER\t\t0x00000200\n"
+                  "#define IRQF_PERCPU\t\t0x00000400\n#define IRQF_NOBALANCING\t0x00000800\n#define IRQF_OLD\t\t0x00000020\n"));
+  TargetOnly port(m.src, m.tree, m.tmp->path() / "s");
+  port.ctx.old_src = old_src;
+  std::vector<core::Diagnostic> ds(2);
+  ds[0].kind = ds[1].kind = core::DiagKind::undeclared_identifier;
+  ds[0].severity = ds[1].severity = core::Severity::error;
+  ds[0].file = ds[1].file = "drv.c";
+  ds[0].line = 4;
+  ds[0].symbols = {"MWAVE_MINOR"};
+  ds[1].line = 5;
+  ds[1].symbols = {"IRQF_OLD"};
+  auto edits = propose::make_inline_removed()->propose(ds, port.ctx);
+  ASSERT_EQ(edits.size(), 1u);
+  EXPECT_EQ(edits[0].change_id, "inline:MWAVE_MINOR");
+  ASSERT_EQ(edits[0].text_edits.size(), 1u);
+  EXPECT_EQ(edits[0].text_edits[0].line, 3);
+  EXPECT_EQ(edits[0].text_edits[0].text, "#define MWAVE_MINOR 219\n");
+}

@@ -12,6 +12,7 @@
 #include <cctype>
 #include <filesystem>
 #include <map>
+#include <regex>
 
 namespace autodriver::gate::integrity {
 
@@ -479,6 +480,14 @@ void unrelated_rules(CFile& cf) {
     auto [word, rest] = directive(s.code_line(l));
     // a feature switch turned on: explained by the diagnostics in the branch it switches off
     if (word == "define" && cf.ctx.feature_switches.count(defined_switch(s.code_line(l)))) return true;
+    // a constant the diagnostics say is undeclared, defined by the candidate (a number the kernel
+    // dropped from its registry header)
+    if (word == "define" && &s == &cf.f.c) {
+      static const std::regex k_const(R"(^\s*#\s*define\s+([A-Za-z_]\w*)\s+(?:0[xX][0-9a-fA-F]+|[0-9]+)[uUlL]*\s*$)");
+      std::smatch m;
+      const std::string code(s.code_line(l));
+      if (std::regex_match(code, m, k_const) && cf.ctx.diag_idents.count(m[1].str())) return true;
+    }
     return word == "include" || is_compat_guard(s.code_line(l));
   };
   auto o_allowed = [&](int l) {

@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <optional>
@@ -141,6 +142,40 @@ std::optional<std::pair<std::string, std::string>> alias_in(const std::string& t
   return std::nullopt;
 }
 
+/// `#define name <integer>` in one header's text when the header numbers a family of things with
+/// such constants (miscdevice.h's `*_MINOR`, pci_ids.h's `PCI_DEVICE_ID_<VENDOR>_*`): at least five
+/// siblings of the same name prefix (up to its last '_') or suffix (from its first '_'), all plain
+/// integers, most of them no single bit (a family of flags is not a registry: a flag the kernel
+/// dropped may have been given another meaning, an identifier keeps its number).
+std::optional<std::pair<std::string, std::string>> registry_constant(const std::string& text, const std::string& name,
+                                                                     const std::string& where) {
+  static const std::regex k_def(R"(^#\s*define\s+([A-Za-z_]\w*)\s+((?:0[xX][0-9a-fA-F]+|[0-9]+)[uUlL]*)\s*(?:/\*.*\*/\s*|//.*)?$)");
+  std::map<std::string, std::string> consts;
+  std::string value;
+  int line = 0;
+  for (const auto& t : tokenize(text)) {
+    std::smatch m;
+    if (t.kind != TokKind::pp_line || !std::regex_match(t.text, m, k_def)) continue;
+    consts[m[1].str()] = m[2].str();
+    if (m[1].str() == name) value = m[2].str(), line = t.line;
+  }
+  if (value.empty()) return std::nullopt;
+  auto first = name.find('_'), last = name.rfind('_');
+  if (first == std::string::npos || first == 0) return std::nullopt;
+  const std::string prefix = name.substr(0, last + 1), suffix = name.substr(first);
+  for (bool by_prefix : {true, false}) {
+    int n = 0, bits = 0;
+    for (const auto& [k, v] : consts) {
+      if (k == name || !(by_prefix ? k.starts_with(prefix) : k.ends_with(suffix))) continue;
+      ++n;
+      unsigned long long x = std::stoull(v, nullptr, 0);
+      if ((x & (x - 1)) == 0) ++bits;
+    }
+    if (n >= 5 && 2 * bits < n) return std::make_pair(value, fmt::format("{}:{}", where, line));
+  }
+  return std::nullopt;
+}
+
 /// The definition of `name` in the old kernel's headers, else in the table of compat wrappers
 /// the kernel removed before any kernel this machine has (legacy_api.hpp).
 template <typename Find>
@@ -204,6 +239,51 @@ bool primary(const std::vector<std::string>& e) {
 }
 
 class InlineRemoved final : public Proposer {
+  /// A numbered constant the target dropped from its registry header (see registry_constant):
+  /// the driver defines it itself, with the number the old kernel gave it, in each file gcc
+  /// names, after the file's last #include before its first use (else just before that use).
+  static void registry_define(const PortContext& ctx, const std::vector<core::Diagnostic>& diags, const std::string& name,
+                              std::vector<Edit>& out) {
+    auto k = in_old_headers(ctx.old_src, name, [&](const std::string& text, const std::string& where) {
+      return registry_constant(text, name, where);
+    });
+    if (!k) return;
+    Edit e;
+    e.proposer = "inline-removed";
+    e.change_id = "inline:" + name;
+    e.label = "removed-with-replacement";
+    e.title = fmt::format("{} was removed from the kernel's headers: the driver defines it", name);
+    e.symbols = {name};
+    e.support = 1;
+    e.evidence = {k->second};
+    std::set<std::string> files;
+    for (const auto& d : diags)
+      if (!d.symbols.empty() && d.symbols[0] == name && !d.file.empty() && d.file.front() != '/') files.insert(d.file);
+    for (const auto& rel : files) {
+      auto text = util::read_file(ctx.tree / rel);
+      if (!text) return;
+      auto toks = tokenize(*text);
+      int first_use = 0, last_include = 0;
+      for (const auto& t : toks) {
+        if (t.kind == TokKind::ident && t.text == name && !first_use) first_use = t.line;
+        if (t.kind == TokKind::pp_line && t.text.find("include") != std::string::npos && (!first_use || t.line < first_use))
+          last_include = t.line + static_cast<int>(std::count(t.text.begin(), t.text.end(), '\n'));
+        if (t.kind == TokKind::pp_line && has_word(t.text, name) && !first_use) first_use = t.line;
+      }
+      if (!first_use) return;
+      auto lines = util::split_lines(*text);
+      int at = last_include ? last_include + 1 : first_use;
+      if (at > 1 && util::trim(lines[static_cast<std::size_t>(at) - 2]).ends_with("\\")) return;
+      e.text_edits.push_back({rel, at, 0, fmt::format("#define {} {}\n", name, k->first)});
+    }
+    if (e.text_edits.empty()) return;
+    e.description = fmt::format("{} is defined nowhere in the target kernel. {} numbered it {} in a header that "
+                                "numbers its family with plain constants (a registry, not flags): the driver "
+                                "defines it with that number.",
+                                name, k->second, k->first);
+    out.push_back(std::move(e));
+  }
+
 public:
   std::string_view id() const override { return "inline-removed"; }
 
@@ -248,8 +328,12 @@ public:
                                   name, a->second, a->first);
       out.push_back(std::move(e));
     };
-    for (const auto& name : idents)
-      if (!target.names().count(name)) alias_rename(name, "identifier");
+    for (const auto& name : idents) {
+      if (target.names().count(name)) continue;
+      auto before = out.size();
+      alias_rename(name, "identifier");
+      if (out.size() == before) registry_define(ctx, diags, name, out);
+    }
     // (gcc saying the type is incomplete is the evidence: uapi headers still spell some removed
     // kernel-internal structs for user space, so a grep of the target would find them)
     for (const auto& tag : tags) {
