@@ -192,6 +192,7 @@ std::optional<StmtTemplate> anti_unify(const std::vector<std::string>& before, c
     bool free = true, has_api = false, has_word = false;
     for (std::size_t k = a; k <= b; ++k) {
       if (hole_of[k] >= 0) free = false;
+      if (before[k] == "return") free = false; // a keyword is no expression
       if (before[k] == api) has_api = true;
       if (word_like(before[k])) has_word = true;
     }
@@ -239,6 +240,20 @@ std::optional<StmtTemplate> anti_unify(const std::vector<std::string>& before, c
     else if (starts[k]) t.after.push_back("$" + std::to_string(new_hole[k]));
   }
   if (t.before == t.after) return std::nullopt;
+  // Two operands side by side (`$0 f(...)`, `x $0`) are no C: a hole swallowed a keyword or a
+  // declaration's type.
+  auto operand = [](const std::string& x) {
+    return x[0] == '$' || word_like(x) || std::isdigit(static_cast<unsigned char>(x[0]));
+  };
+  for (const auto* side : {&t.before, &t.after})
+    for (std::size_t k = 0; k + 1 < side->size(); ++k)
+      if (((*side)[k][0] == '$' || (*side)[k + 1][0] == '$') && operand((*side)[k]) && operand((*side)[k + 1]))
+        return std::nullopt;
+  // `$0 :` outside a conditional expression is a label.
+  for (const auto* side : {&t.before, &t.after})
+    if (std::find(side->begin(), side->end(), "?") == side->end())
+      for (std::size_t k = 0; k + 1 < side->size(); ++k)
+        if ((*side)[k][0] == '$' && (*side)[k + 1] == ":") return std::nullopt;
   // Holes numbered by first appearance in the old form, so equal rewrites have equal keys.
   std::map<std::string, std::string> renumber;
   for (const auto& x : t.before)
