@@ -700,7 +700,7 @@ private:
     m_ctx_type.clear();
     m_type_text.clear();
     m_handler_old.clear();
-    generated_handlers.clear();
+    m_generated_handlers.clear();
     std::vector<std::string> new_members;
     if (ctx.to) new_members = TargetIndex(ctx.new_src, ctx.to->build_dir).struct_members(c.to_tag);
     std::set<std::string> fns;
@@ -779,15 +779,15 @@ private:
       auto old = fn_type(f);
       if (!old) return std::nullopt;
       std::string handler = unique_name(*text, var + "_" + old_path.substr(old_path.rfind('.') + 1));
-      if (!generated_handlers.count(old_path)) {
+      if (!m_generated_handlers.count(old_path)) {
         auto body = handler_text(handler, mt->second, f, *old, h);
         if (!body) return std::nullopt;
         generated += *body;
-        generated_handlers.insert(old_path);
+        m_generated_handlers.insert(old_path);
       }
       a.hooks.push_back({h, handler});
     }
-    generated_handlers.clear();
+    m_generated_handlers.clear();
     // The first hook that returns a value undoes the wrapped callback of the path its pair runs in.
     for (auto& [path, a] : adapters) {
       if (a.hooks.empty() || a.wrapped.empty()) continue;
@@ -1202,7 +1202,7 @@ private:
   SiteIndexCache m_index;
   std::map<std::string, std::optional<Conversion>> m_learned;
   std::map<std::string, std::string> m_handler_old; ///< old path -> the driver's function
-  std::set<std::string> generated_handlers;
+  std::set<std::string> m_generated_handlers;
   std::string m_ctx_type;                           ///< the old type a handler's context stands for
   std::map<std::string, std::string> m_type_text;   ///< type key -> as the driver spells it
 };
