@@ -22,6 +22,7 @@
 #include "autodriver/util/subprocess.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <future>
@@ -356,8 +357,24 @@ void choose_reference(const core::Kernel& to, const std::vector<core::Diagnostic
     const auto& names = idx.names();
     return static_cast<std::size_t>(std::count_if(missing.begin(), missing.end(), [&](const auto& m) { return names.count(m) > 0; }));
   };
+  // A kernel that still declares the names but where (almost) no driver uses them any more has
+  // already moved its drivers away: 7.2 kept `struct acpi_driver` for one last user, the
+  // conversions of the 44 others happened before. Its own drivers must still use them.
+  auto users = [&](const fs::path& src) {
+    util::RunRequest r;
+    r.argv = {"grep", "-rlwE", "--include=*.c", fmt::format("{}", fmt::join(missing, "|")), "--"};
+    for (const char* d : {"drivers", "sound", "net", "fs", "arch/x86"})
+      if (fs::exists(src / d)) r.argv.push_back(d);
+    r.cwd = src;
+    r.timeout = std::chrono::seconds(120);
+    r.output_cap = 1 << 20;
+    auto out = util::run(r);
+    return out ? util::split_lines(out->out).size() : std::size_t{0};
+  };
+  constexpr std::size_t k_enough_users = 3;
   std::size_t best = declared(ctx.old_src);
-  if (best == missing.size()) return;
+  std::size_t best_users = best == missing.size() ? users(ctx.old_src) : 0;
+  if (best == missing.size() && best_users >= k_enough_users) return;
   fs::path best_src;
   std::string best_release;
   int steps = 0;
@@ -370,16 +387,19 @@ void choose_reference(const core::Kernel& to, const std::vector<core::Diagnostic
       continue;
     }
     std::size_t n = declared(*src);
-    if (n > best) {
+    std::size_t u = n == missing.size() && n == best ? users(*src) : 0;
+    if (n > best || (n == best && n == missing.size() && best_users < k_enough_users && u > best_users)) {
       best = n;
+      best_users = n == missing.size() ? (u ? u : users(*src)) : 0;
       best_src = *src;
       best_release = k.release;
     }
-    if (best == missing.size()) break;
+    if (best == missing.size() && best_users >= k_enough_users) break;
   }
   if (best_src.empty()) return;
-  note(fmt::format("reference: {} still declares {} of the {} name(s) the target lacks; learning from it instead",
-                   best_release, best, missing.size()));
+  note(fmt::format("reference: {} still declares {} of the {} name(s) the target lacks{}; learning from it instead",
+                   best_release, best, missing.size(),
+                   best_users ? fmt::format(", used by {} of its drivers", best_users) : std::string()));
   ctx.old_src = best_src;
   rep.reference = best_release;
   step("reference", {{"kernel", best_release}, {"source", best_src.string()}, {"declares_missing", best},
