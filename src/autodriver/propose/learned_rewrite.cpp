@@ -8,6 +8,7 @@
 #include "autodriver/propose/family_rename.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/site_index.hpp"
+#include "autodriver/propose/struct_convert.hpp"
 #include "autodriver/propose/stmt_template.hpp"
 #include "autodriver/propose/target_decls.hpp"
 #include "autodriver/propose/token_diff.hpp"
@@ -100,19 +101,56 @@ struct CallRule {
   std::string callee;
   std::vector<std::string> args; // templates
   std::size_t old_arity = 0;
+  /// An old argument the new call drops that the kernel's sites wrote in terms of another one
+  /// (`strncpy(d, s, sizeof(d))` -> `strscpy(d, s)`): the rule holds only where the driver writes
+  /// it so too. Old index -> template over $i.
+  std::map<std::size_t, std::string> dropped_as;
   std::string key() const {
     std::string k = callee + "(";
     for (std::size_t i = 0; i < args.size(); ++i) k += (i ? ", " : "") + args[i];
-    return k + ")/" + std::to_string(old_arity);
+    k += ")/" + std::to_string(old_arity);
+    for (const auto& [i, t] : dropped_as) k += fmt::format("|{}={}", i, t);
+    return k;
   }
 };
+
+/// For each old argument no new one uses: its text with the other old arguments as $i, when it
+/// is written in terms of them (`sizeof ( dst )` with dst the first -> `sizeof ( $0 )`).
+void note_dropped(CallRule& r, const std::vector<std::string>& old_args) {
+  for (std::size_t j = 0; j < old_args.size(); ++j) {
+    const std::string ref = "$" + std::to_string(j);
+    bool used = false;
+    for (const auto& a : r.args)
+      for (std::size_t p = a.find(ref); p != std::string::npos; p = a.find(ref, p + 1))
+        if (p + ref.size() >= a.size() || !std::isdigit(static_cast<unsigned char>(a[p + ref.size()]))) used = true;
+    if (used) continue;
+    std::string t = " " + old_args[j] + " ";
+    bool related = false;
+    for (std::size_t i = 0; i < old_args.size(); ++i) {
+      if (i == j || old_args[i].empty() || old_args[i] == old_args[j]) continue;
+      const std::string x = " " + old_args[i] + " ";
+      for (std::size_t p = t.find(x); p != std::string::npos; p = t.find(x, p + 1)) {
+        t.replace(p, x.size(), fmt::format(" ${} ", i));
+        related = true;
+      }
+    }
+    if (related) r.dropped_as[j] = std::string(util::trim(t));
+  }
+}
 
 CallRule parse_call_key(const std::string& key) {
   CallRule r;
   auto open = key.find('(');
   auto slash = key.rfind(")/");
   r.callee = key.substr(0, open);
-  r.old_arity = std::stoul(key.substr(slash + 2));
+  std::string tail = key.substr(slash + 2);
+  for (auto bar = tail.rfind('|'); bar != std::string::npos; bar = tail.rfind('|')) {
+    std::string c = tail.substr(bar + 1);
+    auto eq = c.find('=');
+    r.dropped_as[std::stoul(c.substr(0, eq))] = c.substr(eq + 1);
+    tail.resize(bar);
+  }
+  r.old_arity = std::stoul(tail);
   std::string inner = key.substr(open + 1, slash - open - 1);
   std::size_t pos = 0;
   while (!inner.empty()) {
@@ -164,6 +202,7 @@ void learn_call_votes(SiteIndex& idx, const std::string& sym, std::map<std::stri
           r.callee = sym;
           r.old_arity = olds[i].args.size();
           for (const auto& a : news[i].args) r.args.push_back(template_arg(a, olds[i].args));
+          note_dropped(r, olds[i].args);
           add_vote(votes, r.key(), before.rel);
         }
     }
@@ -222,6 +261,7 @@ void learn_call_votes(SiteIndex& idx, const std::string& sym, std::map<std::stri
         r.old_arity = olds[i].args.size();
         for (const auto& a : news[i].args) r.args.push_back(template_arg(a, olds[i].args));
         literal_copies_stay_literal(r.args, news[i].args, olds[i].args);
+        note_dropped(r, olds[i].args);
         add_vote(votes, r.key(), before.rel);
       }
     }
@@ -234,14 +274,16 @@ std::string call_smpl(const std::string& sym, const CallRule& r) {
     if (a.find("\"$") != std::string::npos) return {};
   std::string metas, old_args, new_args;
   for (std::size_t i = 0; i < r.old_arity; ++i) {
-    metas += (i ? ", " : "") + fmt::format("E{}", i);
-    old_args += (i ? ", " : "") + fmt::format("E{}", i);
+    auto d = r.dropped_as.find(i);
+    if (d == r.dropped_as.end()) metas += (metas.empty() ? "" : ", ") + fmt::format("E{}", i);
+    old_args += (i ? ", " : "") + (d == r.dropped_as.end() ? fmt::format("E{}", i)
+                                                          : std::regex_replace(d->second, std::regex(R"(\$(\d+))"), "E$1"));
   }
   for (std::size_t i = 0; i < r.args.size(); ++i) {
     std::string a = std::regex_replace(r.args[i], std::regex(R"(\$(\d+))"), "E$1");
     new_args += (i ? ", " : "") + a;
   }
-  std::string head = r.old_arity ? fmt::format("@@\nexpression {};\n@@\n", metas) : "@@\n@@\n";
+  std::string head = !metas.empty() ? fmt::format("@@\nexpression {};\n@@\n", metas) : "@@\n@@\n";
   return head + fmt::format("- {}({})\n+ {}({})\n", sym, old_args, r.callee, new_args);
 }
 
@@ -654,7 +696,7 @@ private:
       e.change_id = "call:" + sym;
       e.title = describe_call(sym, r, e.label);
       e.smpl = call_smpl(sym, r);
-      e.call = CallRewrite{sym, r.old_arity, r.callee, r.args};
+      if (r.dropped_as.empty()) e.call = CallRewrite{sym, r.old_arity, r.callee, r.args}; // tokens cannot check the form
       e.symbols = {sym};
       if (r.callee != sym) e.symbols.push_back(r.callee);
       e.support = vote.count;
@@ -663,6 +705,11 @@ private:
       e.description = fmt::format("{}. Learned from {} call site(s) the kernel's own code changed between the two "
                                   "trees ({} site(s) kept the old form), e.g. {}.",
                                   e.title, vote.count, unchanged, fmt::join(vote.files, ", "));
+      for (const auto& [i, t] : r.dropped_as)
+        e.description += fmt::format(" The argument dropped was `{}` at those sites; the rule applies only where the "
+                                     "driver writes it so.",
+                                     c_text(util::split_words(std::regex_replace(t, std::regex(R"(\$(\d+))"), "arg$1"))));
+      if (e.smpl.empty() && !e.call) continue;
       out.push_back(std::move(e));
     }
     util::log_debug("learned-rewrite: {}: {} rule(s), {} unchanged site(s)", sym, votes.size(), unchanged);
