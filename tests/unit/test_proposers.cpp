@@ -2018,3 +2018,46 @@ TEST(InlineRemoved, RegistryNumberIsDefinedByTheDriverFlagsAreNot) {
   EXPECT_EQ(edits[0].text_edits[0].line, 3);
   EXPECT_EQ(edits[0].text_edits[0].text, "#define MWAVE_MINOR 219\n");
 }
+
+TEST(LearnedRewrite, DroppedArgumentKeepsTheFormTheKernelDropped) {
+  // 7.x removed strncpy(); the kernel's own sites that dropped the length had it as
+  // sizeof(dst): that rule must not drop a length the driver wrote otherwise.
+  auto tmp = util::TempDir::create(util::scratch_root(), "dropped-arg-");
+  ASSERT_TRUE(tmp.has_value());
+  const fs::path old_src = tmp->path() / "old", new_src = tmp->path() / "new";
+  for (const char* f : {"a", "b", "c"}) {
+    std::string t = fmt::format("static void {0}_name(struct {0} *x, const char *s)\n{{\n\tstrncpy(x->name, s, "
+                                "sizeof(x->name));\n}}\n", f);
+    ASSERT_TRUE(put(old_src / "drivers/misc" / (std::string(f) + ".c"), t));
+    t.replace(t.find("strncpy(x->name, s, sizeof(x->name))"), 36, "strscpy(x->name, s)");
+    ASSERT_TRUE(put(new_src / "drivers/misc" / (std::string(f) + ".c"), t));
+  }
+  propose::PortContext ctx;
+  ctx.old_src = old_src;
+  ctx.new_src = new_src;
+  ctx.tree = tmp->path() / "tree";
+  ctx.original_tree = ctx.tree;
+  ctx.scratch = tmp->path() / "s";
+  fs::create_directories(ctx.tree);
+  core::Diagnostic d;
+  d.kind = core::DiagKind::implicit_function_declaration;
+  d.file = "drv.c";
+  d.line = 3;
+  d.message = "implicit declaration of function 'strncpy'";
+  d.symbols = {"strncpy"};
+  auto edits = propose::make_learned_rewrite()->propose({d}, ctx);
+  const auto* e = find_edit(edits, "call:strncpy");
+  ASSERT_NE(e, nullptr);
+  EXPECT_FALSE(e->call.has_value()); // a token rewrite could not check the form
+  EXPECT_NE(e->smpl.find("- strncpy(E0, E1, sizeof(E0))\n+ strscpy(E0, E1)"), std::string::npos) << e->smpl;
+  EXPECT_NE(e->description.find("`sizeof(arg0)`"), std::string::npos) << e->description;
+  if (!util::find_program("spatch").empty()) {
+    ASSERT_TRUE(put(ctx.tree / "drv.c", "void f(char *s)\n{\n\tchar a[16], b[16];\n\tstrncpy(a, s, sizeof(a));\n"
+                                        "\tstrncpy(b, s, 8);\n}\n"));
+    ASSERT_TRUE(propose::apply_edit(*e, ctx.tree, ctx.scratch));
+    auto after = util::read_file(ctx.tree / "drv.c");
+    ASSERT_TRUE(after.has_value());
+    EXPECT_NE(after->find("strscpy(a, s);"), std::string::npos) << *after;
+    EXPECT_NE(after->find("strncpy(b, s, 8);"), std::string::npos) << *after;
+  }
+}

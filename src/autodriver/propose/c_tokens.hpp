@@ -67,6 +67,9 @@ std::vector<bool> first_branch_mask(const std::vector<Token>& toks);
 /// in later #elif/#else branches do not count (the first branch's nesting is the file's).
 std::size_t matching_close(const std::vector<Token>& toks, std::size_t open);
 
+/// Token texts printed as C is written: `ACPI_COMPANION(&pdev->dev)`, `f(a, b)`, `struct x *`.
+std::string c_text(const std::vector<std::string>& toks);
+
 /// Tokens [first, last] joined with single spaces.
 std::string join_tokens(const std::vector<Token>& toks, std::size_t first, std::size_t last);
 

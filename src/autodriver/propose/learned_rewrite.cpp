@@ -8,7 +8,6 @@
 #include "autodriver/propose/family_rename.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/site_index.hpp"
-#include "autodriver/propose/struct_convert.hpp"
 #include "autodriver/propose/stmt_template.hpp"
 #include "autodriver/propose/target_decls.hpp"
 #include "autodriver/propose/token_diff.hpp"
@@ -277,7 +276,8 @@ std::string call_smpl(const std::string& sym, const CallRule& r) {
     auto d = r.dropped_as.find(i);
     if (d == r.dropped_as.end()) metas += (metas.empty() ? "" : ", ") + fmt::format("E{}", i);
     old_args += (i ? ", " : "") + (d == r.dropped_as.end() ? fmt::format("E{}", i)
-                                                          : std::regex_replace(d->second, std::regex(R"(\$(\d+))"), "E$1"));
+                                                          : c_text(util::split_words(std::regex_replace(
+                                                                d->second, std::regex(R"(\$(\d+))"), "E$1"))));
   }
   for (std::size_t i = 0; i < r.args.size(); ++i) {
     std::string a = std::regex_replace(r.args[i], std::regex(R"(\$(\d+))"), "E$1");

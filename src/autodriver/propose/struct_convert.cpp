@@ -604,35 +604,6 @@ std::vector<MemberPath> member_paths(const std::vector<Token>& toks, std::size_t
   return out;
 }
 
-std::string c_text(const std::vector<std::string>& toks) {
-  std::string out;
-  static const std::set<std::string> k_tight_after = {"(", "[", "->", ".", "!", "~", "$"};
-  static const std::set<std::string> k_tight_before = {")", "]", ",", ";", "->", ".", "(", "["};
-  static const std::set<std::string> k_operand_end = {")", "]"};
-  for (std::size_t i = 0; i < toks.size(); ++i) {
-    const std::string& t = toks[i];
-    if (i > 0) {
-      const std::string& p = toks[i - 1];
-      bool space = true;
-      if (k_tight_after.count(p) || k_tight_before.count(t)) space = false;
-      if (t == "(" && (p == "if" || p == "while" || p == "for" || p == "switch" || p == "return" || p == "=" ||
-                       p == "," || p == "&&" || p == "||" || p == "*"))
-        space = true;
-      if (t == "[" ) space = false;
-      // A unary & or * (after an operator or an opening bracket) binds to what follows.
-      if ((p == "&" || p == "*") && i >= 2) {
-        const std::string& pp = toks[i - 2];
-        bool unary = !(is_ident(pp) || std::isdigit(static_cast<unsigned char>(pp[0])) || k_operand_end.count(pp));
-        if (unary) space = false;
-        if (p == "*" && is_ident(pp) && is_ident(t) && pp != "return") space = false; // `struct x *name`
-      }
-      if ((p == "&" || p == "*") && i == 1) space = false;
-      if (space) out += ' ';
-    }
-    out += t;
-  }
-  return out;
-}
 
 namespace {
 

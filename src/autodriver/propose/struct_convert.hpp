@@ -36,7 +36,4 @@ struct MemberPath {
 /// The flattened members of the braces opening at `open` (a '{' token).
 std::vector<MemberPath> member_paths(const std::vector<Token>& toks, std::size_t open);
 
-/// Tokens printed as C is written: `ACPI_COMPANION(&pdev->dev)`, `f(a, b)`.
-std::string c_text(const std::vector<std::string>& toks);
-
 } // namespace autodriver::propose
