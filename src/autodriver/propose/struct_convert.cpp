@@ -673,7 +673,9 @@ private:
     m_handler_old.clear();
     m_generated_handlers.clear();
     std::vector<std::string> new_members;
-    if (ctx.to) new_members = TargetIndex(ctx.new_src, ctx.to->build_dir).struct_members(c.to_tag);
+    std::optional<TargetIndex> tix; // the target's declarations, read once per conversion
+    if (ctx.to) tix.emplace(ctx.new_src, ctx.to->build_dir);
+    if (tix) new_members = tix->struct_members(c.to_tag);
     std::set<std::string> fns;
     std::map<std::string, const Unit*> fn_units;
     for (const auto& x : units)
@@ -766,7 +768,7 @@ private:
         if (p != path && !other.wrapped.empty() && other.hooks.size() && !other.hooks.front().first.value)
           a.undo = other.wrapped, a.undo_type = other.wrapped_type;
     }
-    if (auto rel_fn = devres_scope(ctx, c, *text + generated, var, adapters)) generated += *rel_fn;
+    if (auto rel_fn = devres_scope(tix, c, *text + generated, var, adapters)) generated += *rel_fn;
     for (auto& [path, a] : adapters) {
       a.name = unique_name(*text + generated, var + "_" + path.substr(path.rfind('.') + 1));
       auto body = adapter_text(a, c);
@@ -919,10 +921,10 @@ private:
   /// See Adapter::devres_release: only for a driver that uses device-managed resources, a bind
   /// callback (int from one object parameter, old and new) whose old and new objects both carry
   /// a struct device, with the target declaring devres groups. The release function's text.
-  std::optional<std::string> devres_scope(const PortContext& ctx, const Conversion& c, const std::string& text,
+  std::optional<std::string> devres_scope(std::optional<TargetIndex>& target, const Conversion& c, const std::string& text,
                                           const std::string& var, std::map<std::string, Adapter>& adapters) {
-    if (!ctx.to || text.find("devm_") == npos) return std::nullopt;
-    TargetIndex tix(ctx.new_src, ctx.to->build_dir);
+    if (!target || text.find("devm_") == npos) return std::nullopt;
+    TargetIndex& tix = *target;
     for (const char* fn : {"devres_open_group", "devres_close_group", "devres_release_group", "devm_add_action_or_reset"})
       if (!tix.names().count(fn)) return std::nullopt;
     for (auto& [path, a] : adapters) {
