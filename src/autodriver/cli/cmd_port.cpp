@@ -119,8 +119,9 @@ Command port_command() {
               write_verdict(j);
               if (!*json) {
                 if (rep->status == "from-fails")
-                  fmt::print("{}: from-fails: the driver does not build on {} ({} error(s)), nothing to port, in {:.1f} s\n",
-                             req->tree.string(), req->from, rep->initial_errors,
+                  fmt::print("{}: from-fails: the port left {} of {} error(s), and the unchanged driver does not build "
+                             "on {} either ({} error(s) there, below), in {:.1f} s\n",
+                             req->tree.string(), rep->final_errors, rep->initial_errors, req->from, rep->remaining.size(),
                              rep->elapsed.count() / 1000.0);
                 else if (rep->status == "timeout" || rep->status == "budget")
                   fmt::print("{}: {}: a build was cut short ({} error(s) at the start) in {:.1f} s\n", req->tree.string(),

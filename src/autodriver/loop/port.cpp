@@ -7,6 +7,7 @@
 #include "autodriver/gate/kbuild.hpp"
 #include "autodriver/gate/scratch.hpp"
 #include "autodriver/kernel/source.hpp"
+#include "autodriver/kernel/source_grep.hpp"
 #include "autodriver/kernel/target.hpp"
 #include "autodriver/loop/api_changes.hpp"
 #include "autodriver/loop/compat.hpp"
@@ -361,15 +362,14 @@ void choose_reference(const core::Kernel& to, const std::vector<core::Diagnostic
   // already moved its drivers away: 7.2 kept `struct acpi_driver` for one last user, the
   // conversions of the 44 others happened before. Its own drivers must still use them.
   auto users = [&](const fs::path& src) {
-    util::RunRequest r;
-    r.argv = {"grep", "-rlwE", "--include=*.c", fmt::format("{}", fmt::join(missing, "|")), "--"};
-    for (const char* d : {"drivers", "sound", "net", "fs", "arch/x86"})
-      if (fs::exists(src / d)) r.argv.push_back(d);
-    r.cwd = src;
-    r.timeout = std::chrono::seconds(120);
-    r.output_cap = 1 << 20;
-    auto out = util::run(r);
-    return out ? util::split_lines(out->out).size() : std::size_t{0};
+    kernel::SourceGrep q;
+    q.options = {"-lwE"};
+    q.includes = {"*.c"};
+    q.pattern = fmt::format("{}", fmt::join(missing, "|"));
+    q.dirs = {"drivers", "sound", "net", "fs", "arch/x86"};
+    q.any_of.assign(missing.begin(), missing.end());
+    q.output_cap = 1 << 20;
+    return kernel::grep_source(src, q).size();
   };
   constexpr std::size_t k_enough_users = 3;
   std::size_t best = declared(ctx.old_src);
@@ -537,47 +537,20 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
     return {};
   };
 
-  // The old and the new kernel's builds of the unchanged tree run at once (one copy each).
-  std::future<util::Expected<BuildState>> from_build;
+  // The target's build of the unchanged tree first, with every CPU. The old kernel's build of it
+  // only tells a driver that never built apart from a port that could not finish: it runs when the
+  // port ends without a build (a big tree's second full build would otherwise double the port).
   fs::path from_tree = scratch->path() / "from-tree";
-  if (from) {
-    const fs::path& from_src = req.from_tree.empty() ? req.tree : req.from_tree;
-    if (auto c = util::copy_tree(from_src, from_tree, util::SkipBuildProducts::yes); !c) return unexpected(c.error());
-    note(fmt::format("building the unchanged tree on {} and {}", from->release, to->release));
-    from_build = std::async(std::launch::async, [&, l = limit(2)]() { return build(*from, from_tree, req, l); });
-  } else {
-    note(fmt::format("building the unchanged tree on {}", to->release));
-  }
-  // apidiff builds its own copies, so it runs beside the two builds of the unchanged tree.
+  bool from_built = false;
+  note(fmt::format("building the unchanged tree on {}", to->release));
+  // apidiff builds its own copies, so it runs beside the target's build.
   std::future<util::Expected<apidiff::ApidiffReport>> api_diff;
   if (from && req.api_changes)
-    api_diff = std::async(std::launch::async, [&, timeout = limit(3).timeout]() {
+    api_diff = std::async(std::launch::async, [&, timeout = limit(2).timeout]() {
       apidiff::ApidiffRequest ar{req.tree, *from, *to, req.build_cmd, timeout, {}};
       return apidiff::run_apidiff(ar);
     });
-  auto cur = build(*to, work, req, limit(from ? 2 : 1));
-  if (from) {
-    auto f = from_build.get();
-    // A build killed by Ctrl-C or SIGTERM says nothing about the driver.
-    if (util::interrupted()) return unexpected(ErrorKind::interrupted, "interrupted during the first builds");
-    if (!f) return unexpected(f.error());
-    auto j = build_json(*f);
-    j.update({{"kernel", from->release}, {"ok", f->ok}, {"errors", diag_list(f->errors)}});
-    step("build-from", j);
-    rep.modules = f->modules;
-    if (f->timed_out) {
-      cut_short(*f, *from);
-      return rep;
-    }
-    if (!f->ok) {
-      rep.status = "from-fails";
-      rep.initial_errors = f->error_count();
-      rep.remaining.clear();
-      for (const auto& d : f->errors) rep.remaining.push_back(d.file + ":" + std::to_string(d.line) + ": " + d.message);
-      rep.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
-      return rep;
-    }
-  }
+  auto cur = build(*to, work, req, limit(api_diff.valid() ? 2 : 1));
   if (util::interrupted()) return unexpected(ErrorKind::interrupted, "interrupted during the first build");
   if (!cur) return unexpected(cur.error());
   rep.initial_errors = cur->error_count();
@@ -860,6 +833,27 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
   rep.final_errors = cur->error_count();
   for (const auto& d : cur->errors) rep.remaining.push_back(d.file + ":" + std::to_string(d.line) + ": " + d.message);
   rep.final_build = {{"ok", cur->ok}, {"kernel", to->release}, {"errors", diag_list(cur->errors)}};
+  // No build on the target: does the unchanged driver build on its own kernel? If not, the port
+  // had nothing sound to start from, and the verdict says so (its errors there are the remaining).
+  if (!cur->ok && from && rep.status == "no-progress") {
+    const fs::path& from_src = req.from_tree.empty() ? req.tree : req.from_tree;
+    if (auto c = util::copy_tree(from_src, from_tree, util::SkipBuildProducts::yes); !c) return unexpected(c.error());
+    note(fmt::format("building the unchanged tree on {}", from->release));
+    auto f = build(*from, from_tree, req, limit());
+    if (util::interrupted()) return unexpected(ErrorKind::interrupted, "interrupted during the build on the old kernel");
+    if (!f) return unexpected(f.error());
+    auto j = build_json(*f);
+    j.update({{"kernel", from->release}, {"ok", f->ok}, {"errors", diag_list(f->errors)}});
+    step("build-from", j);
+    from_built = true;
+    if (f->timed_out) {
+      cut_short(*f, *from);
+    } else if (!f->ok) {
+      rep.status = "from-fails";
+      rep.remaining.clear();
+      for (const auto& d : f->errors) rep.remaining.push_back(d.file + ":" + std::to_string(d.line) + ": " + d.message);
+    }
+  }
 
   if (cur->ok) {
     gate::IntegrityInput ii;
@@ -967,7 +961,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
       nlohmann::json builds = {{to->release, on_to->ok}};
       bool both = on_to->ok;
       for (const auto& old : olds) {
-        auto on_old = build_on(old, from && old.build_dir == from->build_dir ? from_tree : fs::path());
+        auto on_old = build_on(old, from_built && from && old.build_dir == from->build_dir ? from_tree : fs::path());
         if (!on_old) return unexpected(on_old.error());
         builds[old.release] = on_old->ok;
         both = both && on_old->ok;

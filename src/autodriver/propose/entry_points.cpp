@@ -6,6 +6,7 @@
 // defines gets a name of its own (`<module>_<magic name>`) and is registered with its macro
 // right after its definition, in one edit (objtool reports one at a time).
 
+#include "autodriver/kernel/source_grep.hpp"
 #include "autodriver/propose/apply.hpp"
 #include "autodriver/propose/c_tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
@@ -36,15 +37,16 @@ struct Magic {
 std::vector<Magic> magic_entry_points(const std::filesystem::path& src) {
   std::vector<Magic> out;
   if (src.empty()) return out;
-  util::RunRequest req;
-  req.argv = {"grep", "-rlE", "--include=*.h", "alias\\(#", "include/linux"};
-  req.cwd = src;
-  req.timeout = std::chrono::seconds(60);
-  auto r = util::run(req);
-  if (!r) return out;
+  kernel::SourceGrep q;
+  q.options = {"-lE"};
+  q.includes = {"*.h"};
+  q.pattern = "alias\\(#";
+  q.dirs = {"include/linux"};
+  q.all_of = {"alias"};
+  q.timeout = std::chrono::seconds(60);
   static const std::regex k_define(R"(#\s*define\s+([A-Za-z_]\w*)\(([A-Za-z_]\w*)\)((?:[^\n]*\\\n)*[^\n]*))");
-  for (auto line : util::split_lines(r->out)) {
-    auto text = util::read_file(src / std::string(line));
+  for (const auto& line : kernel::grep_source(src, q)) {
+    auto text = util::read_file(src / line);
     if (!text) continue;
     for (auto it = std::sregex_iterator(text->begin(), text->end(), k_define); it != std::sregex_iterator(); ++it) {
       const std::string macro = (*it)[1].str(), arg = (*it)[2].str(), body = (*it)[3].str();

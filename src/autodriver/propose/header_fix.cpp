@@ -4,6 +4,7 @@
 // what the kernel's files that included a vanished header include instead.
 
 #include "autodriver/gate/c_scan.hpp"
+#include "autodriver/kernel/source_grep.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/site_index.hpp"
 #include "autodriver/propose/target_decls.hpp"
@@ -31,12 +32,14 @@ namespace {
 /// Headers under include/ and arch/x86/include of `src` that declare or define `sym`.
 std::vector<std::string> declaring_headers(const fs::path& src, const std::string& sym, bool is_type) {
   std::vector<std::string> out;
-  util::RunRequest req;
-  req.argv = {"grep", "-rlwE", "--include=*.h", "-e", sym, "--", "include", "arch/x86/include"};
-  req.cwd = src;
-  req.timeout = 60s;
-  auto r = util::run(req);
-  if (!r) return out;
+  kernel::SourceGrep q;
+  q.options = {"-lwE"};
+  q.includes = {"*.h"};
+  q.pattern = sym;
+  q.dirs = {"include", "arch/x86/include"};
+  q.all_of = {sym};
+  q.timeout = 60s;
+  const auto files = kernel::grep_source(src, q);
   // An enum constant (`BPF_MAP_CREATE,` on a line of its own in a uapi enum) declares it too;
   // only for UPPER_CASE names, the kernel's spelling of constants (a lowercase `ts` alone on a
   // line is a continued declaration, not an enumerator).
@@ -48,8 +51,7 @@ std::vector<std::string> declaring_headers(const fs::path& src, const std::strin
                             : std::regex("^[ \\t]*(?!return\\b)(?:[A-Za-z_]\\w*[ \\t\\*]+)+" + sym +
                                              "\\s*\\(|#\\s*define\\s+" + sym + "\\b" + enumerator,
                                          std::regex::ECMAScript | std::regex::multiline);
-  for (auto line : util::split_lines(r->out)) {
-    std::string rel(line);
+  for (const auto& rel : files) {
     auto text = util::read_file(src / rel);
     if (!text || !std::regex_search(*text, decl)) continue;
     // include/linux/x.h -> linux/x.h ; arch/x86/include/asm/x.h -> asm/x.h

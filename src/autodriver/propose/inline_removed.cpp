@@ -9,6 +9,7 @@
 // argument with side effects is not duplicated); the build gate decides whether what the body
 // uses still exists in the target.
 
+#include "autodriver/kernel/source_grep.hpp"
 #include "autodriver/propose/c_tokens.hpp"
 #include "autodriver/propose/legacy_api.hpp"
 #include "autodriver/propose/proposer.hpp"
@@ -181,20 +182,16 @@ std::optional<std::pair<std::string, std::string>> registry_constant(const std::
 template <typename Find>
 auto in_old_headers(const fs::path& old_src, const std::string& name, Find find) -> decltype(find(std::string(), std::string())) {
   if (!old_src.empty()) {
-    util::RunRequest req;
-    req.argv = {"grep", "-rnwE", "--include=*.h", name, "include", "arch/x86/include"};
-    req.cwd = old_src;
-    req.timeout = 60s;
-    if (auto r = util::run(req)) {
-      std::set<std::string> files;
-      for (auto l : util::split_lines(r->out)) {
-        auto c = l.find(':');
-        if (c != std::string_view::npos) files.emplace(l.substr(0, c));
-      }
-      for (const auto& rel : files)
-        if (auto text = util::read_file(old_src / rel))
-          if (auto b = find(*text, rel)) return b;
-    }
+    kernel::SourceGrep q;
+    q.options = {"-lwE"};
+    q.includes = {"*.h"};
+    q.pattern = name;
+    q.dirs = {"include", "arch/x86/include"};
+    q.all_of = {name};
+    q.timeout = 60s;
+    for (const auto& rel : kernel::grep_source(old_src, q))
+      if (auto text = util::read_file(old_src / rel))
+        if (auto b = find(*text, rel)) return b;
   }
   for (const auto& h : legacy_headers())
     if (has_word(h.text, name))

@@ -1,9 +1,12 @@
 #include "autodriver/propose/site_index.hpp"
 
+#include "autodriver/kernel/source_grep.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/strings.hpp"
 #include "autodriver/util/subprocess.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <set>
 
 namespace autodriver::propose {
@@ -82,22 +85,19 @@ std::vector<std::string> SiteIndex::files_using(const fs::path& tree, const std:
   if (tree.empty() || word.empty()) return out;
   const std::string key = tree.string() + '\n' + word + '\n' + std::to_string(limit) + (files == Files::c ? "" : "\nh");
   if (auto it = m_grep_cache.find(key); it != m_grep_cache.end()) return it->second;
-  util::RunRequest req;
-  req.argv = {"grep", "-rlw", "--include=*.c"};
-  if (files == Files::c_and_h) req.argv.push_back("--include=*.h");
-  for (const char* a : {"-e", word.c_str(), "--"}) req.argv.push_back(a);
-  for (const char* d : {"drivers", "sound", "net", "fs", "kernel", "mm", "block", "crypto", "lib", "virt", "security",
-                        "arch/x86"})
-    if (fs::exists(tree / d)) req.argv.push_back(d);
-  if (files == Files::c_and_h && fs::exists(tree / "include")) req.argv.push_back("include");
-  req.cwd = tree;
-  req.timeout = 120s;
-  req.output_cap = 1 << 20;
-  auto r = util::run(req);
-  if (!r) return out;
-  auto lines = util::split_lines(r->out);
-  std::vector<std::string> all(lines.begin(), lines.end());
-  std::sort(all.begin(), all.end());
+  kernel::SourceGrep q;
+  q.options = {"-lw"};
+  q.includes = {"*.c"};
+  if (files == Files::c_and_h) q.includes.push_back("*.h");
+  q.pattern = word;
+  q.dirs = {"drivers", "sound", "net", "fs", "kernel", "mm", "block", "crypto", "lib", "virt", "security", "arch/x86"};
+  if (files == Files::c_and_h) q.dirs.push_back("include");
+  // A word or a phrase ("struct fd"): each of its words is on the matching line. A regex
+  // ("INTEL_FAM6_[A-Za-z0-9_]*") gets no prefilter: grep reads the tree.
+  if (std::all_of(word.begin(), word.end(), [](char c) { return c == ' ' || std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }))
+    q.all_of = util::split_words(word);
+  q.output_cap = 1 << 20;
+  std::vector<std::string> all = kernel::grep_source(tree, q);
   for (const auto& rel : all) {
     if (out.size() >= limit) break;
     if (left_out(rel, tree)) continue;

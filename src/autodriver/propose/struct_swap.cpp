@@ -1,5 +1,6 @@
-#include "autodriver/propose/struct_swap.hpp"
+#include "autodriver/kernel/source_grep.hpp"
 #include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/propose/struct_swap.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/strings.hpp"
 #include "autodriver/util/subprocess.hpp"
@@ -128,19 +129,17 @@ std::map<std::string, MemberBridge> target_member_bridges(
     const std::function<std::string(const std::string&)>& scalar_type_of) {
   std::map<std::string, MemberBridge> out;
   if (new_src.empty()) return out;
-  util::RunRequest req;
-  req.argv = {"grep", "-rlw", "--include=*.c", "--include=*.h", "-e", to_tag, "--"};
-  for (const char* d : {"net", "drivers/net", "fs", "kernel", "include"})
-    if (fs::exists(new_src / d)) req.argv.push_back(d);
-  req.cwd = new_src;
-  req.timeout = 120s;
-  req.output_cap = 1 << 20;
-  auto r = util::run(req);
-  if (!r) return out;
+  kernel::SourceGrep q;
+  q.options = {"-lw"};
+  q.includes = {"*.c", "*.h"};
+  q.pattern = to_tag;
+  q.dirs = {"net", "drivers/net", "fs", "kernel", "include"};
+  q.all_of = {to_tag};
+  q.output_cap = 1 << 20;
   int read = 0;
-  for (auto rel : util::split_lines(r->out)) {
-    if (rel.empty() || ++read > 400) break;
-    auto text = util::read_file(new_src / std::string(rel));
+  for (const auto& rel : kernel::grep_source(new_src, q)) {
+    if (++read > 400) break;
+    auto text = util::read_file(new_src / rel);
     if (!text || !has_word(*text, from_tag)) continue;
     for (auto& [m, b] : learn_member_bridges(*text, from_tag, to_tag)) {
       auto& o = out[m];

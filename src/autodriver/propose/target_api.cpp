@@ -4,6 +4,7 @@
 // pass most often; vanished names are replaced by similar names the target declares (ranked by
 // similarity and use); vanished members by similar members of the target's struct.
 
+#include "autodriver/kernel/source_grep.hpp"
 #include "autodriver/propose/adapter_macro.hpp"
 #include "autodriver/propose/apply.hpp"
 #include "autodriver/propose/c_tokens.hpp"
@@ -912,16 +913,14 @@ private:
     for (const auto& [rel, text] : sources_mentioning(ctx.tree, sym))
       if (std::regex_search(text, std::regex("\\b" + sym + "\\s*\\[")) ) indexed = true;
     if (!indexed) return;
-    util::RunRequest req;
-    req.argv = {"grep", "-rlE", "--include=*.c", "-e", "return[[:space:]]+" + sym + "[[:space:]]*\\[", "--"};
-    for (const char* dir : {"drivers", "lib", "kernel", "net", "fs", "sound", "mm", "block"})
-      if (fs::exists(ctx.new_src / dir)) req.argv.push_back(dir);
-    req.cwd = ctx.new_src;
-    req.timeout = std::chrono::seconds(120);
-    auto r = util::run(req);
-    if (!r) return;
-    for (auto line : util::split_lines(r->out)) {
-      auto text = util::read_file(ctx.new_src / std::string(line));
+    kernel::SourceGrep q;
+    q.options = {"-lE"};
+    q.includes = {"*.c"};
+    q.pattern = "return[[:space:]]+" + sym + "[[:space:]]*\\[";
+    q.dirs = {"drivers", "lib", "kernel", "net", "fs", "sound", "mm", "block"};
+    q.all_of = {sym};
+    for (const auto& line : kernel::grep_source(ctx.new_src, q)) {
+      auto text = util::read_file(ctx.new_src / line);
       if (!text) continue;
       auto toks = tokenize(*text);
       for (const auto& u : find_units(toks)) {
@@ -1181,16 +1180,17 @@ private:
     // devlink_info_serial_number_put calls as they were: the kernel dropped the former).
     std::vector<std::string> old_callers;
     if (!ctx.old_src.empty() && d.kind == DiagKind::implicit_function_declaration) {
-      util::RunRequest req;
-      req.argv = {"grep", "-rlw", "--include=*.c", "-e", name, "--", "drivers", "sound", "net", "fs"};
-      req.cwd = ctx.old_src;
-      req.timeout = std::chrono::seconds(60);
-      if (auto r = util::run(req))
-        for (auto l : util::split_lines(r->out))
-          if (!l.empty() && old_callers.size() < 30 && fs::exists(ctx.new_src / std::string(l)) &&
-              !std::any_of(ctx.leave_out.begin(), ctx.leave_out.end(),
-                           [&](const std::string& lo) { return std::string(l).starts_with(lo); }))
-            old_callers.emplace_back(l);
+      kernel::SourceGrep q;
+      q.options = {"-lw"};
+      q.includes = {"*.c"};
+      q.pattern = name;
+      q.dirs = {"drivers", "sound", "net", "fs"};
+      q.all_of = {name};
+      q.timeout = std::chrono::seconds(60);
+      for (const auto& l : kernel::grep_source(ctx.old_src, q))
+        if (old_callers.size() < 30 && fs::exists(ctx.new_src / l) &&
+            !std::any_of(ctx.leave_out.begin(), ctx.leave_out.end(), [&](const std::string& lo) { return l.starts_with(lo); }))
+          old_callers.push_back(l);
     }
     // Identifier counts of those files, old and new, read once for all candidates.
     std::map<std::string, int> old_uses, new_uses;

@@ -1,5 +1,6 @@
 #include "autodriver/propose/target_decls.hpp"
 
+#include "autodriver/kernel/source_grep.hpp"
 #include "autodriver/kernel/target.hpp"
 #include "autodriver/propose/c_tokens.hpp"
 #include "autodriver/util/files.hpp"
@@ -20,35 +21,22 @@ namespace autodriver::propose {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-/// Output lines of `grep ARGS` run in the kernel tree `src` (empty when grep fails or times out).
-/// A kernel source tree in the cache never changes, and the loop asks the same questions every
-/// iteration (and bench's cases ask each other's): finished answers are kept for the process.
-static std::vector<std::string> grep_kernel(const fs::path& src, std::vector<std::string> args,
-                                            std::chrono::seconds timeout) {
-  static std::mutex mutex;
-  static std::map<std::string, std::vector<std::string>> answers;
-  std::string key = src.string();
-  for (const auto& a : args) key += '\0' + a;
-  {
-    std::lock_guard lock(mutex);
-    if (auto it = answers.find(key); it != answers.end()) return it->second;
-  }
-  util::RunRequest req;
-  req.argv = {"grep"};
-  req.argv.insert(req.argv.end(), args.begin(), args.end());
-  req.cwd = src;
-  req.timeout = timeout;
-  std::vector<std::string> out;
-  auto r = util::run(req);
-  if (!r) return out;
-  for (auto l : util::split_lines(r->out)) out.emplace_back(l);
-  // grep exits 0 (found) or 1 (nothing); 2, a timeout or a signal is no answer to keep.
-  if (!r->timed_out && (r->exit_code == 0 || r->exit_code == 1)) {
-    std::lock_guard lock(mutex);
-    if (answers.size() > 20000) answers.clear();
-    answers.emplace(std::move(key), out);
-  }
-  return out;
+/// Output lines of `grep -r OPTIONS --include=INCLUDE -e PATTERN -- DIRS` run in the kernel tree
+/// `src`, where every line the pattern matches holds `word` as a whole word (the tree's word
+/// index names the files to read); empty when grep fails or times out. Answers are kept for the
+/// process: a kernel source tree in the cache never changes, and the loop asks the same questions
+/// every iteration (and bench's cases ask each other's).
+static std::vector<std::string> grep_kernel(const fs::path& src, std::vector<std::string> options, const std::string& include,
+                                            const std::string& pattern, std::vector<std::string> dirs,
+                                            const std::string& word, std::chrono::seconds timeout) {
+  kernel::SourceGrep q;
+  q.options = std::move(options);
+  q.includes = {include};
+  q.pattern = pattern;
+  q.dirs = std::move(dirs);
+  q.all_of = {word};
+  q.timeout = timeout;
+  return kernel::grep_source(src, q);
 }
 
 std::vector<std::string> split_top_level(const std::string& s) {
@@ -169,7 +157,7 @@ std::optional<Prototype> TargetIndex::prototype(const std::string& name, const c
       if (auto p = prototype_at(f, n.line, name)) return p;
     }
   if (m_src.empty()) return std::nullopt;
-  auto lines = grep_kernel(m_src, {"-rnE", "--include=*.h", "(^|[ *])" + name + "\\(|define " + name + "\\(", "include", "arch/x86/include"}, 60s);
+  auto lines = grep_kernel(m_src, {"-nE"}, "*.h", "(^|[ *])" + name + "\\(|define " + name + "\\(", {"include", "arch/x86/include"}, name, 60s);
   for (const auto& l : lines) {
     auto c1 = l.find(':');
     auto c2 = l.find(':', c1 + 1);
@@ -230,7 +218,7 @@ const std::set<std::string>& TargetIndex::names() {
 
 std::string TargetIndex::macro_body(const std::string& name) {
   if (m_src.empty()) return {};
-  auto lines = grep_kernel(m_src, {"-rnE", "--include=*.h", "^#\\s*define\\s+" + name + "\\(", "include"}, 60s);
+  auto lines = grep_kernel(m_src, {"-nE"}, "*.h", "^#\\s*define\\s+" + name + "\\(", {"include"}, name, 60s);
   for (const auto& l : lines) {
     auto c1 = l.find(':');
     auto c2 = l.find(':', c1 + 1);
@@ -253,13 +241,13 @@ std::string TargetIndex::macro_body(const std::string& name) {
 
 fs::path TargetIndex::header_defining(const std::string& tag) {
   if (m_src.empty()) return {};
-  auto files = grep_kernel(m_src, {"-rlE", "--include=*.h", "^struct " + tag + " \\{", "include"}, 60s);
+  auto files = grep_kernel(m_src, {"-lE"}, "*.h", "^struct " + tag + " \\{", {"include"}, tag, 60s);
   return files.empty() ? fs::path() : m_src / files.front();
 }
 
 bool TargetIndex::in_headers(const std::string& name) {
   if (m_src.empty()) return false;
-  return !grep_kernel(m_src, {"-rlw", "-m1", "--include=*.h", "-e", name, "include", "arch/x86/include"}, 60s).empty();
+  return !grep_kernel(m_src, {"-lw", "-m1"}, "*.h", name, {"include", "arch/x86/include"}, name, 60s).empty();
 }
 
 std::vector<std::string> TargetIndex::struct_members(const std::string& tag) {
@@ -272,7 +260,7 @@ std::vector<Param> TargetIndex::struct_member_types(const std::string& tag) {
   if (auto it = m_members.find(tag); it != m_members.end()) return it->second;
   std::vector<Param>& out = m_members[tag];
   if (m_src.empty()) return out;
-  auto lines = grep_kernel(m_src, {"-rlE", "--include=*.h", "struct " + tag + " \\{", "include", "arch/x86/include"}, 60s);
+  auto lines = grep_kernel(m_src, {"-lE"}, "*.h", "struct " + tag + " \\{", {"include", "arch/x86/include"}, tag, 60s);
   for (const auto& l : lines) {
     auto text = util::read_file(m_src / l);
     if (!text) continue;
@@ -351,8 +339,8 @@ std::optional<std::vector<std::string>> TargetIndex::function_member_params(cons
 std::optional<std::vector<Param>> TargetIndex::function_typedef_params(const std::string& name) {
   static const std::regex k_name(R"(^[A-Za-z_]\w*$)");
   if (m_src.empty() || !std::regex_match(name, k_name)) return std::nullopt;
-  auto files = grep_kernel(m_src, {"-rlE", "--include=*.h", "typedef[^;]*\\(\\s*\\*\\s*" + name + "\\s*\\)",
-                                   "include", "arch/x86/include"}, 60s);
+  auto files = grep_kernel(m_src, {"-lE"}, "*.h", "typedef[^;]*\\(\\s*\\*\\s*" + name + "\\s*\\)",
+                           {"include", "arch/x86/include"}, name, 60s);
   for (const auto& f : files) {
     auto text = util::read_file(m_src / f);
     if (!text) continue;
@@ -420,7 +408,7 @@ std::vector<std::map<std::string, int>> TargetIndex::caller_args(const std::stri
   std::vector<std::map<std::string, int>> out(arity);
   if (calls) *calls = 0;
   if (m_src.empty()) return out;
-  auto lines = grep_kernel(m_src, {"-rlw", "--include=*.c", "-e", name, "--", "drivers", "sound", "net", "fs"}, 120s);
+  auto lines = grep_kernel(m_src, {"-lw"}, "*.c", name, {"drivers", "sound", "net", "fs"}, name, 120s);
   int files = 0;
   for (const auto& l : lines) {
     if (++files > 60) break;
@@ -473,8 +461,8 @@ TargetIndex::CallbackUsage TargetIndex::callback_usage(const std::string& member
   if (auto tt = tokenize(types.empty() ? "" : types[0]); tt.size() >= 2 && tt[tt.size() - 2].kind == TokKind::ident)
     for (std::size_t i = 0; i + 1 < tt.size(); ++i)
       if (tt[i].text == "struct") tag = tt[i + 1].text;
-  auto lines = grep_kernel(m_src, {"-rEo", "--include=*.c", "-m", "2", "\\." + member + "\\s*=\\s*&?[A-Za-z_][A-Za-z0-9_]*",
-              "--", "drivers", "net", "sound", "fs"}, 120s);
+  auto lines = grep_kernel(m_src, {"-Eo", "-m", "2"}, "*.c", "\\." + member + "\\s*=\\s*&?[A-Za-z_][A-Za-z0-9_]*",
+                           {"drivers", "net", "sound", "fs"}, member, 120s);
   std::vector<std::map<std::string, int>> votes(arity);
   // A generic member name (.fn, .callback) is assigned in many unrelated structs: the bound is on
   // the files that hold an implementation of this type, with a looser one on the files read.
@@ -566,7 +554,7 @@ TargetIndex::CallbackUsage TargetIndex::callback_usage(const std::string& member
 
 int TargetIndex::usage_count(const std::string& name) {
   if (m_src.empty()) return 0;
-  auto lines = grep_kernel(m_src, {"-rlw", "--include=*.c", "-m", "1", "-e", name, "--", "drivers", "sound"}, 60s);
+  auto lines = grep_kernel(m_src, {"-lw", "-m", "1"}, "*.c", name, {"drivers", "sound"}, name, 60s);
   return static_cast<int>(lines.size());
 }
 
