@@ -5,6 +5,8 @@
 #     build compiles all six files, the trial that fixes it one;
 #  2. the same call in a header two of the six files include: the trial compiles those two;
 #     with another file still broken, a trial that touches one C file compiles that object alone;
+#     a header eight files include, with another file still broken: the trial is judged by a
+#     sample of its users, and one full build afterwards refreshes the others;
 #  3. two ports of one tree at once (each trial in its own copy, built at the same path inside
 #     its own sandbox) both succeed;
 #  4. --build-timeout is honoured and said (status `timeout`), and a timeout <= 0 is bad input.
@@ -80,6 +82,29 @@ py "$WORK/o2b.json" "d['final_errors'] >= 1 and all(r.startswith('c.c:') for r i
 py "$WORK/o2b.json" "[(s['compiled'], s['objects_only']) for s in d['steps'] if s['step'] == 'try' and s['errors_after'] < s['errors_before']] == [(1, True)]" \
   "the trial fixing main.c was not judged by main.o alone"
 grep -q 'timer_delete_sync(&tick)' "$WORK/o2b/tree/main.c" || fail "main.c not fixed beside c.c's error"
+
+# 2c. a header eight files include, and an error of c.c's own no proposer fixes: the trial that
+#     fixes the header is judged by compiling c.c (its own error) and two files that reported the
+#     header's error, not all eight users; the next full build (a refresh) compiles the others
+d="$WORK/wide"
+mkdriver "$d" header
+sed -i 's/return x + 1;/return x +;/' "$d/c.c"
+for f in c d e f g h; do
+  printf '#include "helpers.h"\nint part_%s(struct timer_list *t);\nint part_%s(struct timer_list *t) { helpers_stop(t); return 0 +; }\n' $f $f > "$d/$f.c"
+done
+sed -i 's/return 0 +;/return 0;/' "$d/d.c" "$d/e.c" "$d/f.c" "$d/g.c" "$d/h.c"
+echo 'obj-m += six.o
+six-y := main.o a.o b.o c.o d.o e.o f.o g.o h.o
+ccflags-y += -I$(src)' > "$d/Makefile"
+rc=0
+"$AD" port "$d" --to 7.3 --no-store-kb -o "$WORK/o2c" --json > "$WORK/o2c.json" || rc=$?
+[ "$rc" = 1 ] || fail "port of the wide header case exited $rc, not 1"
+py "$WORK/o2c.json" "[(s['compiled'], s['objects_only']) for s in d['steps'] if s['step'] == 'try' and s['errors_after'] < s['errors_before']] == [(3, True)]" \
+  "the trial fixing helpers.h was not judged by three of its eight users"
+py "$WORK/o2c.json" "any(s['step'] == 'build-target' and s.get('refresh') and s['compiled'] == 6 for s in d['steps'])" \
+  "no refresh build compiled the five users outside the sample and c.c (whose compilation fails each time)"
+py "$WORK/o2c.json" "d['final_errors'] >= 1 and all(r.startswith('c.c:') for r in d['remaining'])" "c.c's error remains, the header is fixed"
+grep -q 'timer_delete_sync(t)' "$WORK/o2c/tree/helpers.h" || fail "helpers.h not fixed"
 
 # 3. two ports of one tree at once
 "$AD" port "$WORK/one" --from 6.12 --to 7.3 --no-store-kb -o "$WORK/p1" --json > "$WORK/p1.json" & p1=$!

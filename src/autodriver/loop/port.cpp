@@ -10,6 +10,7 @@
 #include "autodriver/kernel/source_grep.hpp"
 #include "autodriver/kernel/target.hpp"
 #include "autodriver/loop/api_changes.hpp"
+#include "autodriver/loop/trial_objects.hpp"
 #include "autodriver/loop/compat.hpp"
 #include "autodriver/loop/patch_series.hpp"
 #include "autodriver/propose/apply.hpp"
@@ -52,6 +53,9 @@ struct BuildState {
   /// Judged by compiling the changed files alone (kbuild single objects), the other files'
   /// diagnostics carried over from the build it started from; never `ok` (a full build says that).
   bool objects_only = false;
+  /// Objects-only, and a changed header was judged by a sample of the files including it: the
+  /// other files' diagnostics may be stale until a full build.
+  bool sampled = false;
   bool exited_ok = false;                 ///< make exited 0
   std::vector<core::Diagnostic> errors;   ///< error/fatal diagnostics
   std::vector<core::Diagnostic> all;
@@ -122,51 +126,6 @@ util::Expected<BuildState> build(const core::Kernel& k, const fs::path& tree, co
     s.signatures.insert(s.timed_out ? fmt::format("build did not finish within {} s", limit.timeout.count())
                                     : "build failed: " + r->run.status_text());
   return s;
-}
-
-/// The objects ("sub/a.o") a trial that changed `changed` can be judged by instead of the whole
-/// module, or nothing: kbuild M= only, the current build fails with compiler errors in C files
-/// only (no header, link or modpost error whose cause could lie in another file), some of them in
-/// files the trial did not change (their compilation is what a full build would repeat), and every
-/// changed file is a C file kbuild compiles on its own (its record in the built tree, or an error
-/// of its own now) that no other file includes.
-std::vector<std::string> single_objects(const std::set<std::string>& changed, const BuildState& cur,
-                                        const fs::path& work, const PortRequest& req) {
-  if (!req.build_cmd.empty() || cur.ok || cur.timed_out || cur.errors.empty() || changed.empty()) return {};
-  std::set<std::string> error_files;
-  for (const auto& d : cur.errors) {
-    if (d.tool != "gcc" || d.file.empty() || !d.file.ends_with(".c") || fs::path(d.file).is_absolute()) return {};
-    error_files.insert(d.file);
-  }
-  // Without errors in other files a full build compiles only the changed files anyway (the rest
-  // is built) and links: judging by the objects first would only add a make run.
-  if (std::all_of(error_files.begin(), error_files.end(), [&](const auto& f) { return changed.count(f) > 0; })) return {};
-  std::vector<std::string> objects;
-  std::set<std::string> names;
-  for (const auto& f : changed) {
-    fs::path p(f);
-    if (p.extension() != ".c" || p.is_absolute()) return {};
-    fs::path record = work / p.parent_path() / ("." + p.stem().string() + ".o.cmd");
-    std::error_code ec;
-    if (!error_files.count(f) && !fs::exists(record, ec)) return {};
-    objects.push_back((p.parent_path() / (p.stem().string() + ".o")).string());
-    names.insert(p.filename().string());
-  }
-  // A C file another file includes is compiled there too: the whole module decides.
-  for (const auto& rel : util::list_files(work)) {
-    auto ext = rel.extension();
-    if (ext != ".c" && ext != ".h") continue;
-    auto text = util::read_file(work / rel);
-    if (!text || std::none_of(names.begin(), names.end(), [&](const auto& n) { return text->find(n) != std::string::npos; }))
-      continue;
-    for (auto line : util::split_lines(*text)) {
-      auto l = util::trim(line);
-      if (!l.starts_with("#") || l.find("include") == std::string_view::npos) continue;
-      for (const auto& n : names)
-        if (l.find(n + "\"") != std::string_view::npos || l.find(n + ">") != std::string_view::npos) return {};
-    }
-  }
-  return objects;
 }
 
 /// Score of a trial against the current state: its errors, plus one for every new error that sits
@@ -276,8 +235,10 @@ util::Expected<Trial> try_edits(const std::vector<const propose::Edit*>& edits, 
   // Judged by compiling the changed files alone where that says all (the rest did not change);
   // when their errors are gone, by the whole module (link and modpost).
   util::Expected<BuildState> s = unexpected(ErrorKind::internal, "no build");
-  if (auto objects = single_objects(changed, cur, work, req); !objects.empty()) {
-    auto o = build(to, t, req, limit, objects);
+  TrialObjects picked;
+  if (req.build_cmd.empty() && !cur.ok && !cur.timed_out) picked = trial_objects(changed, cur.errors, work);
+  if (!picked.objects.empty()) {
+    auto o = build(to, t, req, limit, picked.objects);
     if (!o) return unexpected(o.error());
     if (o->timed_out) {
       s = std::move(o);
@@ -287,11 +248,14 @@ util::Expected<Trial> try_edits(const std::vector<const propose::Edit*>& edits, 
     } else {
       BuildState merged = std::move(*o);
       merged.objects_only = true;
+      merged.sampled = picked.sampled || cur.sampled;
       merged.ok = false;
       merged.signatures.clear();
       for (const auto& d : merged.errors) merged.signatures.insert(error_signature(d));
+      // The other files' diagnostics as the current build has them; the changed files' (and a
+      // changed header's, whoever reported them) come from the objects just compiled.
       for (const auto& d : cur.all) {
-        if (changed.count(d.file)) continue;
+        if (changed.count(tree_relative(d.file, gate::k_sandbox_tree))) continue;
         merged.all.push_back(d);
         count_diagnostic(merged, d);
       }
@@ -620,6 +584,19 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
     step("build-target", {{"iteration", iter}, {"ok", cur->ok}, {"errors", diag_list(cur->errors)}});
     if (cur->ok && rep.modules.empty()) rep.modules = cur->modules;
   };
+  // A header judged by a sample of its users leaves the other files' diagnostics as they were:
+  // one full build (incremental: the users of what changed) before they are read again.
+  auto refresh = [&](int iter) -> util::Expected<void> {
+    if (!cur->sampled) return {};
+    note("rebuilding the module: a changed header was judged by some of the files that include it");
+    auto full = build(*to, work, req, limit());
+    if (!full) return unexpected(full.error());
+    auto j = build_json(*full);
+    j.update({{"iteration", iter}, {"ok", full->ok}, {"refresh", true}, {"errors", diag_list(full->errors)}});
+    step("build-target", j);
+    *cur = std::move(*full);
+    return {};
+  };
   rep.status = "no-progress";
   for (int iter = 1; iter <= req.max_iters && !cur->ok; ++iter) {
     if (util::interrupted()) return unexpected(ErrorKind::interrupted, "interrupted");
@@ -627,6 +604,8 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
       rep.status = "budget";
       break;
     }
+    if (auto r = refresh(iter); !r) return unexpected(r.error());
+    if (cur->ok) break;
     std::vector<propose::Edit> edits;
     for (auto& p : proposers) {
       auto t0 = Clock::now();
@@ -830,6 +809,8 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
     if (!progressed) break;
     end_iteration(iter);
   }
+  if (auto r = refresh(0); !r) return unexpected(r.error());
+  if (cur->timed_out) cut_short(*cur, *to);
   rep.final_errors = cur->error_count();
   for (const auto& d : cur->errors) rep.remaining.push_back(d.file + ":" + std::to_string(d.line) + ": " + d.message);
   rep.final_build = {{"ok", cur->ok}, {"kernel", to->release}, {"errors", diag_list(cur->errors)}};

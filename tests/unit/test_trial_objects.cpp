@@ -1,0 +1,94 @@
+// loop::trial_objects: which kbuild single objects judge a trial (issue 16).
+
+#include "autodriver/loop/trial_objects.hpp"
+#include "autodriver/util/files.hpp"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+
+using namespace autodriver;
+namespace fs = std::filesystem;
+
+namespace {
+
+core::Diagnostic error_in(const std::string& file, const std::string& raw = {}) {
+  core::Diagnostic d;
+  d.file = file;
+  d.line = 3;
+  d.message = "implicit declaration of function 'from_timer'";
+  d.raw = raw;
+  return d;
+}
+
+std::string included_from(const std::string& unit) {
+  return "In file included from ././include/drv_types.h:27,\n                 from " + unit +
+         ":2:\n././include/osdep.h:3:9: error: implicit declaration of function 'from_timer'\n";
+}
+
+struct TrialObjectsTest : ::testing::Test {
+  std::optional<util::TempDir> tmp;
+  fs::path work;
+  void SetUp() override {
+    auto t = util::TempDir::create(util::scratch_root(), "test-trial-objects-");
+    ASSERT_TRUE(t);
+    tmp.emplace(std::move(*t));
+    work = tmp->path() / "tree";
+    put("include/osdep.h", "static inline void f(void) { from_timer(); }\n");
+    put("include/drv_types.h", "#include <osdep.h>\n");
+    for (const char* u : {"core/a.c", "core/b.c", "core/c.c", "hal/d.c", "hal/e.c", "hal/f.c", "os/g.c"})
+      put(u, "#include <linux/kernel.h>\n#include \"../include/drv_types.h\"\nint x;\n");
+    put("core/alone.c", "int y;\n");
+    put("six.mod.c", "#include <osdep.h>\n");
+  }
+  void put(const std::string& rel, const std::string& text) {
+    fs::create_directories((work / rel).parent_path());
+    ASSERT_TRUE(util::write_file(work / rel, text));
+  }
+};
+
+} // namespace
+
+TEST_F(TrialObjectsTest, AHeaderIsJudgedByTheFilesWithOwnErrorsAndTwoThatReportIt) {
+  std::vector<core::Diagnostic> errors;
+  for (const char* u : {"core/a.c", "core/b.c", "core/c.c", "hal/d.c", "hal/e.c", "hal/f.c", "os/g.c"})
+    errors.push_back(error_in("././include/osdep.h", included_from(u)));
+  errors.push_back(error_in("hal/e.c"));
+  auto t = loop::trial_objects({"include/osdep.h"}, errors, work);
+  EXPECT_TRUE(t.sampled);
+  EXPECT_EQ(t.objects, (std::vector<std::string>{"core/a.o", "core/b.o", "hal/e.o"}));
+  // A C file with an error of its own among the changed: its object, no sample.
+  t = loop::trial_objects({"hal/e.c"}, errors, work);
+  EXPECT_FALSE(t.sampled);
+  EXPECT_EQ(t.objects, (std::vector<std::string>{"hal/e.o"}));
+}
+
+TEST_F(TrialObjectsTest, TheWholeModuleDecidesWhenTheSampleWouldNotSaveMuch) {
+  // Two users only: a sample of two is all of them.
+  put("include/small.h", "int z;\n");
+  put("core/a.c", "#include \"../include/small.h\"\n");
+  put("core/b.c", "#include \"../include/small.h\"\n");
+  std::vector<core::Diagnostic> errors{error_in("include/small.h", included_from("core/a.c")),
+                                       error_in("include/small.h", included_from("core/b.c"))};
+  EXPECT_TRUE(loop::trial_objects({"include/small.h"}, errors, work).objects.empty());
+  // A link or modpost error: the cause may lie anywhere.
+  auto link = error_in("hal/e.c");
+  link.tool = "modpost";
+  EXPECT_TRUE(loop::trial_objects({"hal/e.c"}, {link, error_in("hal/d.c")}, work).objects.empty());
+  // A C file another file includes is compiled there too.
+  put("hal/d.c", "#include \"e.c\"\n");
+  EXPECT_TRUE(loop::trial_objects({"hal/e.c"}, {error_in("hal/e.c"), error_in("os/g.c")}, work).objects.empty());
+  // Every file with errors changed, no header: a full build compiles just those anyway.
+  EXPECT_TRUE(loop::trial_objects({"os/g.c"}, {error_in("os/g.c")}, work).objects.empty());
+}
+
+TEST(TrialObjects, ReportingUnitIsTheOutermostFileOfTheIncludeChain) {
+  core::Diagnostic d = error_in("././include/osdep.h",
+                                "In file included from ././include/osdep_service.h:57,\n"
+                                "                 from /autodriver/tree/hal/phydm/../phydm_types.h:257,\n"
+                                "                 from /autodriver/tree/hal/phydm/x.c:28:\n"
+                                "././include/osdep.h:3:9: error: boom\n");
+  EXPECT_EQ(loop::reporting_unit(d, "/autodriver/tree"), "hal/phydm/x.c");
+  EXPECT_EQ(loop::reporting_unit(error_in("./core/a.c"), "/autodriver/tree"), "core/a.c");
+  EXPECT_EQ(loop::tree_relative("././include/osdep.h", ""), "include/osdep.h");
+}
