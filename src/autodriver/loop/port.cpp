@@ -111,6 +111,8 @@ util::Expected<BuildState> build(const core::Kernel& k, const fs::path& tree, co
   auto t0 = Clock::now();
   auto r = gate::build_tree(k, tree, spec);
   if (!r) return unexpected(r.error());
+  // A build killed by Ctrl-C or SIGTERM says nothing about the driver or the edit.
+  if (r->run.interrupted || util::interrupted()) return unexpected(ErrorKind::interrupted, "interrupted during a build");
   BuildState s;
   s.ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
   s.compiled = r->compiled;
@@ -169,10 +171,24 @@ int trial_score(const BuildState& cur, const BuildState& trial) {
   return trial.score() + penalty;
 }
 
+/// "file:line: message" of each error once (a header's error is reported by every file including it).
+std::vector<std::string> distinct_errors(const std::vector<core::Diagnostic>& ds) {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (const auto& d : ds) {
+    std::string s = d.file + ":" + std::to_string(d.line) + ": " + d.message;
+    if (seen.insert(s).second) out.push_back(std::move(s));
+  }
+  return out;
+}
+
+/// Each diagnostic once (by place and message).
 nlohmann::json diag_list(const std::vector<core::Diagnostic>& ds) {
   nlohmann::json a = nlohmann::json::array();
+  std::set<std::string> seen;
   for (const auto& d : ds)
-    a.push_back({{"file", d.file}, {"line", d.line}, {"kind", core::to_string(d.kind)}, {"message", d.message}});
+    if (seen.insert(d.file + ":" + std::to_string(d.line) + ": " + d.message).second)
+      a.push_back({{"file", d.file}, {"line", d.line}, {"kind", core::to_string(d.kind)}, {"message", d.message}});
   return a;
 }
 
@@ -391,7 +407,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
   if (!to->has_headers())
     return unexpected(ErrorKind::not_found, fmt::format("kernel {}: no build directory: run `autodriver kernel fetch {}`", req.to, req.to));
   // Edits never touch the branches of `#if LINUX_VERSION_CODE` blocks the target rules out.
-  const propose::ApplyOptions apply_options{propose::linux_version_code(to->build_dir)};
+  propose::ApplyOptions apply_options{propose::linux_version_code(to->build_dir), std::nullopt};
   std::optional<core::Kernel> from;
   if (!req.from.empty()) {
     auto f = kernel::resolve_kernel(req.from);
@@ -606,6 +622,8 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
     }
     if (auto r = refresh(iter); !r) return unexpected(r.error());
     if (cur->ok) break;
+    // Rules read the C files the build compiles (and headers): not another platform's files.
+    if (req.build_cmd.empty()) apply_options.compiled = compiled_units(work, cur->all);
     std::vector<propose::Edit> edits;
     for (auto& p : proposers) {
       auto t0 = Clock::now();
@@ -812,7 +830,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
   if (auto r = refresh(0); !r) return unexpected(r.error());
   if (cur->timed_out) cut_short(*cur, *to);
   rep.final_errors = cur->error_count();
-  for (const auto& d : cur->errors) rep.remaining.push_back(d.file + ":" + std::to_string(d.line) + ": " + d.message);
+  rep.remaining = distinct_errors(cur->errors);
   rep.final_build = {{"ok", cur->ok}, {"kernel", to->release}, {"errors", diag_list(cur->errors)}};
   // No build on the target: does the unchanged driver build on its own kernel? If not, the port
   // had nothing sound to start from, and the verdict says so (its errors there are the remaining).
@@ -831,8 +849,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
       cut_short(*f, *from);
     } else if (!f->ok) {
       rep.status = "from-fails";
-      rep.remaining.clear();
-      for (const auto& d : f->errors) rep.remaining.push_back(d.file + ":" + std::to_string(d.line) + ": " + d.message);
+      rep.remaining = distinct_errors(f->errors);
     }
   }
 

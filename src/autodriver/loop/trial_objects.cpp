@@ -80,6 +80,24 @@ std::set<std::string> users_of(const std::string& header, const std::map<std::st
 
 } // namespace
 
+std::set<std::string> compiled_units(const fs::path& work, const std::vector<core::Diagnostic>& diags) {
+  std::set<std::string> out;
+  for (const auto& rel : util::list_files(work)) {
+    std::string name = rel.filename().string();
+    if (!name.starts_with(".") || !name.ends_with(".o.cmd")) continue;
+    fs::path c = rel.parent_path() / (name.substr(1, name.size() - 1 - 6) + ".c");
+    std::error_code ec;
+    if (fs::exists(work / c, ec) && !c.string().ends_with(".mod.c")) out.insert(c.lexically_normal().string());
+  }
+  for (const auto& d : diags) {
+    if (d.tool != "gcc") continue;
+    // The unit compiled, and a C file it includes where the diagnostic points ("#include "x.c"").
+    for (auto u : {reporting_unit(d, gate::k_sandbox_tree), tree_relative(d.file, gate::k_sandbox_tree)})
+      if (is_c(u) && !u.starts_with("../") && !fs::path(u).is_absolute()) out.insert(u);
+  }
+  return out;
+}
+
 TrialObjects trial_objects(const std::set<std::string>& changed, const std::vector<core::Diagnostic>& errors,
                            const fs::path& work) {
   const std::string prefix = gate::k_sandbox_tree;

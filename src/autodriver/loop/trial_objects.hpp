@@ -32,6 +32,11 @@ struct TrialObjects {
 TrialObjects trial_objects(const std::set<std::string>& changed, const std::vector<core::Diagnostic>& errors,
                            const std::filesystem::path& work);
 
+/// The C files the build of `work` compiled: those with kbuild's record of their object
+/// (`.x.o.cmd`), those whose compilation reported one of `diags` (it failed, so kbuild kept no
+/// record), and C files a diagnostic points into (one C file including another). Relative paths.
+std::set<std::string> compiled_units(const std::filesystem::path& work, const std::vector<core::Diagnostic>& diags);
+
 /// The C file whose compilation reported `d`: the outermost file of its "In file included from"
 /// chain, else its own file; relative to the tree (`prefix`, the sandbox's tree path, removed) and
 /// normalized ("././include/x.h" -> "include/x.h").

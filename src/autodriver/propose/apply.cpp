@@ -327,6 +327,8 @@ long linux_version_code(const fs::path& build_dir) {
 util::Expected<ApplyResult> apply_edit(const Edit& edit, const fs::path& tree, const fs::path& scratch,
                                        const ApplyOptions& options) {
   auto files = c_files(tree);
+  if (options.compiled)
+    std::erase_if(files, [&](const std::string& f) { return f.ends_with(".c") && !options.compiled->count(f); });
   // Files the edit writes beyond the C sources count as changed when written.
   std::vector<std::string> created;
   for (const auto& te : edit.text_edits) {
@@ -462,6 +464,9 @@ static util::Expected<ApplyResult> apply_edit_parts(const Edit& edit, const fs::
     if (auto w = util::write_file(rule, edit.smpl); !w) return util::unexpected(w.error());
     util::RunRequest req;
     req.argv = {"spatch", "--very-quiet", "--in-place", "--no-show-diff", "--timeout", "60", "--sp-file", rule.string()};
+    // Files are independent: spatch's own workers share them out over the CPUs.
+    if (int cpus = util::available_cpus(); cpus > 1 && targets.size() > 1)
+      for (const auto& a : {std::string("-j"), std::to_string(std::min<std::size_t>(cpus, targets.size()))}) req.argv.push_back(a);
     for (const auto& f : targets) req.argv.push_back(f);
     req.cwd = tree;
     req.timeout = 180s;

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +23,10 @@ struct ApplyOptions {
   /// The target's LINUX_VERSION_CODE; when set, lines in `#if LINUX_VERSION_CODE ...` branches that
   /// version rules out are hidden from the edit (an old-kernel branch keeps its old API).
   long version_code = 0;
+  /// When set, the C files the build compiles: an edit's rules (SmPL, call rewrites, renames) read
+  /// these and the headers, not C files the configuration leaves out (another platform's), whose
+  /// changes no build could check. Line edits apply where they point.
+  std::optional<std::set<std::string>> compiled;
 };
 
 /// Applies `edit` in place to `tree`, all or nothing. An edit that changes nothing is not an error
