@@ -827,6 +827,11 @@ TEST(Apply, SpatchReadsOnlyFilesNamingWhatARuleRemoves) {
   EXPECT_EQ(propose::files_for_smpl("@@\nexpression E;\n@@\n- E == NULL\n+ !E\n", tmp->path(), all), all);
   EXPECT_EQ(propose::files_for_smpl("@script:python@\n@@\nprint(1)\n@@\nexpression E;\n@@\n- foo(E)\n", tmp->path(), all), all);
   EXPECT_TRUE(propose::files_for_smpl("@@\nexpression E;\n@@\n- qux(E)\n", tmp->path(), all).empty());
+  // Every identifier of a removed line is in the code it matches: a.c has foo without bar, b.c
+  // bar without foo; either line of a disjunction may match.
+  EXPECT_TRUE(propose::files_for_smpl("@@\nexpression E;\n@@\n- foo(E, bar)\n", tmp->path(), all).empty());
+  EXPECT_EQ(propose::files_for_smpl("@@\nexpression E;\n@@\n(\n- foo(E)\n|\n- bar(E)\n)\n", tmp->path(), all),
+            (V{"a.c", "b.c"}));
 }
 
 namespace {
