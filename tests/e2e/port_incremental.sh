@@ -4,7 +4,8 @@
 #  1. a six-file driver whose one broken file calls del_timer_sync() (gone in 7.3): the first
 #     build compiles all six files, the trial that fixes it one;
 #  2. the same call in a header two of the six files include: the trial compiles those two;
-#     with another file still broken, a trial that touches one C file compiles that object alone;
+#     with another file still broken, a trial that touches one C file compiles that object alone
+#     (with --from, the old kernel's build runs last, only because the port ended without a build);
 #     a header eight files include, with another file still broken: the trial is judged by a
 #     sample of its users, and one full build afterwards refreshes the others;
 #  3. two ports of one tree at once (each trial in its own copy, built at the same path inside
@@ -82,6 +83,15 @@ py "$WORK/o2b.json" "d['final_errors'] >= 1 and all(r.startswith('c.c:') for r i
 py "$WORK/o2b.json" "[(s['compiled'], s['objects_only']) for s in d['steps'] if s['step'] == 'try' and s['errors_after'] < s['errors_before']] == [(1, True)]" \
   "the trial fixing main.c was not judged by main.o alone"
 grep -q 'timer_delete_sync(&tick)' "$WORK/o2b/tree/main.c" || fail "main.c not fixed beside c.c's error"
+# The same with --from 6.12: the port ends without a build, so the unchanged tree is built on
+# 6.12 last (never before: a port that builds needs no second full build) and fails there too.
+rc=0
+"$AD" port "$WORK/two" --from 6.12 --to 7.3 --no-store-kb -o "$WORK/o2f" --json > "$WORK/o2f.json" || rc=$?
+[ "$rc" = 1 ] || fail "port of a driver broken on its own kernel exited $rc, not 1"
+py "$WORK/o2f.json" "d['status'] == 'from-fails' and all(r.startswith('c.c:') for r in d['remaining'])" "from-fails, c.c's error on 6.12 remaining"
+py "$WORK/o2f.json" "[s['step'] for s in d['steps'] if s['step'].startswith('build')][-1] == 'build-from' and [s['step'] for s in d['steps']][0] == 'build-target'" \
+  "the old kernel's build ran last, the target's first"
+py "$WORK/o1.json" "'build-from' not in [s['step'] for s in d['steps']]" "a port that builds ran an old-kernel build"
 
 # 2c. a header eight files include, and an error of c.c's own no proposer fixes: the trial that
 #     fixes the header is judged by compiling c.c (its own error) and two files that reported the

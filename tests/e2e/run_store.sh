@@ -25,7 +25,10 @@ py "$WORK/none.json" "d['runs'] == []" "status filter"
 
 "$AD" --store "$S" show "$RUN" --json > "$WORK/show.json" || fail "show"
 py "$WORK/show.json" "[s['seq'] for s in d['steps']] == list(range(1, len(d['steps']) + 1))" "steps numbered in order"
-py "$WORK/show.json" "{'build-from', 'build-target', 'propose', 'try', 'accept', 'integrity'} <= {s['kind'] for s in d['steps']}" "step kinds"
+py "$WORK/show.json" "{'build-target', 'propose', 'try', 'accept', 'integrity'} <= {s['kind'] for s in d['steps']}" "step kinds"
+# A port that ends with a build never builds the unchanged tree on the old kernel (only a port
+# that fails does, to tell from-fails apart).
+py "$WORK/show.json" "'build-from' not in {s['kind'] for s in d['steps']}" "no old-kernel build in a successful port"
 py "$WORK/show.json" "all(isinstance(s['elapsed_ms'], int) and s['elapsed_ms'] >= 0 and s['started_at'].endswith('Z') for s in d['steps'])" "timings"
 py "$WORK/show.json" "sum(s['elapsed_ms'] for s in d['steps'] if s['kind'].startswith('build') or s['kind'] == 'try') > 0" "builds take time"
 py "$WORK/show.json" "any(s['kind'] == 'build-target' and len(s['diagnostics']) > 0 and s['component'] == 'kbuild' for s in d['steps'])" "diagnostics of the first target build"

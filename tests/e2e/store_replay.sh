@@ -48,7 +48,7 @@ ACC=$(python3 -c "import json; print(min(s['seq'] for s in json.load(open('$WORK
 "$AD" --store "$S" rerun "$RA2" --from-step "$ACC" --with budget-s=60 -o "$WORK/outr2" --json > "$WORK/r2.json" || fail "rerun from the accepted edit"
 "$AD" --store "$S" show last --json > "$WORK/r2_show.json"
 py "$WORK/r2_show.json" "d['run']['args']['from'] == '6.1' and d['run']['args']['proposers'] == ['target-api'] and d['run']['args']['max_iters'] == 2 and d['run']['args']['budget_s'] == 60 and d['run']['args']['with'] == {'budget-s': 60}" "rerun kept --from/--proposer/--max-iters and took --with"
-py "$WORK/r2_show.json" "[(s['kind'], s['output']['ok']) for s in d['steps'] if s['kind'].startswith('build')][:2] == [('build-from', True), ('build-target', True)]" "the old kernel built the original tree, the target the checkpoint"
+py "$WORK/r2_show.json" "[(s['kind'], s['output']['ok']) for s in d['steps'] if s['kind'].startswith('build')][:1] == [('build-target', True)] and 'build-from' not in [s['kind'] for s in d['steps']]" "the target built the checkpoint (a port that builds needs no old-kernel build)"
 rc=0; "$AD" --store "$S" rerun "$RA2" --from-step 0 --with colour=blue -o "$WORK/outr3" 2> "$WORK/with.err" || rc=$?
 [ "$rc" -eq 2 ] && grep -q "colour=blue" "$WORK/with.err" || fail "an unknown --with key: exit $rc"
 

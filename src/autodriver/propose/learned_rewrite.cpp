@@ -639,7 +639,7 @@ public:
     }
     for (const auto& sym : calls) learn_call(idx, sym, out);
     for (const auto& sym : probed)
-      if (!calls.count(sym)) learn_call(idx, sym, out, 3);
+      if (!calls.count(sym)) learn_call(idx, sym, out, 3, Majority::yes);
     for (const auto& [type, member] : members) learn_member(idx, type, member, out);
     for (const auto& sym : idents) learn_identifier(idx, sym, out);
     // A constant no kernel file used itself: what the kernel did to its family (same prefix).
@@ -683,13 +683,20 @@ public:
 private:
   SiteIndexCache m_sites;
 
-  void learn_call(SiteIndex& idx, const std::string& sym, std::vector<Edit>& out, int min_support = 1) {
+  /// A call no diagnostic names (a macro expanded on the erroring line) is only worth a rule when
+  /// the kernel changed most of its own sites: a few rewritten among many kept (memmove gaining a
+  /// cast at 3 sites while 77 kept theirs) is one file's taste, not the API's change.
+  enum class Majority { no, yes };
+
+  void learn_call(SiteIndex& idx, const std::string& sym, std::vector<Edit>& out, int min_support = 1,
+                  Majority majority = Majority::no) {
     std::map<std::string, Vote> votes;
     int unchanged = 0;
     learn_call_votes(idx, sym, votes, unchanged);
     int rank = 0;
     for (const auto& [key, vote] : ranked(votes)) {
       if (rank >= 3 || vote.count < min_support) break;
+      if (majority == Majority::yes && vote.count <= unchanged) break;
       CallRule r = parse_call_key(key);
       Edit e;
       e.proposer = "learned-rewrite";
