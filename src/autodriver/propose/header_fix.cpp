@@ -97,6 +97,8 @@ std::vector<std::pair<std::string, int>> lines_including(const fs::path& tree, c
   static const std::regex k_angle(R"(^\s*#\s*include\s*<([^>]+)>)");
   std::vector<std::pair<std::string, int>> out;
   for (const auto& rel : util::list_files(tree)) {
+    // Sources only: a built work tree holds objects and modules too.
+    if (rel.extension() != ".c" && rel.extension() != ".h") continue;
     auto t = util::read_file(tree / rel);
     if (!t || t->find(header) == std::string::npos) continue;
     int n = 0;

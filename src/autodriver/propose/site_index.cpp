@@ -145,7 +145,8 @@ SiteIndex& SiteIndexCache::get(const PortContext& ctx) {
   for (const auto& l : ctx.leave_out) key += '\n' + l;
   if (!m_index || key != m_key) {
     std::vector<fs::path> driver_files;
-    for (const auto& rel : util::list_files(ctx.original_tree)) driver_files.push_back(ctx.original_tree / rel);
+    for (const auto& rel : util::list_files(ctx.original_tree))
+      if (rel.extension() == ".c" || rel.extension() == ".h") driver_files.push_back(ctx.original_tree / rel);
     m_index = std::make_unique<SiteIndex>(ctx.old_src, ctx.new_src, ctx.leave_out, driver_files);
     m_key = std::move(key);
   }

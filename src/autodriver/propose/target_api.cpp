@@ -1357,9 +1357,8 @@ private:
     bool value_is_function = false;
     std::optional<std::vector<std::string>> value_params; // the driver function's parameter types
     if (!value.empty())
-      for (const auto& rel : util::list_files(ctx.tree)) {
-        auto t = util::read_file(ctx.tree / rel);
-        if (!t) continue;
+      for (const auto& [rel, text] : sources_mentioning(ctx.tree, value)) {
+        const auto* t = &text;
         auto toks = tokenize(*t);
         for (const auto& u : find_units(toks)) {
           if (u.kind != UnitKind::function || u.name != value) continue;
