@@ -463,6 +463,18 @@ TargetIndex::CallbackUsage TargetIndex::callback_usage(const std::string& member
       if (tt[i].text == "struct") tag = tt[i + 1].text;
   auto lines = grep_kernel(m_src, {"-Eo", "-m", "2"}, "*.c", "\\." + member + "\\s*=\\s*&?[A-Za-z_][A-Za-z0-9_]*",
                            {"drivers", "net", "sound", "fs"}, member, 120s);
+  // The files are read up to a bound: in an order spread over the whole tree (by a hash of the
+  // path, the same on every machine), not the first folders' alone (path order reads forty
+  // drivers/a* to drivers/g* implementations and no others).
+  auto spread_key = [](std::string_view l) {
+    std::uint32_t h = 2166136261u;
+    for (unsigned char c : l.substr(0, l.find(':'))) h = (h ^ c) * 16777619u;
+    return h;
+  };
+  std::stable_sort(lines.begin(), lines.end(), [&](const std::string& a, const std::string& b) {
+    auto ka = spread_key(a), kb = spread_key(b);
+    return ka != kb ? ka < kb : a.substr(0, a.find(':')) < b.substr(0, b.find(':'));
+  });
   std::vector<std::map<std::string, int>> votes(arity);
   // A generic member name (.fn, .callback) is assigned in many unrelated structs: the bound is on
   // the files that hold an implementation of this type, with a looser one on the files read.
