@@ -17,6 +17,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
+#include <optional>
 
 using namespace autodriver;
 namespace fs = std::filesystem;
@@ -59,6 +61,28 @@ const propose::Edit* find_edit(const std::vector<propose::Edit>& es, const std::
   for (const auto& e : es)
     if (e.change_id == change_id && e.rank == 0) return &e;
   return nullptr;
+}
+
+/// A kernel pair under `root` whose drivers a.c, b.c and c.c in `folder` changed alike (`body`'s
+/// text for each name, the first `from` in it replaced by `to` in the new tree), and an empty
+/// driver tree: what learned-rewrite learns from. Nothing when a file cannot be written.
+std::optional<propose::PortContext> three_drivers_changed(const fs::path& root, const std::string& folder,
+                                                          const std::function<std::string(const std::string&)>& body,
+                                                          const std::string& from, const std::string& to) {
+  propose::PortContext ctx;
+  ctx.old_src = root / "old";
+  ctx.new_src = root / "new";
+  for (const std::string f : {"a", "b", "c"}) {
+    std::string t = body(f);
+    if (!put(ctx.old_src / folder / (f + ".c"), t)) return std::nullopt;
+    t.replace(t.find(from), from.size(), to);
+    if (!put(ctx.new_src / folder / (f + ".c"), t)) return std::nullopt;
+  }
+  ctx.tree = root / "tree";
+  ctx.original_tree = ctx.tree;
+  ctx.scratch = root / "s";
+  fs::create_directories(ctx.tree);
+  return ctx;
 }
 
 } // namespace
@@ -1546,21 +1570,15 @@ TEST(LearnedRewrite, AnAddedLiteralIsNotACopyOfAnEqualOldArgument) {
   // callers pass NULL for both. The new NULL is a literal, not a copy of the old fourth argument.
   auto tmp = util::TempDir::create(util::scratch_root(), "literal-arg-");
   ASSERT_TRUE(tmp.has_value());
-  const fs::path old_src = tmp->path() / "old", new_src = tmp->path() / "new";
-  for (const char* f : {"a", "b", "c"}) {
-    std::string t = fmt::format("static int {0}_read(struct {0} *x)\n{{\n\treturn dm_io(&x->req, 1, &x->loc, NULL, "
-                                "IOPRIO_DEFAULT);\n}}\n", f);
-    ASSERT_TRUE(put(old_src / "drivers/md" / (std::string(f) + ".c"), t));
-    t.replace(t.find("NULL,"), 5, "NULL, NULL,");
-    ASSERT_TRUE(put(new_src / "drivers/md" / (std::string(f) + ".c"), t));
-  }
-  propose::PortContext ctx;
-  ctx.old_src = old_src;
-  ctx.new_src = new_src;
-  ctx.tree = tmp->path() / "tree";
-  ctx.original_tree = ctx.tree;
-  ctx.scratch = tmp->path() / "s";
-  fs::create_directories(ctx.tree);
+  auto kernels = three_drivers_changed(
+      tmp->path(), "drivers/md",
+      [](const std::string& f) {
+        return fmt::format("static int {0}_read(struct {0} *x)\n{{\n\treturn dm_io(&x->req, 1, &x->loc, NULL, "
+                           "IOPRIO_DEFAULT);\n}}\n", f);
+      },
+      "NULL,", "NULL, NULL,");
+  ASSERT_TRUE(kernels.has_value());
+  propose::PortContext& ctx = *kernels;
   core::Diagnostic d;
   d.kind = core::DiagKind::too_few_arguments;
   d.file = "target.c";
@@ -2029,21 +2047,15 @@ TEST(LearnedRewrite, DroppedArgumentKeepsTheFormTheKernelDropped) {
   // sizeof(dst): that rule must not drop a length the driver wrote otherwise.
   auto tmp = util::TempDir::create(util::scratch_root(), "dropped-arg-");
   ASSERT_TRUE(tmp.has_value());
-  const fs::path old_src = tmp->path() / "old", new_src = tmp->path() / "new";
-  for (const char* f : {"a", "b", "c"}) {
-    std::string t = fmt::format("static void {0}_name(struct {0} *x, const char *s)\n{{\n\tstrncpy(x->name, s, "
-                                "sizeof(x->name));\n}}\n", f);
-    ASSERT_TRUE(put(old_src / "drivers/misc" / (std::string(f) + ".c"), t));
-    t.replace(t.find("strncpy(x->name, s, sizeof(x->name))"), 36, "strscpy(x->name, s)");
-    ASSERT_TRUE(put(new_src / "drivers/misc" / (std::string(f) + ".c"), t));
-  }
-  propose::PortContext ctx;
-  ctx.old_src = old_src;
-  ctx.new_src = new_src;
-  ctx.tree = tmp->path() / "tree";
-  ctx.original_tree = ctx.tree;
-  ctx.scratch = tmp->path() / "s";
-  fs::create_directories(ctx.tree);
+  auto kernels = three_drivers_changed(
+      tmp->path(), "drivers/misc",
+      [](const std::string& f) {
+        return fmt::format("static void {0}_name(struct {0} *x, const char *s)\n{{\n\tstrncpy(x->name, s, "
+                           "sizeof(x->name));\n}}\n", f);
+      },
+      "strncpy(x->name, s, sizeof(x->name))", "strscpy(x->name, s)");
+  ASSERT_TRUE(kernels.has_value());
+  propose::PortContext& ctx = *kernels;
   core::Diagnostic d;
   d.kind = core::DiagKind::implicit_function_declaration;
   d.file = "drv.c";

@@ -30,12 +30,8 @@ bool word_char(unsigned char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-/// FNV-1a: a word's key (collisions only add candidates, which grep then rejects).
-std::uint32_t word_hash(std::string_view w) {
-  std::uint32_t h = 2166136261u;
-  for (unsigned char c : w) h = (h ^ c) * 16777619u;
-  return h;
-}
+/// A word's key (collisions only add candidates, which grep then rejects).
+std::uint32_t word_hash(std::string_view w) { return util::fnv1a_32(w); }
 
 /// Hashes of the words of `text` (maximal runs of word characters not starting with a digit),
 /// each once. grep -w's word constituents include these (and, in a UTF-8 locale, other letters),
@@ -375,6 +371,17 @@ std::vector<std::string> grep_source(const fs::path& src, const SourceGrep& q) {
     answers.emplace(std::move(key), out);
   }
   return out;
+}
+
+std::vector<std::string> headers_naming(const fs::path& src, const std::string& word) {
+  SourceGrep q;
+  q.options = {"-lwE"};
+  q.includes = {"*.h"};
+  q.pattern = word;
+  q.dirs = {"include", "arch/x86/include"};
+  q.all_of = {word};
+  q.timeout = std::chrono::seconds(60);
+  return grep_source(src, q);
 }
 
 } // namespace autodriver::kernel

@@ -33,6 +33,10 @@ struct SourceGrep {
 /// fails or times out. For a tree in the cache (which never changes) the answer is kept for the process.
 std::vector<std::string> grep_source(const std::filesystem::path& src, const SourceGrep& q);
 
+/// The headers under include/ and arch/x86/include of `src` that name `word` as a whole word
+/// (`grep -rlwE`), in path order.
+std::vector<std::string> headers_naming(const std::filesystem::path& src, const std::string& word);
+
 /// The word index of one tree: which C and header files hold a word.
 class WordIndex {
 public:

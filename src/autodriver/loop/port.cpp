@@ -110,9 +110,9 @@ util::Expected<BuildState> build(const core::Kernel& k, const fs::path& tree, co
   spec.objects = objects;
   auto t0 = Clock::now();
   auto r = gate::build_tree(k, tree, spec);
-  if (!r) return unexpected(r.error());
   // A build killed by Ctrl-C or SIGTERM says nothing about the driver or the edit.
-  if (r->run.interrupted || util::interrupted()) return unexpected(ErrorKind::interrupted, "interrupted during a build");
+  if (util::interrupted() || (r && r->run.interrupted)) return unexpected(ErrorKind::interrupted, "interrupted during a build");
+  if (!r) return unexpected(r.error());
   BuildState s;
   s.ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
   s.compiled = r->compiled;
@@ -171,24 +171,28 @@ int trial_score(const BuildState& cur, const BuildState& trial) {
   return trial.score() + penalty;
 }
 
-/// "file:line: message" of each error once (a header's error is reported by every file including it).
-std::vector<std::string> distinct_errors(const std::vector<core::Diagnostic>& ds) {
-  std::vector<std::string> out;
+/// "file:line: message" of each diagnostic once, with the diagnostic (a header's error is
+/// reported by every file including it).
+std::vector<std::pair<std::string, const core::Diagnostic*>> distinct(const std::vector<core::Diagnostic>& ds) {
+  std::vector<std::pair<std::string, const core::Diagnostic*>> out;
   std::set<std::string> seen;
   for (const auto& d : ds) {
     std::string s = d.file + ":" + std::to_string(d.line) + ": " + d.message;
-    if (seen.insert(s).second) out.push_back(std::move(s));
+    if (seen.insert(s).second) out.emplace_back(std::move(s), &d);
   }
   return out;
 }
 
-/// Each diagnostic once (by place and message).
+std::vector<std::string> distinct_errors(const std::vector<core::Diagnostic>& ds) {
+  std::vector<std::string> out;
+  for (auto& [s, d] : distinct(ds)) out.push_back(std::move(s));
+  return out;
+}
+
 nlohmann::json diag_list(const std::vector<core::Diagnostic>& ds) {
   nlohmann::json a = nlohmann::json::array();
-  std::set<std::string> seen;
-  for (const auto& d : ds)
-    if (seen.insert(d.file + ":" + std::to_string(d.line) + ": " + d.message).second)
-      a.push_back({{"file", d.file}, {"line", d.line}, {"kind", core::to_string(d.kind)}, {"message", d.message}});
+  for (const auto& [s, d] : distinct(ds))
+    a.push_back({{"file", d->file}, {"line", d->line}, {"kind", core::to_string(d->kind)}, {"message", d->message}});
   return a;
 }
 
@@ -531,7 +535,6 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
       return apidiff::run_apidiff(ar);
     });
   auto cur = build(*to, work, req, limit(api_diff.valid() ? 2 : 1));
-  if (util::interrupted()) return unexpected(ErrorKind::interrupted, "interrupted during the first build");
   if (!cur) return unexpected(cur.error());
   rep.initial_errors = cur->error_count();
   {
@@ -839,7 +842,6 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
     if (auto c = util::copy_tree(from_src, from_tree, util::SkipBuildProducts::yes); !c) return unexpected(c.error());
     note(fmt::format("building the unchanged tree on {}", from->release));
     auto f = build(*from, from_tree, req, limit());
-    if (util::interrupted()) return unexpected(ErrorKind::interrupted, "interrupted during the build on the old kernel");
     if (!f) return unexpected(f.error());
     auto j = build_json(*f);
     j.update({{"kernel", from->release}, {"ok", f->ok}, {"errors", diag_list(f->errors)}});
@@ -959,7 +961,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
       nlohmann::json builds = {{to->release, on_to->ok}};
       bool both = on_to->ok;
       for (const auto& old : olds) {
-        auto on_old = build_on(old, from_built && from && old.build_dir == from->build_dir ? from_tree : fs::path());
+        auto on_old = build_on(old, from_built && old.build_dir == from->build_dir ? from_tree : fs::path());
         if (!on_old) return unexpected(on_old.error());
         builds[old.release] = on_old->ok;
         both = both && on_old->ok;

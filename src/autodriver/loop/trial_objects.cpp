@@ -137,8 +137,9 @@ TrialObjects trial_objects(const std::set<std::string>& changed, const std::vect
       for (const auto& u : users)
         if (own_error_units.count(u) && sample.size() < 8) sample.push_back(u);
       std::set<std::string> reporters;
+      const std::string changed_header = tree_relative(f, "");
       for (const auto& d : errors)
-        if (tree_relative(d.file, prefix) == tree_relative(f, "")) reporters.insert(reporting_unit(d, prefix));
+        if (tree_relative(d.file, prefix) == changed_header) reporters.insert(reporting_unit(d, prefix));
       int taken = 0;
       for (const auto& r : reporters)
         if (users.count(r) && taken < 2 && std::find(sample.begin(), sample.end(), r) == sample.end()) {

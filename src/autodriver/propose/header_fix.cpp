@@ -32,14 +32,7 @@ namespace {
 /// Headers under include/ and arch/x86/include of `src` that declare or define `sym`.
 std::vector<std::string> declaring_headers(const fs::path& src, const std::string& sym, bool is_type) {
   std::vector<std::string> out;
-  kernel::SourceGrep q;
-  q.options = {"-lwE"};
-  q.includes = {"*.h"};
-  q.pattern = sym;
-  q.dirs = {"include", "arch/x86/include"};
-  q.all_of = {sym};
-  q.timeout = 60s;
-  const auto files = kernel::grep_source(src, q);
+  const auto files = kernel::headers_naming(src, sym);
   // An enum constant (`BPF_MAP_CREATE,` on a line of its own in a uapi enum) declares it too;
   // only for UPPER_CASE names, the kernel's spelling of constants (a lowercase `ts` alone on a
   // line is a continued declaration, not an enumerator).

@@ -182,14 +182,7 @@ std::optional<std::pair<std::string, std::string>> registry_constant(const std::
 template <typename Find>
 auto in_old_headers(const fs::path& old_src, const std::string& name, Find find) -> decltype(find(std::string(), std::string())) {
   if (!old_src.empty()) {
-    kernel::SourceGrep q;
-    q.options = {"-lwE"};
-    q.includes = {"*.h"};
-    q.pattern = name;
-    q.dirs = {"include", "arch/x86/include"};
-    q.all_of = {name};
-    q.timeout = 60s;
-    for (const auto& rel : kernel::grep_source(old_src, q))
+    for (const auto& rel : kernel::headers_naming(old_src, name))
       if (auto text = util::read_file(old_src / rel))
         if (auto b = find(*text, rel)) return b;
   }

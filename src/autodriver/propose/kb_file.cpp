@@ -4,6 +4,7 @@
 #include "autodriver/kernel/target.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/json_text.hpp"
+#include "autodriver/util/strings.hpp"
 
 #include <fmt/format.h>
 
@@ -21,13 +22,10 @@ using util::unexpected;
 namespace {
 
 std::string entry_id(const std::string& boundary, const KbChange& c) {
-  // FNV-1a: stable across runs and platforms (std::hash is not).
-  std::uint64_t h = 1469598103934665603ull;
-  for (const std::string* s : {&c.kind, &c.old_form, &c.new_form, &boundary}) {
-    for (unsigned char ch : *s) h = (h ^ ch) * 1099511628211ull;
-    h = (h ^ 0xff) * 1099511628211ull;
-  }
-  return fmt::format("kb-{:016x}", h);
+  // Stable across runs and platforms; each field ends with a 0xff byte.
+  std::string key;
+  for (const std::string* s : {&c.kind, &c.old_form, &c.new_form, &boundary}) key += *s + '\xff';
+  return fmt::format("kb-{:016x}", util::fnv1a_64(key));
 }
 
 bool is_c_source(const fs::path& p) {

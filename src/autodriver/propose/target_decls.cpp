@@ -23,9 +23,9 @@ using namespace std::chrono_literals;
 
 /// Output lines of `grep -r OPTIONS --include=INCLUDE -e PATTERN -- DIRS` run in the kernel tree
 /// `src`, where every line the pattern matches holds `word` as a whole word (the tree's word
-/// index names the files to read); empty when grep fails or times out. Answers are kept for the
-/// process: a kernel source tree in the cache never changes, and the loop asks the same questions
-/// every iteration (and bench's cases ask each other's).
+/// index names the files to read); empty when grep fails or times out. For a tree in the cache the
+/// answers are kept for the process (kernel::grep_source): it never changes, and the loop asks the
+/// same questions every iteration (and bench's cases ask each other's).
 static std::vector<std::string> grep_kernel(const fs::path& src, std::vector<std::string> options, const std::string& include,
                                             const std::string& pattern, std::vector<std::string> dirs,
                                             const std::string& word, std::chrono::seconds timeout) {
@@ -466,14 +466,10 @@ TargetIndex::CallbackUsage TargetIndex::callback_usage(const std::string& member
   // The files are read up to a bound: in an order spread over the whole tree (by a hash of the
   // path, the same on every machine), not the first folders' alone (path order reads forty
   // drivers/a* to drivers/g* implementations and no others).
-  auto spread_key = [](std::string_view l) {
-    std::uint32_t h = 2166136261u;
-    for (unsigned char c : l.substr(0, l.find(':'))) h = (h ^ c) * 16777619u;
-    return h;
-  };
+  auto path_of = [](std::string_view l) { return l.substr(0, l.find(':')); };
   std::stable_sort(lines.begin(), lines.end(), [&](const std::string& a, const std::string& b) {
-    auto ka = spread_key(a), kb = spread_key(b);
-    return ka != kb ? ka < kb : a.substr(0, a.find(':')) < b.substr(0, b.find(':'));
+    auto ka = util::fnv1a_32(path_of(a)), kb = util::fnv1a_32(path_of(b));
+    return ka != kb ? ka < kb : path_of(a) < path_of(b);
   });
   std::vector<std::map<std::string, int>> votes(arity);
   // A generic member name (.fn, .callback) is assigned in many unrelated structs: the bound is on

@@ -1,11 +1,25 @@
 #pragma once
 // Small string helpers without kernel knowledge.
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace autodriver::util {
+
+/// FNV-1a of the bytes of `s`: the same on every run, machine and build (std::hash is not), for
+/// keys that are stored or must order things alike everywhere.
+constexpr std::uint64_t fnv1a_64(std::string_view s) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
+  return h;
+}
+constexpr std::uint32_t fnv1a_32(std::string_view s) {
+  std::uint32_t h = 2166136261u;
+  for (unsigned char c : s) h = (h ^ c) * 16777619u;
+  return h;
+}
 
 std::vector<std::string_view> split_lines(std::string_view text);
 std::vector<std::string> split_words(std::string_view text);
