@@ -254,6 +254,7 @@ TEST(GccParser, AMissingFileTheMakefileNamesIsAnError) {
   EXPECT_EQ(ds[0].file, "../common/hal/hal.o");
   EXPECT_NE(ds[0].message.find("which is not there"), std::string::npos) << ds[0].message;
   EXPECT_NE(ds[0].message.find("drv.o"), std::string::npos) << ds[0].message;
+  EXPECT_NE(ds[0].message.find("--root"), std::string::npos) << ds[0].message;
 }
 
 TEST(Diagnostic, FromJsonOfAnyShapeNeverThrows) {
@@ -268,4 +269,25 @@ TEST(Diagnostic, FromJsonOfAnyShapeNeverThrows) {
   auto d = core::diagnostic_from_json(nlohmann::json::parse(R"({"line": "x", "file": "a.c", "tool": null})"));
   EXPECT_EQ(d.file, "a.c");
   EXPECT_EQ(d.tool, "gcc");
+}
+
+TEST(GccParser, ABuildInASubfolderNamesFilesRelativeToTheTree) {
+  // A driver under a root (gate/build_root.hpp) built with M=<tree>/drivers/tick: 7.x kbuild names
+  // files relative to M=, 6.x absolute; kernel headers keep their absolute paths.
+  const std::string out =
+      "../../common/timer_helpers.c:6:9: error: implicit declaration of function 'del_timer_sync' "
+      "[-Wimplicit-function-declaration]\n"
+      "/autodriver/tree/drivers/tick/../../common/inc/h.h:2:1: error: unknown type name 'foo'\n"
+      "main.c:3:1: warning: unused variable 'x' [-Wunused-variable]\n"
+      "/usr/src/linux/include/linux/timer.h:10:5: note: declared here\n";
+  gate::ParseOptions o;
+  o.tree_root = "/autodriver/tree";
+  o.subdir = "drivers/tick";
+  auto ds = gate::parse_build_output(out, o);
+  ASSERT_EQ(ds.size(), 3u);
+  EXPECT_EQ(ds[0].file, "common/timer_helpers.c");
+  EXPECT_EQ(ds[1].file, "common/inc/h.h");
+  EXPECT_EQ(ds[2].file, "drivers/tick/main.c");
+  ASSERT_EQ(ds[2].notes.size(), 1u);
+  EXPECT_EQ(ds[2].notes[0].file, "/usr/src/linux/include/linux/timer.h");
 }

@@ -34,7 +34,7 @@ util::Expected<KernelBuild> build_for(const ApidiffRequest& req, const core::Ker
   fs::path dir = scratch->path();
   kb.scratch.emplace(std::move(*scratch));
   if (auto c = util::copy_tree(req.tree, dir, util::SkipBuildProducts::yes); !c) return util::unexpected(c.error());
-  CaptureSpec spec{req.build_cmd, req.build_timeout};
+  CaptureSpec spec{req.build_cmd, req.build_timeout, req.subdir};
   auto cap = capture_compile_commands(k, dir, spec);
   if (!cap) return util::unexpected(cap.error());
   kb.capture = std::move(*cap);

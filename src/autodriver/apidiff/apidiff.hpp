@@ -25,6 +25,7 @@ struct ApidiffRequest {
   std::string build_cmd;             ///< empty: kbuild M=; {kdir} {kver} substituted
   std::chrono::seconds build_timeout{300};
   ParseOptions parse;
+  std::filesystem::path subdir;      ///< the driver's folder inside `tree` when tree is a root (gate/build_root.hpp)
 };
 
 struct KernelParse {

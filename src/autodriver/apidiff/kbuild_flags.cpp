@@ -103,17 +103,18 @@ std::vector<std::string> to_clang_args(const std::vector<std::string>& gcc_argv,
 util::Expected<Capture> capture_compile_commands(const core::Kernel& kernel, const fs::path& tree,
                                                  const CaptureSpec& spec) {
   util::RunRequest req;
-  req.cwd = tree;
+  const fs::path driver_dir = spec.subdir.empty() ? tree : (tree / spec.subdir).lexically_normal();
+  req.cwd = driver_dir;
   req.timeout = spec.timeout;
   req.stderr_mode = util::Stderr::merge;
   req.output_cap = 16 * 1024 * 1024;
   req.env_set = {{"LC_ALL", "C"}, {"LANG", "C"}, {"KBUILD_VERBOSE", "1"}};
   req.env_unset = {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "ARCH", "CROSS_COMPILE"};
   if (spec.build_cmd.empty()) {
-    req.argv = {"make", "-k", "-j2", "-C", kernel.build_dir.string(), "M=" + tree.string(), "V=1", "modules"};
+    req.argv = {"make", "-k", "-j2", "-C", kernel.build_dir.string(), "M=" + driver_dir.string(), "V=1", "modules"};
   } else {
     const std::vector<std::pair<std::string, std::string>> vars = {
-        {"kdir", kernel.build_dir.string()}, {"kver", kernel.release}, {"tree", tree.string()}, {"src", tree.string()}};
+        {"kdir", kernel.build_dir.string()}, {"kver", kernel.release}, {"tree", driver_dir.string()}, {"src", driver_dir.string()}};
     for (auto& w : util::split_command(spec.build_cmd)) req.argv.push_back(util::substitute(w, vars));
     if (req.argv.empty()) return util::unexpected(util::ErrorKind::config, "empty --build-cmd");
     if (fs::path(req.argv[0]).filename() == "make") {

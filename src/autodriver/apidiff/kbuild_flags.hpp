@@ -32,6 +32,7 @@ std::vector<std::string> to_clang_args(const std::vector<std::string>& gcc_argv,
 struct CaptureSpec {
   std::string build_cmd;             ///< empty: make -C {kdir} M={tree} modules; else the user's command
   std::chrono::seconds timeout{300};
+  std::filesystem::path subdir;      ///< the driver's folder inside `tree` (a root); empty: tree itself
 };
 
 struct Capture {

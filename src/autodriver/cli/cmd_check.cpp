@@ -44,6 +44,8 @@ Command check_command() {
             auto boot_timeout = std::make_shared<int>(60);
             sub.add_option("dir", req->tree, "Driver source tree (never written: gates run in a scratch copy)")
                 ->required();
+            sub.add_option("--root", req->root, "Folder holding DIR that is copied with it, for a driver whose Makefile builds files of a sibling "
+                           "folder (../common/...); default: found from DIR's Makefiles, at most 3 folders up. Never written");
             sub.add_option("-k,--kernel", req->kernels, "Target kernel: 6.1, 6.12 or a kernel build dir (repeatable)")
                 ->required();
             sub.add_flag("--boot", req->boot, "Boot the kernel in QEMU and load the module");

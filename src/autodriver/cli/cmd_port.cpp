@@ -26,6 +26,8 @@ Command port_command() {
             auto json = std::make_shared<bool>(false);
             auto budget = std::make_shared<int>(900);
             sub.add_option("dir", req->tree, "Driver source tree (never written)")->required();
+            sub.add_option("--root", req->root, "Folder holding DIR that is copied with it, for a driver whose Makefile builds files of a sibling "
+                           "folder (../common/...); default: found from DIR's Makefiles, at most 3 folders up. Never written");
             sub.add_option("--to", req->to, "Target kernel: 6.1, 6.12 or a kernel build dir")->required();
             sub.add_option("--from", req->from,
                            "Kernel the driver builds on today; enables rules learned from the kernel's own "

@@ -248,6 +248,7 @@ int run_rerun(const RerunOptions& o) {
   loop::PortRequest req;
   fs::path store = store_path();
   fs::path original;
+  fs::path recorded_root;
   nlohmann::json overrides = nlohmann::json::object();
   std::optional<util::TempDir> base;
   {
@@ -270,22 +271,28 @@ int run_rerun(const RerunOptions& o) {
     auto dir = util::TempDir::create(util::scratch_root(), "rerun-");
     if (!dir) throw util::FatalError{dir.error()};
     base.emplace(std::move(*dir));
-    fs::path tree = base->path() / original.filename();
-    if (auto c = util::copy_tree(original, tree, util::SkipBuildProducts::yes); !c) throw util::FatalError{c.error()};
+    // A driver copied with a root (a sibling folder its Makefile compiles): the root is copied and
+    // the checkpoint's edits are paths in it.
+    recorded_root = run.args.value("root", "");
+    const fs::path copied = recorded_root.empty() ? original : recorded_root;
+    const fs::path sub = recorded_root.empty() ? fs::path() : original.lexically_relative(recorded_root);
+    fs::path tree = base->path() / copied.filename();
+    if (auto c = util::copy_tree(copied, tree, util::SkipBuildProducts::yes); !c) throw util::FatalError{c.error()};
     int applied = 0;
     auto cp = loop::write_checkpoint(st, id, o.from_step, tree, applied);
     if (!cp) throw util::FatalError{cp.error()};
     checkpoint = *cp;
     (void)steps;
-    req.tree = tree;
+    req.tree = sub.empty() ? tree : tree / sub;
+    req.root = sub.empty() ? fs::path() : tree;
     req.out = o.out;
     // A checkpoint tree carries target-kernel edits, so it no longer builds on the old kernel:
     // the old kernel builds the original tree instead, and --from (rules learned from the old
     // tree) is kept.
     if (applied > 0 && !req.from.empty()) {
-      fs::path pristine = base->path() / "from" / original.filename();
-      if (auto c = util::copy_tree(original, pristine, util::SkipBuildProducts::yes); !c) throw util::FatalError{c.error()};
-      req.from_tree = pristine;
+      fs::path pristine = base->path() / "from" / copied.filename();
+      if (auto c = util::copy_tree(copied, pristine, util::SkipBuildProducts::yes); !c) throw util::FatalError{c.error()};
+      req.from_tree = sub.empty() ? pristine : pristine / sub;
     }
     if (!o.proposers.empty()) {
       req.proposers = o.proposers;
@@ -306,6 +313,7 @@ int run_rerun(const RerunOptions& o) {
   ro.parent_run = id;
   ro.extra_args = {{"from_step", o.from_step}, {"checkpoint_step", checkpoint}, {"original_tree", original.string()},
                    {"with", overrides}};
+  if (!recorded_root.empty()) ro.extra_args["root"] = recorded_root.string();  // not the temporary copy
   ro.case_id = req.case_id;
   auto rec = loop::run_port_recorded(req, [](const std::string& m) { util::log_info("{}", m); }, ro);
   if (!rec) throw util::FatalError{rec.error()};

@@ -1,5 +1,6 @@
 #include "autodriver/gate/check.hpp"
 
+#include "autodriver/gate/build_root.hpp"
 #include "autodriver/gate/kbuild.hpp"
 #include "autodriver/gate/scratch.hpp"
 #include "autodriver/kernel/target.hpp"
@@ -38,9 +39,9 @@ static util::Expected<void> validate(const CheckRequest& req, std::vector<core::
   std::error_code ec;
   if (!fs::exists(req.tree, ec)) return unexpected(ErrorKind::not_found, fmt::format("{}: no such directory", req.tree.string()));
   if (!fs::is_directory(req.tree, ec)) return unexpected(ErrorKind::config, fmt::format("{}: not a directory", req.tree.string()));
-  if (req.build_cmd.empty() && !has_kbuild_makefile(req.tree))
+  if (req.build_cmd.empty() && !has_kbuild_makefile(req.tree / req.subdir))
     return unexpected(ErrorKind::config, fmt::format("{}: no Makefile or Kbuild: not a kernel module tree "
-                                                     "(give --build-cmd if it builds another way)", req.tree.string()));
+                                                     "(give --build-cmd if it builds another way)", (req.tree / req.subdir).string()));
   if (!req.baseline.empty() && !fs::is_directory(req.baseline, ec))
     return unexpected(ErrorKind::not_found, fmt::format("--baseline {}: no such directory", req.baseline.string()));
   if (req.kernels.empty()) return unexpected(ErrorKind::config, "no kernel given: use --kernel 6.1, --kernel 6.12 or a path");
@@ -59,7 +60,26 @@ static util::Expected<void> validate(const CheckRequest& req, std::vector<core::
   return {};
 }
 
-util::Expected<CheckReport> run_check(const CheckRequest& request, const GateProgressFn& progress) {
+util::Expected<CheckReport> run_check(const CheckRequest& given, const GateProgressFn& progress) {
+  CheckRequest request = given;
+  if (request.subdir.empty()) {
+    std::error_code ec;
+    if (!fs::exists(given.tree, ec)) return unexpected(ErrorKind::not_found, fmt::format("{}: no such directory", given.tree.string()));
+    if (!fs::is_directory(given.tree, ec)) return unexpected(ErrorKind::config, fmt::format("{}: not a directory", given.tree.string()));
+    auto located = find_build_root(given.tree, given.root);
+    if (!located) return unexpected(located.error());
+    for (const auto& line : describe(*located, given.tree)) util::log_info("{}", line);
+    request.tree = located->root;
+    request.subdir = located->subdir;
+    if (!request.subdir.empty() && !request.baseline.empty() && !fs::is_directory(request.baseline / request.subdir, ec)) {
+      // The original laid out like the driver: the same root around it.
+      auto base = find_build_root(request.baseline, {});
+      if (!base || base->subdir != request.subdir)
+        return unexpected(ErrorKind::config, fmt::format("--baseline {}: with the root {}, give the original root (holding {})",
+                                                         request.baseline.string(), request.tree.string(), request.subdir.string()));
+      request.baseline = base->root;
+    }
+  }
   std::vector<core::Kernel> kernels;
   if (auto v = validate(request, kernels); !v) return unexpected(v.error());
   auto start = std::chrono::steady_clock::now();
@@ -71,6 +91,8 @@ util::Expected<CheckReport> run_check(const CheckRequest& request, const GatePro
   }
   CheckReport report;
   report.ok = true;
+  report.tree = fs::absolute(request.subdir.empty() ? request.tree : request.tree / request.subdir).lexically_normal();
+  if (!request.subdir.empty()) report.root = fs::absolute(request.tree).lexically_normal();
   for (std::size_t i = 0; i < kernels.size(); ++i) {
     const core::Kernel& k = kernels[i];
     KernelCheck kc;
@@ -124,13 +146,15 @@ nlohmann::json to_json(const CheckReport& report, const CheckRequest& request) {
     for (const auto& g : kc.gates) summary[g.gate] = {{"ok", g.ok}, {"skipped", g.skipped}, {"summary", g.summary}};
     kernels.push_back({{"kernel", kc.kernel}, {"release", kc.release}, {"ok", kc.ok}, {"gates", summary}});
   }
-  return {{"schema", "autodriver.check"},
-          {"schema_version", k_check_schema_version},
-          {"ok", report.ok},
-          {"tree", fs::absolute(request.tree).string()},
-          {"elapsed_ms", report.elapsed.count()},
-          {"kernels", kernels},
-          {"gates", gates}};
+  nlohmann::json out = {{"schema", "autodriver.check"},
+                        {"schema_version", k_check_schema_version},
+                        {"ok", report.ok},
+                        {"tree", report.tree.empty() ? fs::absolute(request.tree).string() : report.tree.string()},
+                        {"elapsed_ms", report.elapsed.count()},
+                        {"kernels", kernels},
+                        {"gates", gates}};
+  if (!report.root.empty()) out["root"] = report.root.string();
+  return out;
 }
 
 } // namespace autodriver::gate

@@ -25,6 +25,8 @@ struct KernelCheck {
 
 struct CheckReport {
   bool ok = false;
+  std::filesystem::path tree;   ///< the driver's folder (absolute)
+  std::filesystem::path root;   ///< the folder copied with it when that was not the driver's own; else empty
   std::vector<KernelCheck> kernels;
   std::chrono::milliseconds elapsed{0};
 };

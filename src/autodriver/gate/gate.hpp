@@ -15,7 +15,11 @@ namespace autodriver::gate {
 
 /// What the user asked `check` (or the port loop) to validate.
 struct CheckRequest {
-  std::filesystem::path tree;                 ///< the user's driver tree (never written)
+  std::filesystem::path tree;                 ///< the user's driver tree (never written); with a root, the root
+  /// --root: a folder holding `tree`, copied with it; empty: found from the tree's build files
+  /// (gate/build_root.hpp). run_check makes it the tree and sets `subdir`.
+  std::filesystem::path root;
+  std::filesystem::path subdir;               ///< the driver's folder inside `tree` once tree is a root; set: no search
   std::vector<std::string> kernels;           ///< "6.1", "6.12" or paths
   bool sparse = true;
   bool boot = false;

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include <regex>
 
 namespace autodriver::gate {
@@ -105,7 +107,20 @@ bool parse_location_line(std::string_view line, Loc& loc) {
   return true;
 }
 
-std::string relativize(const std::string& file, const std::string& root) {
+std::string relativize(const std::string& file, const std::string& root, const std::string& subdir = {}) {
+  if (!subdir.empty()) {
+    // "/tree/drv/../common/x.c" or, from M=/tree/drv, "../common/x.c": both "common/x.c".
+    namespace fs = std::filesystem;
+    fs::path p(file);
+    const bool relative = p.is_relative();
+    if (relative) p = fs::path(root) / subdir / p;
+    std::string n = p.lexically_normal().string();
+    std::string prefix = root.back() == '/' ? root : root + "/";
+    if (n.starts_with(prefix)) return n.substr(prefix.size());
+    // Outside the tree: an absolute path stays as it was (a kernel header), a relative one
+    // is told relative to the tree ("../x.o": a file the copy does not hold).
+    return relative ? fs::path(n).lexically_relative(root).string() : file;
+  }
   if (!root.empty()) {
     std::string prefix = root.back() == '/' ? root : root + "/";
     if (file.starts_with(prefix)) return file.substr(prefix.size());
@@ -184,7 +199,7 @@ std::vector<Diagnostic> parse_build_output(std::string_view text, const ParseOpt
       continue;
     }
     if (parse_location_line(line, loc)) {
-      std::string file = relativize(loc.file, options.tree_root);
+      std::string file = relativize(loc.file, options.tree_root, options.subdir);
       if (loc.severity == "note" && !out.empty()) {
         auto& prev = out.back();
         prev.notes.push_back({file, loc.line, loc.column, loc.message});
@@ -218,7 +233,7 @@ std::vector<Diagnostic> parse_build_output(std::string_view text, const ParseOpt
     if (std::regex_match(line, m, k_modpost_undef)) {
       Diagnostic d;
       d.tool = "modpost";
-      d.file = relativize(m[3].str(), options.tree_root);
+      d.file = relativize(m[3].str(), options.tree_root, options.subdir);
       d.severity = m[1].str() == "ERROR" ? Severity::error : Severity::warning;
       d.kind = DiagKind::modpost_undefined_symbol;
       d.symbols = {m[2].str()};
@@ -229,7 +244,7 @@ std::vector<Diagnostic> parse_build_output(std::string_view text, const ParseOpt
       continue;
     }
     if (std::regex_match(line, m, k_cc)) {
-      compiling = relativize(m[1].str() + ".c", options.tree_root);
+      compiling = relativize(m[1].str() + ".c", options.tree_root, options.subdir);
       last_is_open = false;
       continue;
     }
@@ -248,11 +263,12 @@ std::vector<Diagnostic> parse_build_output(std::string_view text, const ParseOpt
     if (std::regex_match(line, m, k_no_rule)) {
       Diagnostic d;
       d.tool = "make";
-      d.file = relativize(m[1].str(), options.tree_root);
+      d.file = relativize(m[1].str(), options.tree_root, options.subdir);
       d.severity = Severity::error;
       d.kind = DiagKind::other;
-      d.message = fmt::format("the build needs '{}', which is not there{}", d.file,
-                              m[2].matched ? fmt::format(" (needed by '{}')", relativize(m[2].str(), options.tree_root)) : "");
+      d.message = fmt::format("the build needs '{}', which is not there{}{}", d.file,
+                              m[2].matched ? fmt::format(" (needed by '{}')", relativize(m[2].str(), options.tree_root, options.subdir)) : "",
+                              d.file.starts_with("../") ? ": it lies outside the folder copied; give --root, a folder holding both" : "");
       d.symbols = {d.file};
       d.raw = line + "\n";
       out.push_back(std::move(d));
@@ -262,7 +278,7 @@ std::vector<Diagnostic> parse_build_output(std::string_view text, const ParseOpt
     if (std::regex_match(line, m, k_objtool)) {
       Diagnostic d;
       d.tool = "objtool";
-      d.file = relativize(m[1].str(), options.tree_root);
+      d.file = relativize(m[1].str(), options.tree_root, options.subdir);
       d.severity = m[2].str() == "error" ? Severity::error : Severity::warning;
       d.kind = DiagKind::other;
       d.message = m[3].str();

@@ -12,6 +12,9 @@ namespace autodriver::gate {
 struct ParseOptions {
   /// Absolute path of the driver tree as the build saw it; files inside it become relative.
   std::string tree_root;
+  /// Where the build ran inside the tree (a driver under a root, gate/build_root.hpp): kbuild of
+  /// 6.13 and later names files relative to M=, and those become relative to the tree too.
+  std::string subdir;
   /// Tool name stored in the diagnostics ("gcc" or "sparse").
   std::string tool = "gcc";
 };

@@ -196,6 +196,7 @@ public:
     spec.build_cmd = in.request.build_cmd;
     spec.timeout = in.request.build_timeout;
     spec.jobs = in.request.jobs;
+    spec.subdir = in.request.subdir;
     auto b = build_tree(in.kernel, base_tree, spec);
     if (!b) {
       g.infra_error = "baseline build: " + b.error().describe();

@@ -31,8 +31,12 @@ struct BuildSpec {
   std::chrono::seconds timeout{600};
   int jobs = 0;                               ///< make -j; 0: the CPUs this process may use
   /// kbuild only: single objects to build ("sub/a.o", relative to the tree) instead of the
-  /// modules (no link, no modpost).
+  /// modules (no link, no modpost); each inside `subdir`.
   std::vector<std::string> objects;
+  /// The driver's folder inside the tree when the tree is a root holding more (a sibling folder
+  /// its Makefile compiles, gate/build_root.hpp): kbuild's M=, the build command's cwd and its
+  /// {tree}/{src}. Empty: the tree itself.
+  std::filesystem::path subdir;
 };
 
 /// Builds `tree` in place (the caller passes a scratch copy). "Could not run make" is an Error;

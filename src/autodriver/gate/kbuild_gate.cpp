@@ -39,7 +39,10 @@ void clean_build_products(const fs::path& tree) {
 
 util::Expected<BuildRun> build_tree(const core::Kernel& kernel, const fs::path& tree, const BuildSpec& spec) {
   util::RunRequest req;
-  req.cwd = tree;
+  req.cwd = spec.subdir.empty() ? tree : tree / spec.subdir;
+  // The driver's folder inside the sandbox (the tree, or its subfolder under a --root).
+  const std::string driver_dir =
+      spec.subdir.empty() ? std::string(k_sandbox_tree) : (fs::path(k_sandbox_tree) / spec.subdir).lexically_normal().string();
   req.timeout = spec.timeout;
   req.stderr_mode = util::Stderr::merge;
   req.output_cap = 8 * 1024 * 1024;
@@ -50,13 +53,19 @@ util::Expected<BuildRun> build_tree(const core::Kernel& kernel, const fs::path& 
     // -k: every object is compiled even when one fails, so one build reports every file's errors
     // (a repair must not look like a regression because it lets make reach the next broken file).
     req.argv = {"make", "-k", fmt::format("-j{}", spec.jobs > 0 ? spec.jobs : util::available_cpus()), "-C", kernel.build_dir.string(),
-                std::string("M=") + k_sandbox_tree};
+                "M=" + driver_dir};
     for (const auto& a : spec.extra_make_args) req.argv.push_back(a);
     if (spec.objects.empty()) req.argv.push_back("modules");
-    for (const auto& o : spec.objects) req.argv.push_back(o);
+    for (const auto& o : spec.objects) {
+      // kbuild names single objects relative to M=.
+      fs::path rel = spec.subdir.empty() ? fs::path(o) : fs::path(o).lexically_relative(spec.subdir);
+      if (rel.empty() || *rel.begin() == "..")
+        return util::unexpected(util::ErrorKind::config, fmt::format("object {} is outside the driver's folder {}", o, spec.subdir.string()));
+      req.argv.push_back(rel.string());
+    }
   } else {
     const std::vector<std::pair<std::string, std::string>> vars = {
-        {"kdir", kernel.build_dir.string()}, {"kver", kernel.release}, {"tree", k_sandbox_tree}, {"src", k_sandbox_tree}};
+        {"kdir", kernel.build_dir.string()}, {"kver", kernel.release}, {"tree", driver_dir}, {"src", driver_dir}};
     for (auto& w : util::split_command(spec.build_cmd)) req.argv.push_back(util::substitute(w, vars));
     if (req.argv.empty()) return util::unexpected(util::ErrorKind::config, "empty --build-cmd");
     if (fs::path(req.argv[0]).filename() == "make") req.argv.insert(req.argv.begin() + 1, "-k");
@@ -85,6 +94,7 @@ util::Expected<BuildRun> build_tree(const core::Kernel& kernel, const fs::path& 
   }
   ParseOptions po;
   po.tree_root = k_sandbox_tree;
+  po.subdir = spec.subdir.string();
   br.diagnostics = parse_build_output(br.run.out, po);
   refine_with_sources(br.diagnostics, tree);
   std::error_code ec;
@@ -110,6 +120,7 @@ public:
     spec.build_cmd = in.request.build_cmd;
     spec.timeout = in.request.build_timeout;
     spec.jobs = in.request.jobs;
+    spec.subdir = in.request.subdir;
     auto br = build_tree(in.kernel, in.work_tree, spec);
     g.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
     if (!br) {

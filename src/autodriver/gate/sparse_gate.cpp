@@ -26,6 +26,7 @@ SparseRun sparse_findings(const core::Kernel& kernel, const fs::path& tree, cons
   spec.build_cmd = req.build_cmd;
   spec.timeout = req.build_timeout;
   spec.jobs = req.jobs;
+  spec.subdir = req.subdir;
   std::vector<core::Diagnostic> plain;
   if (!gcc_diags) {
     // Baseline trees have no build gate result: build them plainly first to know gcc's own lines.

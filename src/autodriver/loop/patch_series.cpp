@@ -77,8 +77,9 @@ util::Expected<std::vector<std::string>> write_patch_series(const PortRequest& r
   for (auto args : std::vector<std::vector<std::string>>{{"init", "-q"}, {"add", "-A"}, {"commit", "-q", "-m", "original"}})
     if (auto r = git(repo, args, who); !r) return util::unexpected(r.error());
   // Subjects name the module ("vmxnet3: adapt to ..."), else the tree's folder.
-  std::string driver = rep.modules.size() == 1 ? rep.modules[0] : fs::absolute(req.tree).filename().string();
-  if (driver.empty() || driver == ".") driver = fs::absolute(req.tree).parent_path().filename().string();
+  const fs::path folder = fs::absolute(req.subdir.empty() ? req.tree : req.tree / req.subdir).lexically_normal();
+  std::string driver = rep.modules.size() == 1 ? rep.modules[0] : folder.filename().string();
+  if (driver.empty() || driver == ".") driver = folder.parent_path().filename().string();
   std::string validation =
       rep.ok ? fmt::format("Validated by autodriver: the series builds against {}{}{}, and passes the integrity gate.",
                            req.to, req.boot ? " and the module loads in the target kernel under QEMU" : "",
@@ -100,9 +101,9 @@ util::Expected<std::vector<std::string>> write_patch_series(const PortRequest& r
           if (names(c.value("symbol", "")) || names(c.value("to", "")) || // callback edits name the new type
               (c["member"].is_string() && names(c["member"].get<std::string>())))
             lines.insert("Kernel API change (apidiff " + req.from + " -> " + req.to + "): " + c.value("summary", ""));
-    std::string out;
-    for (const auto& l : lines) out += l + "\n";
-    return out.empty() ? out : "\n" + out;
+    std::string text;
+    for (const auto& l : lines) text += l + "\n";
+    return text.empty() ? text : "\n" + text;
   };
   for (std::size_t k = 0; k < rep.accepted.size(); ++k) {
     const auto& a = rep.accepted[k];

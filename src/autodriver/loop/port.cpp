@@ -2,6 +2,7 @@
 
 #include "autodriver/apidiff/apidiff.hpp"
 
+#include "autodriver/gate/build_root.hpp"
 #include "autodriver/gate/check.hpp"
 #include "autodriver/gate/integrity.hpp"
 #include "autodriver/gate/kbuild.hpp"
@@ -108,6 +109,7 @@ util::Expected<BuildState> build(const core::Kernel& k, const fs::path& tree, co
   spec.timeout = limit.timeout;
   spec.jobs = limit.jobs;
   spec.objects = objects;
+  spec.subdir = req.subdir;
   auto t0 = Clock::now();
   auto r = gate::build_tree(k, tree, spec);
   // A build killed by Ctrl-C or SIGTERM says nothing about the driver or the edit.
@@ -256,7 +258,7 @@ util::Expected<Trial> try_edits(const std::vector<const propose::Edit*>& edits, 
   // when their errors are gone, by the whole module (link and modpost).
   util::Expected<BuildState> s = unexpected(ErrorKind::internal, "no build");
   TrialObjects picked;
-  if (req.build_cmd.empty() && !cur.ok && !cur.timed_out) picked = trial_objects(changed, cur.errors, work);
+  if (req.build_cmd.empty() && !cur.ok && !cur.timed_out) picked = trial_objects(changed, cur.errors, work, req.subdir);
   if (!picked.objects.empty()) {
     auto o = build(to, t, req, limit, picked.objects);
     if (!o) return unexpected(o.error());
@@ -392,19 +394,40 @@ void choose_reference(const core::Kernel& to, const std::vector<core::Diagnostic
 
 } // namespace
 
-util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn& progress) {
+util::Expected<PortReport> run_port(const PortRequest& given, const PortProgressFn& progress) {
   auto start = Clock::now();
   std::error_code ec;
-  if (!fs::is_directory(req.tree, ec)) return unexpected(ErrorKind::not_found, fmt::format("{}: no such directory", req.tree.string()));
-  if (req.build_cmd.empty() && !gate::has_kbuild_makefile(req.tree))
-    return unexpected(ErrorKind::config, fmt::format("{}: no Makefile or Kbuild (give --build-cmd if it builds another way)", req.tree.string()));
+  // From here on `tree` is what is copied: the driver's folder, or a root holding it and the
+  // folders its build files name (req.subdir: where the driver is in it).
+  PortRequest req = given;
+  if (req.subdir.empty()) {
+    auto located = gate::find_build_root(given.tree, given.root);
+    if (!located) return unexpected(located.error());
+    for (const auto& line : gate::describe(*located, given.tree))
+      if (progress) progress(line);
+    req.tree = located->root;
+    req.subdir = located->subdir;
+    if (!req.subdir.empty() && !req.from_tree.empty()) {
+      // The driver's folder of a tree laid out like the root: the same root around it.
+      fs::path from_root = fs::absolute(req.from_tree).lexically_normal();
+      for (auto it = req.subdir.begin(); it != req.subdir.end(); ++it) from_root = from_root.parent_path();
+      if ((from_root / req.subdir).lexically_normal() != fs::absolute(req.from_tree).lexically_normal() || !fs::is_directory(from_root / req.subdir, ec))
+        return unexpected(ErrorKind::config, fmt::format("{}: the tree built on the old kernel is not laid out like {} (the driver at {})",
+                                                         req.from_tree.string(), req.tree.string(), req.subdir.string()));
+      req.from_tree = from_root;
+    }
+  }
+  const fs::path driver_dir = req.subdir.empty() ? req.tree : req.tree / req.subdir;
+  if (req.build_cmd.empty() && !gate::has_kbuild_makefile(driver_dir))
+    return unexpected(ErrorKind::config, fmt::format("{}: no Makefile or Kbuild (give --build-cmd if it builds another way)", driver_dir.string()));
   if (req.out.empty()) return unexpected(ErrorKind::config, "no output directory (-o OUT)");
   if (fs::exists(req.out) && !fs::is_empty(req.out, ec))
     return unexpected(ErrorKind::config, fmt::format("{} already exists and is not empty: choose another -o", req.out.string()));
   auto tree_abs = fs::weakly_canonical(req.tree);
   auto out_abs = fs::weakly_canonical(req.out);
   if (out_abs.string().starts_with(tree_abs.string() + "/") || out_abs == tree_abs)
-    return unexpected(ErrorKind::config, "-o must not be inside the driver tree (the tree is never written)");
+    return unexpected(ErrorKind::config, req.subdir.empty() ? std::string("-o must not be inside the driver tree (the tree is never written)")
+                                                            : fmt::format("-o must not be inside {}, the folder copied with the driver", tree_abs.string()));
 
   auto to = kernel::resolve_kernel(req.to);
   if (!to) return unexpected(to.error());
@@ -444,6 +467,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
     return unexpected(ErrorKind::not_found, fmt::format("kernel {}: the image is not in the cache: run `autodriver kernel fetch {}`", req.to, req.to));
 
   PortReport rep;
+  if (!req.subdir.empty()) rep.root = tree_abs;
   auto step = [&](const std::string& kind, nlohmann::json data) {
     data["step"] = kind;
     data["t_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
@@ -531,7 +555,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
   std::future<util::Expected<apidiff::ApidiffReport>> api_diff;
   if (from && req.api_changes)
     api_diff = std::async(std::launch::async, [&, timeout = limit(2).timeout]() {
-      apidiff::ApidiffRequest ar{req.tree, *from, *to, req.build_cmd, timeout, {}};
+      apidiff::ApidiffRequest ar{req.tree, *from, *to, req.build_cmd, timeout, {}, req.subdir};
       return apidiff::run_apidiff(ar);
     });
   auto cur = build(*to, work, req, limit(api_diff.valid() ? 2 : 1));
@@ -626,7 +650,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
     if (auto r = refresh(iter); !r) return unexpected(r.error());
     if (cur->ok) break;
     // Rules read the C files the build compiles (and headers): not another platform's files.
-    if (req.build_cmd.empty()) apply_options.compiled = compiled_units(work, cur->all);
+    if (req.build_cmd.empty()) apply_options.compiled = compiled_units(work, cur->all, req.subdir);
     std::vector<propose::Edit> edits;
     for (auto& p : proposers) {
       auto t0 = Clock::now();
@@ -983,6 +1007,8 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
     if (rep.ok && (req.boot || from)) {
       gate::CheckRequest cr;
       cr.tree = work;
+      cr.root = work;  // the copy is laid out already: no search for a root
+      cr.subdir = req.subdir;
       cr.kernels = {req.to};
       if (req.compat)
         for (const auto& name : old_names) cr.kernels.push_back(name);
@@ -1010,6 +1036,7 @@ util::Expected<PortReport> run_port(const PortRequest& req, const PortProgressFn
           note(fmt::format("the module does not load on {}: loading the unchanged driver on {}", to->release, from->release));
           gate::CheckRequest base = cr;
           base.tree = req.from_tree.empty() ? req.tree : req.from_tree;
+          base.root = base.tree;
           base.kernels = {req.from};
           if (auto b = gate::run_check(base, nullptr)) {
             const std::string was = boot_outcome(gate::to_json(*b, base), from->release);
@@ -1055,7 +1082,8 @@ nlohmann::json to_json(const PortReport& r, const PortRequest& req) {
           {"schema_version", k_port_schema_version},
           {"ok", r.ok},
           {"status", r.status},
-          {"tree", fs::absolute(req.tree).string()},
+          {"tree", fs::absolute(req.subdir.empty() ? req.tree : req.tree / req.subdir).lexically_normal().string()},
+          {"root", r.root.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.root.string())},
           {"to", req.to},
           {"from", req.from},
           {"reference", r.reference},

@@ -19,6 +19,11 @@ inline constexpr int k_port_schema_version = 1;
 
 struct PortRequest {
   std::filesystem::path tree;               ///< the driver (never written)
+  /// --root: a folder holding `tree` that is copied with it (vendor trees whose Makefile compiles
+  /// a sibling folder); empty: found from the tree's build files (gate/build_root.hpp).
+  std::filesystem::path root;
+  /// Inside run_port, once `tree` is the root: the driver's folder in it (empty: tree itself).
+  std::filesystem::path subdir;
   std::string to;                           ///< target kernel
   std::string from;                         ///< the kernel it builds on; empty when unknown
   std::string build_cmd;
@@ -69,6 +74,7 @@ struct AcceptedEdit {
 struct PortReport {
   std::string status;           ///< ported, already-builds, from-fails, no-progress, budget, integrity-rejected, gates-failed
   std::string reference;        ///< without --from: the older kernel learned from (release), empty when none
+  std::filesystem::path root;   ///< the folder copied with the driver, when it was not the driver's own
   bool ok = false;              ///< builds on the target, integrity passed, requested gates passed
   int initial_errors = 0;
   int final_errors = 0;

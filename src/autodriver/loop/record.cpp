@@ -1,5 +1,6 @@
 #include "autodriver/loop/record.hpp"
 
+#include "autodriver/gate/build_root.hpp"
 #include "autodriver/store/kb.hpp"
 #include "autodriver/store/run_store.hpp"
 #include "autodriver/util/files.hpp"
@@ -33,7 +34,8 @@ nlohmann::json request_to_json(const PortRequest& r) {
           {"kb_path", r.kb_path.string()},
           {"store_kb", r.store_kb},
           {"case_id", r.case_id},
-          {"from_tree", r.from_tree.empty() ? "" : fs::absolute(r.from_tree).string()}};
+          {"from_tree", r.from_tree.empty() ? "" : fs::absolute(r.from_tree).string()},
+          {"root", r.root.empty() ? "" : fs::absolute(r.root).string()}};
 }
 
 PortRequest request_from_json(const nlohmann::json& a) {
@@ -58,6 +60,7 @@ PortRequest request_from_json(const nlohmann::json& a) {
   r.store_kb = a.value("store_kb", true);
   r.case_id = a.value("case_id", "");
   r.from_tree = a.value("from_tree", "");
+  r.root = a.value("root", "");
   return r;
 }
 
@@ -142,6 +145,10 @@ util::Expected<RecordedPort> run_port_recorded(const PortRequest& request, const
   store::RunInfo info;
   info.command = opt.command;
   info.args = request_to_json(request);
+  // The root run_port will copy with the driver (--root, or found from its build files): a
+  // rerun and an explain replay copy the same folder.
+  if (request.root.empty())
+    if (auto found = gate::find_build_root(request.tree); found && !found->subdir.empty()) info.args["root"] = found->root.string();
   if (info.args.value("case_id", "").empty()) info.args["case_id"] = opt.case_id;
   for (const auto& [k, v] : opt.extra_args.items()) info.args[k] = v;
   info.tree = opt.extra_args.value("original_tree", fs::absolute(request.tree).string());

@@ -79,6 +79,8 @@ ReplayBuildFn real_builder(const std::string& kernel_name, const nlohmann::json&
     if (!k->has_headers()) return unexpected(ErrorKind::not_found, fmt::format("kernel {}: no build directory", kernel_name));
     gate::BuildSpec spec;
     spec.build_cmd = args.value("build_cmd", "");
+    if (fs::path root = args.value("root", ""); !root.empty())
+      spec.subdir = fs::path(args.value("original_tree", args.value("tree", ""))).lexically_relative(root);
     // The run's own --build-timeout when it gave one (0: the loop's default, derived per run).
     auto recorded = std::chrono::seconds(args.value("build_timeout_s", 0));
     spec.timeout = recorded.count() > 0 ? std::min(timeout, recorded) : timeout;
@@ -105,6 +107,9 @@ void replay_attributions(store::RunStore& st, const store::RunRow& run, nlohmann
   doc["replays"] = 0;
   if (!doc.contains("attribute") || !doc["attribute"].is_array()) return;
   fs::path original = run.args.value("original_tree", run.args.value("tree", ""));
+  // A driver copied with a root (a sibling folder its Makefile compiles): the root is copied, and
+  // the run's edits are paths in it.
+  if (fs::path root = run.args.value("root", ""); !root.empty()) original = root;
   ReplayBuildFn on_to = build ? build : real_builder(run.args.value("to", ""), run.args, opt.build_timeout);
   ReplayBuildFn on_from = build_from ? build_from : real_builder(run.args.value("from", ""), run.args, opt.build_timeout);
   auto deadline = Clock::now() + opt.total;

@@ -18,7 +18,7 @@ std::string tree_relative(const std::string& path, const std::string& prefix) {
   return n == "." ? std::string() : n;
 }
 
-std::string reporting_unit(const core::Diagnostic& d, const std::string& prefix) {
+std::string reporting_unit(const core::Diagnostic& d, const std::string& prefix, const fs::path& subdir) {
   // "In file included from A:1,\n                 from B.c:2:\n": the last "from" is the unit.
   std::string unit;
   for (auto line : util::split_lines(d.raw)) {
@@ -30,7 +30,10 @@ std::string reporting_unit(const core::Diagnostic& d, const std::string& prefix)
     auto colon = rest.find(':');
     if (colon != std::string_view::npos) unit = std::string(rest.substr(0, colon));
   }
-  return tree_relative(unit.empty() ? d.file : unit, prefix);
+  if (unit.empty()) return tree_relative(d.file, prefix);  // the parser made it tree-relative
+  // kbuild of 6.13 and later names the chain's files relative to M= (the driver's folder).
+  if (!subdir.empty() && fs::path(unit).is_relative()) return tree_relative((subdir / unit).string(), "");
+  return tree_relative(unit, prefix);
 }
 
 namespace {
@@ -80,7 +83,7 @@ std::set<std::string> users_of(const std::string& header, const std::map<std::st
 
 } // namespace
 
-std::set<std::string> compiled_units(const fs::path& work, const std::vector<core::Diagnostic>& diags) {
+std::set<std::string> compiled_units(const fs::path& work, const std::vector<core::Diagnostic>& diags, const fs::path& subdir) {
   std::set<std::string> out;
   for (const auto& rel : util::list_files(work)) {
     std::string name = rel.filename().string();
@@ -92,14 +95,14 @@ std::set<std::string> compiled_units(const fs::path& work, const std::vector<cor
   for (const auto& d : diags) {
     if (d.tool != "gcc") continue;
     // The unit compiled, and a C file it includes where the diagnostic points ("#include "x.c"").
-    for (auto u : {reporting_unit(d, gate::k_sandbox_tree), tree_relative(d.file, gate::k_sandbox_tree)})
+    for (auto u : {reporting_unit(d, gate::k_sandbox_tree, subdir), tree_relative(d.file, gate::k_sandbox_tree)})
       if (is_c(u) && !u.starts_with("../") && !fs::path(u).is_absolute()) out.insert(u);
   }
   return out;
 }
 
 TrialObjects trial_objects(const std::set<std::string>& changed, const std::vector<core::Diagnostic>& errors,
-                           const fs::path& work) {
+                           const fs::path& work, const fs::path& subdir) {
   const std::string prefix = gate::k_sandbox_tree;
   TrialObjects none;
   if (errors.empty() || changed.empty()) return none;
@@ -139,7 +142,7 @@ TrialObjects trial_objects(const std::set<std::string>& changed, const std::vect
       std::set<std::string> reporters;
       const std::string changed_header = tree_relative(f, "");
       for (const auto& d : errors)
-        if (tree_relative(d.file, prefix) == changed_header) reporters.insert(reporting_unit(d, prefix));
+        if (tree_relative(d.file, prefix) == changed_header) reporters.insert(reporting_unit(d, prefix, subdir));
       int taken = 0;
       for (const auto& r : reporters)
         if (users.count(r) && taken < 2 && std::find(sample.begin(), sample.end(), r) == sample.end()) {
@@ -155,6 +158,10 @@ TrialObjects trial_objects(const std::set<std::string>& changed, const std::vect
   }
   for (const auto& u : units) {
     fs::path p(u);
+    if (!subdir.empty()) {
+      auto rel = p.lexically_relative(subdir);
+      if (rel.empty() || *rel.begin() == "..") return none;
+    }
     out.objects.push_back((p.parent_path() / (p.stem().string() + ".o")).string());
   }
   return out;

@@ -28,19 +28,22 @@ struct TrialObjects {
 ///   the first two that report errors located in it, when that is fewer than half the C files
 ///   that include it; else the whole module.
 /// Nothing when the trial changed every file with errors and no header (a full build then
-/// compiles only those anyway, and links).
+/// compiles only those anyway, and links), or when an object lies outside `subdir` (the driver's
+/// folder under a root: kbuild builds single objects of M= only).
 TrialObjects trial_objects(const std::set<std::string>& changed, const std::vector<core::Diagnostic>& errors,
-                           const std::filesystem::path& work);
+                           const std::filesystem::path& work, const std::filesystem::path& subdir = {});
 
 /// The C files the build of `work` compiled: those with kbuild's record of their object
 /// (`.x.o.cmd`), those whose compilation reported one of `diags` (it failed, so kbuild kept no
 /// record), and C files a diagnostic points into (one C file including another). Relative paths.
-std::set<std::string> compiled_units(const std::filesystem::path& work, const std::vector<core::Diagnostic>& diags);
+std::set<std::string> compiled_units(const std::filesystem::path& work, const std::vector<core::Diagnostic>& diags,
+                                     const std::filesystem::path& subdir = {});
 
 /// The C file whose compilation reported `d`: the outermost file of its "In file included from"
 /// chain, else its own file; relative to the tree (`prefix`, the sandbox's tree path, removed) and
-/// normalized ("././include/x.h" -> "include/x.h").
-std::string reporting_unit(const core::Diagnostic& d, const std::string& prefix);
+/// normalized ("././include/x.h" -> "include/x.h"); a chain's relative names are taken from
+/// `subdir`, the folder the build ran in.
+std::string reporting_unit(const core::Diagnostic& d, const std::string& prefix, const std::filesystem::path& subdir = {});
 
 /// `path` normalized as a tree-relative path ("./a/../b.c" -> "b.c").
 std::string tree_relative(const std::string& path, const std::string& prefix);
