@@ -83,6 +83,29 @@ TEST_F(BuildRootTest, MissingFoldersAreNamedNotGuessed) {
   EXPECT_EQ(r->unresolved, (Refs{"../gone/x.o"}));
 }
 
+TEST_F(BuildRootTest, APatternCountsOnlyWhenSomethingMatchesIt) {
+  // A release target writing "../pkg-$(VER).tgz" next to the driver names nothing to copy.
+  put("drv/Makefile", "obj-m += drv.o\nTGZ=../drv-$(VER).tgz\n");
+  put("unrelated/x.c", "int x;\n");
+  auto r = gate::find_build_root(repo / "drv");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->root, repo / "drv");
+  EXPECT_TRUE(r->outside.empty());
+  EXPECT_TRUE(r->unresolved.empty());
+  // The same pattern with a match beside the driver does.
+  put("drv-1.0.tgz", "");
+  r = gate::find_build_root(repo / "drv");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->root, repo);
+  // A wildcard into a sibling folder counts when the folder is there.
+  put("lib/Makefile", "obj-m += lib.o\nlib-y += $(patsubst %.c,%.o,$(wildcard $(src)/../shared/*.c))\n");
+  put("shared/s.c", "int s;\n");
+  r = gate::find_build_root(repo / "lib");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->root, repo);
+  EXPECT_EQ(r->subdir, fs::path("lib"));
+}
+
 TEST_F(BuildRootTest, ARootTooFarUpIsNotChosen) {
   put("a/b/c/d/drv/Makefile", "obj-m += drv.o\ndrv-objs := a.o ../../../../../lib/x.o\n");
   put("lib/x.c", "int x;\n");

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <fnmatch.h>
 #include <set>
 
 namespace autodriver::gate {
@@ -34,15 +35,57 @@ bool inside(const fs::path& p, const fs::path& base) {
   return !rel.empty() && *rel.begin() != "..";
 }
 
-/// The part of a normal path before its first component with a wildcard or a make variable.
-fs::path literal_prefix(const fs::path& p) {
+bool has_pattern(const std::string& s) { return s.find_first_of("*%$?[") != std::string::npos; }
+
+/// The part of a normal path before its first component with a wildcard or a make variable;
+/// `cut` gets that component ("" when the path has none).
+fs::path literal_prefix(const fs::path& p, std::string& cut) {
   fs::path out;
+  cut.clear();
   for (const auto& c : p) {
     std::string s = c.string();
-    if (s.find_first_of("*%$?[") != std::string::npos) break;
+    if (has_pattern(s)) {
+      cut = s;
+      break;
+    }
     out /= c;
   }
   return out;
+}
+
+/// A path component with make variables ("$(VER)", "${V}", "$V") and '%' read as shell wildcards.
+std::string as_glob(const std::string& component) {
+  std::string out;
+  for (std::size_t i = 0; i < component.size(); ++i) {
+    char c = component[i];
+    if (c == '$' && i + 1 < component.size() && (component[i + 1] == '(' || component[i + 1] == '{')) {
+      const char close = component[i + 1] == '(' ? ')' : '}';
+      std::size_t e = component.find(close, i + 2);
+      i = e == std::string::npos ? component.size() : e;
+      out += '*';
+    } else if (c == '$') {
+      ++i; // "$V": one-letter variable
+      out += '*';
+    } else if (c == '%') {
+      out += '*';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+/// True when folder `p` holds an entry matching `component` (a pattern) other than `dir` or
+/// a folder holding it: "../tp-$(VER).tgz" names nothing outside when no such file is there.
+bool holds_match(const fs::path& p, const std::string& component, const fs::path& dir) {
+  const std::string glob = as_glob(component);
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(p, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const fs::path entry = it->path();
+    if (entry == dir || inside(dir, entry)) continue;
+    if (::fnmatch(glob.c_str(), entry.filename().c_str(), 0) == 0) return true;
+  }
+  return false;
 }
 
 } // namespace
@@ -118,10 +161,19 @@ util::Expected<BuildRoot> find_build_root(const fs::path& driver, const fs::path
     const fs::path base = it->path().parent_path();
     for (const auto& ref : outside_references(*text)) {
       // "$(src)/../common/x.o" is "../common/x.o" relative to the build file's folder.
-      fs::path p = literal_prefix((base / ref).lexically_normal());
+      std::string cut;
+      fs::path p = literal_prefix((base / ref).lexically_normal(), cut);
       if (p.empty() || inside(p, dir) || p == dir) continue;
       fs::path found;
-      if (fs::exists(p, ec)) {
+      if (!cut.empty()) {
+        // A pattern names something outside when the folder holds a match, or a folder of its
+        // own that is there; in a folder holding the driver with no match it is a file the build
+        // writes ("TGZ = ../pkg-$(VER).tgz"), nothing to copy.
+        if (fs::is_directory(p, ec)) {
+          if (holds_match(p, cut, dir) || !inside(dir, p)) found = p;
+          else continue;
+        }
+      } else if (fs::exists(p, ec)) {
         found = p;
       } else if (p.extension() == ".o") {
         for (const char* ext : {".c", ".S"})
@@ -129,7 +181,7 @@ util::Expected<BuildRoot> find_build_root(const fs::path& driver, const fs::path
       }
       // A file the build would generate or that is missing, in a folder that is there.
       const fs::path folder = p.parent_path();
-      if (found.empty() && fs::is_directory(folder, ec) && !inside(folder, dir) && folder != dir && !inside(dir, folder))
+      if (found.empty() && cut.empty() && fs::is_directory(folder, ec) && !inside(folder, dir) && folder != dir && !inside(dir, folder))
         found = folder;
       if (found.empty()) {
         if (seen_unresolved.insert(ref).second) out.unresolved.push_back(ref);
