@@ -425,7 +425,9 @@ TEST(StoreKb, ExportScrubsAndImportRoundTrips) {
   EXPECT_EQ(text.find("/home/alice"), std::string::npos) << text;
   EXPECT_EQ(text.find("/usr/src"), std::string::npos);
   EXPECT_EQ(text.find("sk-abcdefghijklmnop"), std::string::npos);
-  if (!who.empty()) EXPECT_EQ(text.find(" by " + who), std::string::npos);
+  if (!who.empty()) {
+    EXPECT_EQ(text.find(" by " + who), std::string::npos);
+  }
   EXPECT_NE(text.find("learned from core.c"), std::string::npos); // absolute paths keep their file name
   EXPECT_EQ(bundle["schema_version"], store::k_kb_bundle_version);
 

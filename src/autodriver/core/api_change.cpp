@@ -31,12 +31,6 @@ std::string_view to_string(ChangeKind kind) {
   return "unknown";
 }
 
-std::optional<ChangeKind> change_kind_from_string(std::string_view name) {
-  for (const auto& [k, n] : k_names)
-    if (n == name) return k;
-  return std::nullopt;
-}
-
 nlohmann::json to_json(const ApiChange& c) {
   nlohmann::json j = {{"symbol", c.symbol}, {"kind", std::string(to_string(c.kind))}, {"from", c.from}, {"to", c.to},
                       {"header_from", c.header_from}, {"header_to", c.header_to}, {"summary", c.summary}};

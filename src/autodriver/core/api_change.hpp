@@ -29,8 +29,6 @@ enum class ChangeKind : int {
 };
 
 std::string_view to_string(ChangeKind kind);
-/// Inverse of to_string; nullopt for an unknown name.
-std::optional<ChangeKind> change_kind_from_string(std::string_view name);
 
 struct ApiChange {
   std::string symbol;       ///< "class_create", "struct i2c_driver", "ETH_RSS_HASH_TOP"

@@ -84,6 +84,11 @@ util::Expected<BuildRun> build_tree(const core::Kernel& kernel, const fs::path& 
   auto r = util::run(req);
   if (!r) return util::unexpected(r.error());
   br.run = std::move(*r);
+  if (!br.run.ok() && util::says_disk_full(br.run.out))
+    return util::unexpected(util::ErrorKind::io,
+                            fmt::format("the file system holding {} is full (No space left on device): free space there, "
+                                        "or set TMPDIR to a folder on a larger one",
+                                        tree.string()));
   for (auto line : util::split_lines(br.run.out)) {
     line = util::trim(line);
     // Not kbuild's own link-time objects (foo.mod.o, .module-common.o): the driver's files.

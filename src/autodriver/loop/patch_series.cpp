@@ -29,7 +29,9 @@ static util::Expected<util::RunResult> git(const fs::path& repo, std::vector<std
   req.env_set = {{"LC_ALL", "C"}};
   auto r = util::run(req);
   if (!r) return r;
-  if (!r->ok()) return util::unexpected(util::ErrorKind::spawn, "git " + args[0] + " failed: " + util::tail_capped(r->out, 300));
+  if (!r->ok())
+    return util::unexpected(util::says_disk_full(r->out) ? util::ErrorKind::io : util::ErrorKind::spawn,
+                            "git " + args[0] + " failed: " + util::tail_capped(r->out, 300));
   return r;
 }
 
@@ -69,7 +71,7 @@ static std::string wrap(const std::string& text, std::size_t width = 72) {
 }
 
 util::Expected<std::vector<std::string>> write_patch_series(const PortRequest& req, const PortReport& rep,
-                                                            const fs::path& repo) {
+                                                            const fs::path& repo, const fs::path& pdir) {
   std::vector<std::string> out;
   if (rep.accepted.empty()) return out;
   if (auto c = util::copy_tree(req.tree, repo, util::SkipBuildProducts::yes); !c) return util::unexpected(c.error());
@@ -132,9 +134,9 @@ util::Expected<std::vector<std::string>> write_patch_series(const PortRequest& r
     if (auto r = git(repo, {"commit", "-q", "--allow-empty", "--cleanup=verbatim", "-F", msgfile.string()}, who); !r)
       return util::unexpected(r.error());
   }
-  fs::path pdir = fs::absolute(req.out) / "patches";
   std::error_code ec;
   fs::create_directories(pdir, ec);
+  if (ec) return util::unexpected(util::ErrorKind::io, fmt::format("cannot create {}: {}", pdir.string(), ec.message()));
   auto r = git(repo, {"format-patch", "-q", "--numbered", "-o", pdir.string(), "HEAD~" + std::to_string(rep.accepted.size())}, who);
   if (!r) return util::unexpected(r.error());
   for (const auto& e : fs::directory_iterator(pdir, ec)) out.push_back(e.path().string());

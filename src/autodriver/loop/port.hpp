@@ -10,6 +10,8 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -94,7 +96,27 @@ struct PortReport {
 
 using PortProgressFn = std::function<void(const std::string&)>;
 
+class Builder; // loop/builder.hpp
+
+/// A proposer as the loop runs it: `alone_first` edits are tried one at a time before any other
+/// edit, and an iteration that keeps one ends there (they change which code compiles).
+struct LoopProposer {
+  std::unique_ptr<propose::Proposer> proposer;
+  bool alone_first = false;
+};
+
+/// What the loop runs on; what is left empty is the real thing. Tests replace them: a scripted
+/// builder, their own proposers, kernels that are folders of their own, no kernel sources.
+struct PortDeps {
+  std::shared_ptr<Builder> builder;                         ///< null: kbuild in the build sandbox
+  std::optional<std::vector<LoopProposer>> proposers;       ///< none: the table's (request.proposers)
+  std::function<util::Expected<core::Kernel>(const std::string&)> resolve_kernel; ///< null: kernel::resolve_kernel
+  /// The kernel's source tree (learned from); null: kernel::ensure_source (downloads it once).
+  std::function<util::Expected<std::filesystem::path>(const core::Kernel&)> source;
+};
+
 util::Expected<PortReport> run_port(const PortRequest& request, const PortProgressFn& progress);
+util::Expected<PortReport> run_port(const PortRequest& request, const PortProgressFn& progress, PortDeps deps);
 
 nlohmann::json to_json(const PortReport& report, const PortRequest& request);
 

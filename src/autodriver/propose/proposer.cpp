@@ -22,7 +22,7 @@ const std::vector<ProposerEntry>& proposer_table() {
       {"removed-api", "statements of an interface the kernel removed with its purpose (set_fs/get_fs) are deleted, as the kernel's own callers did", &make_removed_api},
       {"sysctl-path", "register_sysctl_table() of nested directory tables -> register_sysctl(\"dir/sub\", leaf) (the target lacks the old call)", &make_sysctl_path},
       {"target-api", "repairs from the target kernel alone: arguments by type/name, renames, members", &make_target_api},
-      {"feature-switch", "the driver's own feature macro (#ifdef HAVE_X ... #else) switched on when the target's errors sit in its #else branch", &make_feature_switch},
+      {"feature-switch", "the driver's own feature macro (#ifdef HAVE_X ... #else) switched on when the target's errors sit in its #else branch", &make_feature_switch, true},
       {"compat-kb", "old-API -> new-API forms learned from maintainers' #if LINUX_VERSION_CODE blocks (DKMS sources)", &make_compat_kb},
   };
   return k_table;

@@ -92,10 +92,14 @@ public:
   virtual std::vector<Edit> propose(const std::vector<core::Diagnostic>& diagnostics, const PortContext& ctx) = 0;
 };
 
+/// One row of the proposer table. The loop asks the proposers in table order; an `alone_first`
+/// proposer's edits are tried one at a time before any other edit, and an iteration that keeps
+/// one ends there (they change which code compiles, so the other proposals may be moot).
 struct ProposerEntry {
   std::string_view id;
   std::string_view description;
   std::unique_ptr<Proposer> (*make)();
+  bool alone_first = false;
 };
 
 const std::vector<ProposerEntry>& proposer_table();

@@ -94,12 +94,6 @@ std::string_view to_string(RunStatus s) {
   return "error";
 }
 
-std::optional<RunStatus> parse_run_status(std::string_view s) {
-  for (auto st : {RunStatus::running, RunStatus::ok, RunStatus::failed, RunStatus::interrupted, RunStatus::error})
-    if (to_string(st) == s) return st;
-  return std::nullopt;
-}
-
 fs::path default_store_path() {
   if (const char* e = std::getenv("AUTODRIVER_STORE"); e && *e) return e;
   if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) return fs::path(x) / "autodriver/runs.sqlite";

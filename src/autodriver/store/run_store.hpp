@@ -23,7 +23,6 @@ inline constexpr int k_store_schema_version = 2;
 /// Run states as stored (text). `interrupted` also covers a process that died while `running`.
 enum class RunStatus { running, ok, failed, interrupted, error };
 std::string_view to_string(RunStatus s);
-std::optional<RunStatus> parse_run_status(std::string_view s);
 
 /// $AUTODRIVER_STORE, else $XDG_DATA_HOME/autodriver/runs.sqlite, else ~/.local/share/autodriver/runs.sqlite.
 std::filesystem::path default_store_path();

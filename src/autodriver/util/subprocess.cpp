@@ -11,9 +11,7 @@
 #include <fcntl.h>
 #include <fstream>
 #include <sched.h>
-#include <mutex>
 #include <poll.h>
-#include <set>
 #include <sys/wait.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -24,18 +22,6 @@ namespace autodriver::util {
 namespace {
 
 std::atomic<bool> g_interrupted{false};
-std::mutex g_children_mutex;
-std::set<pid_t> g_children; // process group ids
-
-void register_child(pid_t pgid) {
-  std::lock_guard lock(g_children_mutex);
-  g_children.insert(pgid);
-}
-void unregister_child(pid_t pgid) {
-  std::lock_guard lock(g_children_mutex);
-  g_children.erase(pgid);
-}
-
 extern "C" void on_interrupt(int) {
   // Only async-signal-safe work here: set the flag; the runner loops notice it and kill.
   g_interrupted.store(true);
@@ -125,7 +111,6 @@ Expected<RunResult> ProcessRunner::run(const RunRequest& r) {
     _exit(127);
   }
   setpgid(pid, pid); // also in the parent, to avoid racing the child
-  register_child(pid);
   close(out_pipe[1]);
   close(err_pipe[1]);
   close(in_pipe[0]);
@@ -135,7 +120,6 @@ Expected<RunResult> ProcessRunner::run(const RunRequest& r) {
   if (read(exec_pipe[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno) {
     close(exec_pipe[0]);
     waitpid(pid, nullptr, 0);
-    unregister_child(pid);
     close(out_pipe[0]);
     close(err_pipe[0]);
     close(in_pipe[1]);
@@ -204,7 +188,6 @@ Expected<RunResult> ProcessRunner::run(const RunRequest& r) {
   }
   // Reap anything left in the group (e.g. make's children after the parent exited).
   kill(-pid, SIGKILL);
-  unregister_child(pid);
   result.elapsed =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
   if (WIFEXITED(status)) {
@@ -216,10 +199,17 @@ Expected<RunResult> ProcessRunner::run(const RunRequest& r) {
   return result;
 }
 
+namespace {
+std::atomic<CommandRunner*> g_runner_override{nullptr};
+}
+
 CommandRunner& default_runner() {
   static ProcessRunner runner;
-  return runner;
+  CommandRunner* r = g_runner_override.load();
+  return r ? *r : runner;
 }
+
+CommandRunner* set_default_runner(CommandRunner* runner) { return g_runner_override.exchange(runner); }
 
 namespace {
 thread_local RunObserver t_run_observer;
@@ -234,11 +224,6 @@ Expected<RunResult> run(const RunRequest& request) {
   auto r = default_runner().run(request);
   if (r && t_run_observer) t_run_observer(*r);
   return r;
-}
-
-void kill_all_children() {
-  std::lock_guard lock(g_children_mutex);
-  for (pid_t pgid : g_children) kill(-pgid, SIGKILL);
 }
 
 void install_interrupt_handlers() {
@@ -264,6 +249,11 @@ std::filesystem::path find_program(const std::string& name) {
     if (access(candidate.c_str(), X_OK) == 0) return candidate;
   }
   return {};
+}
+
+bool says_disk_full(std::string_view output) {
+  return output.find(std::strerror(ENOSPC)) != std::string_view::npos ||
+         output.find("No space left on device") != std::string_view::npos;
 }
 
 std::string render_argv(const std::vector<std::string>& argv) {

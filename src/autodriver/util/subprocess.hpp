@@ -14,6 +14,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace autodriver::util {
@@ -50,7 +51,7 @@ struct RunResult {
   std::string status_text() const;
 };
 
-/// Abstract runner so that tests can substitute a fake (see FakeRunner in tests).
+/// Abstract runner so that tests can substitute a fake (util/fake_runner.hpp).
 class CommandRunner {
 public:
   virtual ~CommandRunner() = default;
@@ -66,6 +67,10 @@ public:
 /// The process-wide default runner.
 CommandRunner& default_runner();
 
+/// Replaces the runner default_runner() and run() use, process-wide (tests: a FakeRunner);
+/// nullptr restores the real one. Returns the one it replaced (nullptr: the real one).
+CommandRunner* set_default_runner(CommandRunner* runner);
+
 /// Shorthand: default_runner().run(request).
 Expected<RunResult> run(const RunRequest& request);
 
@@ -75,10 +80,8 @@ using RunObserver = std::function<void(const RunResult&)>;
 /// Sets this thread's observer (empty removes it); returns the previous one.
 RunObserver set_thread_run_observer(RunObserver observer);
 
-/// Kill every live child process group (called from the SIGINT/SIGTERM handler path).
-void kill_all_children();
-
-/// Install SIGINT/SIGTERM handlers that mark the process interrupted and kill children.
+/// Install SIGINT/SIGTERM handlers that mark the process interrupted; every runner loop notices
+/// the mark and kills its child's process group (a handler may not do that work itself).
 void install_interrupt_handlers();
 
 /// True after SIGINT/SIGTERM.
@@ -93,5 +96,9 @@ std::filesystem::path find_program(const std::string& name);
 
 /// Render argv for logs ("make -C /x M=/y modules"), quoting words with spaces.
 std::string render_argv(const std::vector<std::string>& argv);
+
+/// True when a tool's output says a write failed because its file system is full (ENOSPC's
+/// message): the run cannot go on, and the driver is not to blame.
+bool says_disk_full(std::string_view output);
 
 } // namespace autodriver::util

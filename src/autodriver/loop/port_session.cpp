@@ -1,0 +1,857 @@
+#include "autodriver/loop/port_session.hpp"
+
+#include "autodriver/apidiff/apidiff.hpp"
+#include "autodriver/gate/build_root.hpp"
+#include "autodriver/gate/check.hpp"
+#include "autodriver/gate/kbuild.hpp"
+#include "autodriver/kernel/source.hpp"
+#include "autodriver/kernel/target.hpp"
+#include "autodriver/loop/api_changes.hpp"
+#include "autodriver/loop/compat.hpp"
+#include "autodriver/loop/patch_series.hpp"
+#include "autodriver/loop/reference.hpp"
+#include "autodriver/loop/trial_objects.hpp"
+#include "autodriver/propose/kb_extract.hpp"
+#include "autodriver/util/json_text.hpp"
+#include "autodriver/util/log.hpp"
+#include "autodriver/util/subprocess.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <future>
+
+namespace autodriver::loop {
+
+namespace fs = std::filesystem;
+using util::ErrorKind;
+using util::unexpected;
+
+PortSession::PortSession(const PortRequest& request, PortProgressFn progress, PortDeps deps)
+    : m_req(request), m_progress(std::move(progress)), m_deps(std::move(deps)), m_start(Clock::now()) {
+  if (!m_deps.resolve_kernel) m_deps.resolve_kernel = [](const std::string& name) { return kernel::resolve_kernel(name); };
+  if (!m_deps.source)
+    m_deps.source = [this](const core::Kernel& k) { return kernel::ensure_source(k, [this](const std::string& m) { note(m); }); };
+}
+
+util::Expected<PortReport> PortSession::run() {
+  for (auto phase : {&PortSession::locate_root, &PortSession::validate, &PortSession::resolve_kernels, &PortSession::prepare})
+    if (auto r = (this->*phase)(); !r) return unexpected(r.error());
+  auto done = baseline();
+  if (!done) return unexpected(done.error());
+  if (*done) return std::move(m_rep);
+  if (!m_from && !m_rep.reference.empty())
+    choose_reference(*m_to, m_cur.errors, m_ctx, m_rep, [this](const std::string& m) { note(m); },
+                     [this](const std::string& k, nlohmann::json d) { step(k, std::move(d)); });
+  make_proposers();
+  if (auto r = iterate(); !r) return unexpected(r.error());
+  if (auto r = conclude(); !r) return unexpected(r.error());
+  if (m_cur.ok)
+    for (auto phase : {&PortSession::integrity, &PortSession::compat, &PortSession::gates})
+      if (auto r = (this->*phase)(); !r) return unexpected(r.error());
+  if (auto r = series(); !r) return unexpected(r.error());
+  set_elapsed();
+  return std::move(m_rep);
+}
+
+// ---- helpers ---------------------------------------------------------------------------------
+
+void PortSession::note(const std::string& m) const {
+  if (m_progress) m_progress(m);
+}
+
+void PortSession::step(const std::string& kind, nlohmann::json data) {
+  data["step"] = kind;
+  data["t_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - m_start).count();
+  if (m_req.on_step) m_req.on_step(data);
+  m_rep.steps.push_back(std::move(data));
+}
+
+void PortSession::set_elapsed() {
+  m_rep.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - m_start);
+}
+
+// The headers' own LINUX_VERSION_CODE (Debian's 6.1.0-57 is 6.1.192), not the release string.
+long PortSession::code_of(const core::Kernel& k) const {
+  long c = propose::linux_version_code(k.build_dir);
+  return c ? c : static_cast<long>(k.version_code());
+}
+
+// Builds share the machine's CPUs; a build's timeout is --build-timeout, else three times the
+// first full build of the target (at least three minutes), never more than the budget left.
+BuildLimit PortSession::limit(int share) const {
+  BuildLimit l;
+  l.jobs = std::max(1, m_cpus / std::max(1, share));
+  auto left = std::chrono::duration_cast<std::chrono::seconds>(m_req.budget - (Clock::now() - m_start));
+  std::chrono::seconds cap = m_req.build_timeout.count() > 0 ? m_req.build_timeout
+                             : m_first_build.count() > 0   ? std::max<std::chrono::seconds>(std::chrono::seconds(180), 3 * m_first_build)
+                                                           : left;
+  l.by_budget = left <= cap;
+  l.timeout = std::max<std::chrono::seconds>(std::chrono::seconds(1), std::min(cap, left));
+  return l;
+}
+
+util::Expected<BuildState> PortSession::build(const core::Kernel& k, const fs::path& tree, const BuildLimit& l,
+                                              const std::vector<std::string>& objects) {
+  return m_deps.builder->build(k, tree, l, objects);
+}
+
+util::Expected<Trial> PortSession::trial(const std::vector<const propose::Edit*>& edits) {
+  const fs::path scratch = m_scratch->path();
+  TrialSetup setup{m_work, scratch, *m_to, *m_deps.builder, m_apply, m_req.subdir};
+  return try_edits(edits, setup, limit(), m_cur);
+}
+
+// A build cut by its timeout or the budget ends the run with that said, not as a driver error.
+void PortSession::cut_short(const BuildState& b, const core::Kernel& k) {
+  m_rep.status = b.by_budget ? "budget" : "timeout";
+  m_rep.remaining = {fmt::format("the build on {} did not finish within {} s ({})", k.release, b.limit.count(),
+                                 b.by_budget ? "the time left in --budget-s" : "--build-timeout")};
+  set_elapsed();
+}
+
+static nlohmann::json build_json(const BuildState& b) {
+  return nlohmann::json{{"ms", b.ms}, {"compiled", b.compiled}, {"timed_out", b.timed_out}, {"timeout_s", b.limit.count()}};
+}
+
+// A trial's step: what was tried, its errors, and where its time went.
+void PortSession::tried(nlohmann::json data, const Trial& t) {
+  data.update({{"errors_before", m_cur.error_count()}, {"errors_after", t.applied ? t.state.error_count() : -1},
+               {"build_ms", t.state.ms}, {"compiled", t.state.compiled}, {"objects_only", t.state.objects_only},
+               {"copy_ms", t.copy_ms}, {"apply_ms", t.apply_ms}});
+  step("try", std::move(data));
+}
+
+// The trial's built copy becomes the work tree (its objects are the next trials' start).
+util::Expected<void> PortSession::adopt(Trial& t) {
+  std::error_code ec;
+  if (!t.tree.empty()) {
+    fs::remove_all(m_work, ec);
+    fs::rename(t.tree, m_work, ec);
+    if (!ec) return {};
+    util::log_debug("cannot move {} to {}: {}", t.tree.string(), m_work.string(), ec.message());
+    if (auto c = util::copy_tree(t.tree, m_work, util::SkipBuildProducts::no); c) return {};
+  }
+  return write_snapshot(m_work, t.snapshot);
+}
+
+// One edit's trial kept on the work tree: its files, the accepted edit with its snapshot, the new
+// build state.
+util::Expected<void> PortSession::keep_trial(const propose::Edit& e, Trial& t, int iter) {
+  if (auto w = adopt(t); !w) return unexpected(w.error());
+  m_rep.accepted.push_back({e, t.snapshot, m_cur.error_count(), t.state.error_count(), m_rep.accepted.size(), 1});
+  m_settled.insert(e.change_id);
+  step("accept", {{"iteration", iter}, {"change", e.change_id}, {"proposer", e.proposer}, {"title", e.title}});
+  m_cur = std::move(t.state);
+  return {};
+}
+
+// `m_cur` is the build of a trial copy identical to the work tree: no rebuild needed.
+void PortSession::end_iteration(int iter) {
+  step("build-target", {{"iteration", iter}, {"ok", m_cur.ok}, {"errors", diag_list(m_cur.errors)}});
+  if (m_cur.ok && m_rep.modules.empty()) m_rep.modules = m_cur.modules;
+}
+
+// A header judged by a sample of its users leaves the other files' diagnostics as they were: one
+// full build (incremental: the users of what changed) before they are read again.
+util::Expected<void> PortSession::refresh(int iter) {
+  if (!m_cur.sampled) return {};
+  note("rebuilding the module: a changed header was judged by some of the files that include it");
+  auto full = build(*m_to, m_work, limit());
+  if (!full) return unexpected(full.error());
+  auto j = build_json(*full);
+  j.update({{"iteration", iter}, {"ok", full->ok}, {"refresh", true}, {"errors", diag_list(full->errors)}});
+  step("build-target", j);
+  m_cur = std::move(*full);
+  return {};
+}
+
+// OUT/tree and OUT/patches appear whole or not at all: each is written beside its place and
+// renamed into it, and a failure (a full disk) removes what was half-written.
+util::Expected<void> PortSession::finish_out(const fs::path& patches) {
+  std::error_code ec;
+  fs::create_directories(m_req.out, ec);
+  std::vector<std::pair<fs::path, fs::path>> staged{{m_req.out / ".tree.partial", m_req.out / "tree"}};
+  if (!patches.empty()) staged.emplace_back(m_req.out / ".patches.partial", m_req.out / "patches");
+  auto undo = [&](const util::Error& e) -> util::Expected<void> {
+    std::error_code rm;
+    for (const auto& [part, place] : staged) {
+      fs::remove_all(part, rm);
+      fs::remove_all(place, rm);
+    }
+    return unexpected(e.kind, fmt::format("writing {}: {}", m_req.out.string(), e.message));
+  };
+  if (auto c = util::copy_tree(m_work, staged[0].first, util::SkipBuildProducts::yes); !c) return undo(c.error());
+  if (!patches.empty())
+    if (auto c = util::copy_tree(patches, staged[1].first, util::SkipBuildProducts::no); !c) return undo(c.error());
+  for (const auto& [part, place] : staged) {
+    fs::rename(part, place, ec);
+    if (ec) return undo(util::make_error(ErrorKind::io, fmt::format("cannot rename {}: {}", part.string(), ec.message())));
+  }
+  return {};
+}
+
+// ---- phases before the loop ------------------------------------------------------------------
+
+// From here on `tree` is what is copied: the driver's folder, or a root holding it and the
+// folders its build files name (m_req.subdir: where the driver is in it).
+util::Expected<void> PortSession::locate_root() {
+  if (!m_req.subdir.empty()) return {};
+  std::error_code ec;
+  const PortRequest given = m_req;
+  auto located = gate::find_build_root(given.tree, given.root);
+  if (!located) return unexpected(located.error());
+  for (const auto& line : gate::describe(*located, given.tree)) note(line);
+  m_req.tree = located->root;
+  m_req.subdir = located->subdir;
+  if (m_req.subdir.empty() || m_req.from_tree.empty()) return {};
+  // The driver's folder of a tree laid out like the root: the same root around it.
+  fs::path from_root = fs::absolute(m_req.from_tree).lexically_normal();
+  for (auto it = m_req.subdir.begin(); it != m_req.subdir.end(); ++it) from_root = from_root.parent_path();
+  if ((from_root / m_req.subdir).lexically_normal() != fs::absolute(m_req.from_tree).lexically_normal() ||
+      !fs::is_directory(from_root / m_req.subdir, ec))
+    return unexpected(ErrorKind::config, fmt::format("{}: the tree built on the old kernel is not laid out like {} (the driver at {})",
+                                                     m_req.from_tree.string(), m_req.tree.string(), m_req.subdir.string()));
+  m_req.from_tree = from_root;
+  return {};
+}
+
+util::Expected<void> PortSession::validate() {
+  std::error_code ec;
+  // Once the root is known: the build runs in the driver's place in it.
+  if (!m_deps.builder) m_deps.builder = make_kbuild_builder(m_req.build_cmd, m_req.subdir);
+  const fs::path driver_dir = m_req.subdir.empty() ? m_req.tree : m_req.tree / m_req.subdir;
+  if (m_req.build_cmd.empty() && !gate::has_kbuild_makefile(driver_dir))
+    return unexpected(ErrorKind::config,
+                      fmt::format("{}: no Makefile or Kbuild (give --build-cmd if it builds another way)", driver_dir.string()));
+  if (m_req.out.empty()) return unexpected(ErrorKind::config, "no output directory (-o OUT)");
+  if (fs::exists(m_req.out) && !fs::is_empty(m_req.out, ec))
+    return unexpected(ErrorKind::config, fmt::format("{} already exists and is not empty: choose another -o", m_req.out.string()));
+  m_tree_abs = fs::weakly_canonical(m_req.tree);
+  auto out_abs = fs::weakly_canonical(m_req.out);
+  if (out_abs.string().starts_with(m_tree_abs.string() + "/") || out_abs == m_tree_abs)
+    return unexpected(ErrorKind::config,
+                      m_req.subdir.empty() ? std::string("-o must not be inside the driver tree (the tree is never written)")
+                                           : fmt::format("-o must not be inside {}, the folder copied with the driver", m_tree_abs.string()));
+  if (!m_req.subdir.empty()) m_rep.root = m_tree_abs;
+  return {};
+}
+
+util::Expected<void> PortSession::resolve_kernels() {
+  auto resolve = [&](const std::string& name, const std::string& what) -> util::Expected<core::Kernel> {
+    auto k = m_deps.resolve_kernel(name);
+    if (!k) return what.empty() ? unexpected(k.error()) : unexpected(ErrorKind::config, fmt::format("{}{}: {}", what, name, k.error().message));
+    if (!k->has_headers())
+      return unexpected(ErrorKind::not_found,
+                        fmt::format("{}kernel {}: no build directory: run `autodriver kernel fetch {}`", what, name, name));
+    return k;
+  };
+  auto to = resolve(m_req.to, "");
+  if (!to) return unexpected(to.error());
+  m_to = *to;
+  // Edits never touch the branches of `#if LINUX_VERSION_CODE` blocks the target rules out.
+  m_apply = propose::ApplyOptions{propose::linux_version_code(m_to->build_dir), std::nullopt};
+  if (!m_req.from.empty()) {
+    auto f = resolve(m_req.from, "");
+    if (!f) return unexpected(f.error());
+    m_from = *f;
+    m_olds.push_back(*m_from), m_old_names.push_back(m_req.from);
+  }
+  // --compat K: older kernels the result must keep building on, besides --from.
+  for (const auto& name : m_req.compat_kernels) {
+    auto k = resolve(name, "--compat ");
+    if (!k) return unexpected(k.error());
+    if (std::none_of(m_olds.begin(), m_olds.end(), [&](const core::Kernel& o) { return o.build_dir == k->build_dir; }) &&
+        k->build_dir != m_to->build_dir)
+      m_olds.push_back(*k), m_old_names.push_back(name);
+  }
+  // A guard sends every older kernel to the old code: the newest of them bounds it.
+  for (const auto& o : m_olds) m_newest_old = std::max(m_newest_old, code_of(o));
+  if (m_req.compat && m_newest_old >= code_of(*m_to))
+    return unexpected(ErrorKind::config, "--compat: every kernel kept building must be older than the target");
+  if (m_req.boot && !m_to->has_image())
+    return unexpected(ErrorKind::not_found,
+                      fmt::format("kernel {}: the image is not in the cache: run `autodriver kernel fetch {}`", m_req.to, m_req.to));
+  return {};
+}
+
+// The scratch folder with the work tree, and the kernel sources the proposers learn from: the
+// target's always (header-fix needs it), the old kernel's when known, else a reference.
+util::Expected<void> PortSession::prepare() {
+  auto scratch = gate::make_scratch("port-");
+  if (!scratch) return unexpected(scratch.error());
+  m_scratch.emplace(std::move(*scratch));
+  m_work = m_scratch->path() / "work";
+  m_from_tree = m_scratch->path() / "from-tree";
+  if (auto c = util::copy_tree(m_req.tree, m_work, util::SkipBuildProducts::yes); !c) return unexpected(c.error());
+  m_cpus = m_req.jobs > 0 ? m_req.jobs : util::available_cpus();
+  m_ctx.to = &*m_to;
+  m_ctx.from = m_from ? &*m_from : nullptr;
+  m_ctx.leave_out = m_req.leave_out;
+  m_ctx.tree = m_work;
+  m_ctx.original_tree = m_req.tree;
+  m_ctx.scratch = m_scratch->path() / "proposers";
+  m_ctx.kb_leave_out = m_req.kb_leave_out;
+  m_ctx.kb_path = m_req.kb_path;
+  if (m_req.store_kb) m_ctx.store = m_req.kb_store;
+  m_ctx.case_id = m_req.case_id;
+  if (auto s = m_deps.source(*m_to); s) m_ctx.new_src = *s;
+  else util::log_info("no source tree for {}: {}", m_req.to, s.error().message);
+  if (m_from) {
+    if (auto s = m_deps.source(*m_from); s) m_ctx.old_src = *s;
+    else util::log_info("no source tree for {}: {}", m_req.from, s.error().message);
+    return {};
+  }
+  if (!m_req.reference) return {};
+  // The driver's old kernel is unknown: the newest older kernel line whose source Debian has
+  // (downloaded into the cache on demand, never installed) still shows how the kernel's own
+  // drivers followed each change since (learned-rewrite, inline-removed).
+  auto rk = kernel::reference_kernel(*m_to);
+  if (!rk) return {};
+  if (auto s = m_deps.source(*rk); s) {
+    m_ctx.old_src = *s;
+    step("reference", {{"kernel", rk->release}, {"source", s->string()}});
+    m_rep.reference = rk->release;
+    note(fmt::format("no --from: learning from {}'s source as a reference (never built against)", rk->release));
+  } else {
+    util::log_info("no reference source ({}): {}", rk->line, s.error().message);
+  }
+  return {};
+}
+
+// The target's build of the unchanged tree first, with every CPU. The old kernel's build of it
+// only tells a driver that never built apart from a port that could not finish: it runs when the
+// port ends without a build (a big tree's second full build would otherwise double the port).
+util::Expected<bool> PortSession::baseline() {
+  note(fmt::format("building the unchanged tree on {}", m_to->release));
+  // apidiff builds its own copies, so it runs beside the target's build.
+  std::future<util::Expected<apidiff::ApidiffReport>> api_diff;
+  if (m_from && m_req.api_changes)
+    api_diff = std::async(std::launch::async, [this, timeout = limit(2).timeout]() {
+      apidiff::ApidiffRequest ar{m_req.tree, *m_from, *m_to, m_req.build_cmd, timeout, {}, m_req.subdir};
+      return apidiff::run_apidiff(ar);
+    });
+  auto cur = build(*m_to, m_work, limit(api_diff.valid() ? 2 : 1));
+  if (!cur) return unexpected(cur.error());
+  m_cur = std::move(*cur);
+  m_rep.initial_errors = m_cur.error_count();
+  auto j = build_json(m_cur);
+  j.update({{"kernel", m_to->release}, {"ok", m_cur.ok}, {"errors", diag_list(m_cur.errors)}});
+  step("build-target", j);
+  if (m_cur.timed_out) {
+    cut_short(m_cur, *m_to);
+    return true;
+  }
+  // Trials are measured against this build (beside the old kernel's build it took longer than alone).
+  m_first_build = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::milliseconds(m_cur.ms));
+  m_original_diags = m_cur.all;
+  if (api_diff.valid()) {
+    if (auto ad = api_diff.get(); ad) m_rep.changes = changes_for_diagnostics(ad->changes, m_cur.errors);
+    else util::log_info("apidiff: {}", ad.error().message);
+  }
+  if (!m_cur.ok) return false;
+  m_rep.status = "already-builds";
+  m_rep.ok = true;
+  if (auto w = finish_out({}); !w) return unexpected(w.error());
+  set_elapsed();
+  return true;
+}
+
+void PortSession::make_proposers() {
+  if (m_deps.proposers) return;
+  m_deps.proposers.emplace();
+  for (const auto& entry : propose::proposer_table())
+    if (m_req.proposers.empty() || std::find(m_req.proposers.begin(), m_req.proposers.end(), entry.id) != m_req.proposers.end())
+      m_deps.proposers->push_back({entry.make(), entry.alone_first});
+}
+
+// ---- the loop --------------------------------------------------------------------------------
+
+util::Expected<void> PortSession::iterate() {
+  m_rep.status = "no-progress";
+  for (int iter = 1; iter <= m_req.max_iters && !m_cur.ok; ++iter) {
+    if (util::interrupted()) return unexpected(ErrorKind::interrupted, "interrupted");
+    if (over_budget()) {
+      m_rep.status = "budget";
+      break;
+    }
+    if (auto r = refresh(iter); !r) return unexpected(r.error());
+    if (m_cur.ok) break;
+    auto edits = propose_edits(iter);
+    if (!edits) return unexpected(edits.error());
+    note(fmt::format("iteration {}: {} error(s), {} candidate edit(s)", iter, m_cur.error_count(), edits->size()));
+    if (edits->empty()) break;
+    auto switched = alone_first(*edits, iter);
+    if (!switched) return unexpected(switched.error());
+    if (*switched) {
+      end_iteration(iter);
+      continue;
+    }
+    if (edits->empty()) break;
+    // Group alternatives by change; best first.
+    EditGroups groups;
+    for (const auto& e : *edits) groups[e.change_id].push_back(&e);
+    for (auto& [id, g] : groups)
+      std::stable_sort(g.begin(), g.end(), [](auto* a, auto* b) {
+        return a->rank != b->rank ? a->rank < b->rank : a->support > b->support;
+      });
+    m_progressed = false;
+    // Fast path: the best alternative of every change at once.
+    std::vector<const propose::Edit*> firsts;
+    for (auto& [id, g] : groups) firsts.push_back(g.front());
+    if (firsts.size() > 1)
+      if (auto r = combined(firsts, 0, iter); !r) return unexpected(r.error());
+    if (!m_progressed)
+      if (auto r = singles(groups, iter); !r) return unexpected(r.error());
+    if (!m_progressed) break;
+    end_iteration(iter);
+  }
+  return {};
+}
+
+util::Expected<std::vector<propose::Edit>> PortSession::propose_edits(int iter) {
+  // Rules read the C files the build compiles (and headers): not another platform's files.
+  if (m_deps.builder->single_objects()) m_apply.compiled = compiled_units(m_work, m_cur.all, m_req.subdir);
+  std::vector<propose::Edit> edits;
+  for (auto& lp : *m_deps.proposers) {
+    auto t0 = Clock::now();
+    auto es = lp.proposer->propose(m_cur.all, m_ctx);
+    step("propose", {{"iteration", iter}, {"proposer", lp.proposer->id()}, {"edits", es.size()},
+                     {"ms", std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count()}});
+    for (auto& e : es) {
+      if (m_settled.count(e.change_id)) continue;
+      propose::fill_expectations(e, m_work);
+      if (lp.alone_first) m_alone_first.insert(e.change_id);
+      edits.push_back(std::move(e));
+    }
+  }
+  return edits;
+}
+
+// Edits of an alone-first proposer (the driver's own feature switches), each alone: a switch
+// changes which code compiles, so the other proposals may be for code it switches off (a rename
+// in the #else branch it retires); after one is kept the next iteration diagnoses the new build.
+util::Expected<bool> PortSession::alone_first(std::vector<propose::Edit>& edits, int iter) {
+  bool switched = false;
+  for (auto it = edits.begin(); it != edits.end();) {
+    if (!m_alone_first.count(it->change_id)) {
+      ++it;
+      continue;
+    }
+    auto t = trial({&*it});
+    if (!t) return unexpected(t.error());
+    tried({{"iteration", iter}, {"change", it->change_id}, {"rank", it->rank}, {"proposer", it->proposer}}, *t);
+    m_settled.insert(it->change_id);
+    if (t->applied && trial_score(m_cur, t->state) < m_cur.score()) {
+      if (auto k = keep_trial(*it, *t, iter); !k) return unexpected(k.error());
+      switched = true;
+      if (m_cur.ok) break;
+    } else {
+      step("reject", {{"iteration", iter}, {"change", it->change_id}});
+    }
+    it = edits.erase(it);
+  }
+  return switched;
+}
+
+// A set of changes is accepted together when it lowers the score without any new error. When it
+// lowers the score but brings new errors, the set holds good and bad changes: the edits that
+// touched the functions of the new errors are dropped once, and its halves are tried (at most
+// three levels deep) before falling back to one change at a time.
+util::Expected<void> PortSession::combined(const std::vector<const propose::Edit*>& set, int depth, int iter) {
+  if (set.size() < 2 || over_budget()) return {};
+  auto t = trial(set);
+  if (!t) return unexpected(t.error());
+  bool no_new = std::all_of(t->state.signatures.begin(), t->state.signatures.end(),
+                            [&](const auto& sg) { return m_cur.signatures.count(sg) > 0; });
+  bool better = t->applied && trial_score(m_cur, t->state) < m_cur.score();
+  tried({{"iteration", iter}, {"changes", set.size()}, {"combined", true}, {"depth", depth}}, *t);
+  if (better && no_new) return accept_set(set, *t, iter);
+  if (better && !no_new && depth == 0) {
+    // A near miss: drop the edits that touched the functions where the new errors are (a body
+    // retyped for one callback exposing another change) and try the rest once.
+    std::set<std::string> new_at;
+    for (const auto& d : t->state.errors)
+      if (!m_cur.signatures.count(error_signature(d))) new_at.insert(d.file + "|" + d.function);
+    std::vector<const propose::Edit*> rest;
+    for (std::size_t i = 0; i < set.size(); ++i) {
+      bool suspect = false;
+      for (const auto& where : i < t->touched.size() ? t->touched[i] : std::set<std::string>{}) {
+        auto file = where.substr(0, where.find('|'));
+        if (new_at.count(where) || new_at.count(file + "|")) suspect = true;
+      }
+      if (!suspect) rest.push_back(set[i]);
+    }
+    if (!rest.empty() && rest.size() < set.size()) {
+      note(fmt::format("{} of {} changes touched the functions of the new errors: trying the other {}",
+                       set.size() - rest.size(), set.size(), rest.size()));
+      bool before = m_progressed;
+      if (auto r = combined(rest, depth + 1, iter); !r) return r;
+      if (m_progressed && !before) return {};
+    }
+  }
+  if (!better || depth >= 3 || set.size() < 4) return {};
+  std::vector<const propose::Edit*> lo(set.begin(), set.begin() + static_cast<long>(set.size() / 2));
+  std::vector<const propose::Edit*> hi(set.begin() + static_cast<long>(set.size() / 2), set.end());
+  if (auto r = combined(lo, depth + 1, iter); !r) return r;
+  return combined(hi, depth + 1, iter);
+}
+
+// Re-apply the set one edit at a time on the work tree to record one snapshot (patch) per change;
+// they share the trial's figures.
+util::Expected<void> PortSession::accept_set(const std::vector<const propose::Edit*>& set, Trial& t, int iter) {
+  int before = m_cur.error_count();
+  const std::size_t group = m_rep.accepted.size();
+  for (const auto* e : set) {
+    auto one = propose::apply_edit(*e, m_work, m_scratch->path() / "rules", m_apply);
+    if (!one || one->changed_files.empty()) continue;
+    AcceptedEdit acc{*e, {}, before, t.state.error_count(), group, 1};
+    for (const auto& f : one->changed_files)
+      if (auto text = util::read_file(m_work / f); text) acc.snapshot.push_back({f, *text});
+    m_rep.accepted.push_back(std::move(acc));
+    m_settled.insert(e->change_id);
+    step("accept", {{"iteration", iter}, {"change", e->change_id}, {"proposer", e->proposer}, {"title", e->title}});
+  }
+  for (std::size_t k = group; k < m_rep.accepted.size(); ++k) m_rep.accepted[k].group_size = m_rep.accepted.size() - group;
+  if (auto w = adopt(t); !w) return unexpected(w.error());
+  m_cur = std::move(t.state);
+  m_progressed = true;
+  return {};
+}
+
+// One change at a time, alternatives in order; keep the best that helps (a near miss that removes
+// more errors than it adds is kept and refined by the next iteration).
+util::Expected<void> PortSession::singles(EditGroups& groups, int iter) {
+  for (auto& [id, g] : groups) {
+    if (over_budget()) break;
+    if (auto r = single_change(id, g, iter); !r) return r;
+    if (m_cur.ok) break;
+  }
+  return {};
+}
+
+util::Expected<void> PortSession::single_change(const std::string& id, const std::vector<const propose::Edit*>& alternatives,
+                                                int iter) {
+  const propose::Edit* best = nullptr;
+  std::optional<Trial> best_trial;
+  const propose::Edit* needs_include = nullptr; // fixed its errors, brought only undeclared names
+  std::vector<core::Diagnostic> needed;
+  int tries = 0;
+  for (const auto* e : alternatives) {
+    if (++tries > 3) break;
+    auto t = trial({e});
+    if (!t) return unexpected(t.error());
+    tried({{"iteration", iter}, {"change", id}, {"rank", e->rank}, {"proposer", e->proposer}}, *t);
+    if (!t->applied) continue;
+    if (!needs_include && !t->state.ok) {
+      std::vector<core::Diagnostic> fresh;
+      bool only_names = true;
+      for (const auto& d : t->state.errors)
+        if (!m_cur.signatures.count(error_signature(d))) {
+          fresh.push_back(d);
+          only_names = only_names && (d.kind == core::DiagKind::implicit_function_declaration ||
+                                      d.kind == core::DiagKind::undeclared_identifier);
+        }
+      bool fixed_some = std::any_of(m_cur.errors.begin(), m_cur.errors.end(),
+                                    [&](const auto& d) { return !t->state.signatures.count(error_signature(d)); });
+      if (only_names && fixed_some && !fresh.empty()) {
+        needs_include = e;
+        needed = std::move(fresh);
+      }
+    }
+    bool clean = std::all_of(t->state.signatures.begin(), t->state.signatures.end(),
+                             [&](const auto& sg) { return m_cur.signatures.count(sg) > 0; });
+    if (trial_score(m_cur, t->state) < m_cur.score() &&
+        (!best_trial || trial_score(m_cur, t->state) < trial_score(m_cur, best_trial->state))) {
+      best = e;
+      best_trial = std::move(*t);
+    }
+    // First improvement that adds no new error wins: alternatives cost a build each.
+    if (best && clean && best == e) break;
+  }
+  std::optional<propose::Edit> merged;
+  if (!best && needs_include && !over_budget()) {
+    auto t = with_include(id, *needs_include, needed, iter, merged);
+    if (!t) return unexpected(t.error());
+    if (*t) {
+      best = &*merged;
+      best_trial = std::move(**t);
+    }
+  }
+  if (!best) {
+    m_settled.insert(id);
+    step("reject", {{"iteration", iter}, {"change", id}});
+    return {};
+  }
+  if (auto k = keep_trial(*best, *best_trial, iter); !k) return unexpected(k.error());
+  m_progressed = true;
+  return {};
+}
+
+// An edit whose only new errors are names a kernel header it now reaches uses without including
+// their header (6.12's <asm/intel-family.h> uses VFM_MAKE of <asm/cpu_device_id.h>): tried once
+// more with the include header-fix finds for them. Returns the trial when it helps.
+util::Expected<std::optional<Trial>> PortSession::with_include(const std::string& id, const propose::Edit& edit,
+                                                               const std::vector<core::Diagnostic>& needed, int iter,
+                                                               std::optional<propose::Edit>& merged) {
+  std::error_code ec;
+  std::optional<Trial> out;
+  fs::path probe = m_scratch->path() / "needs-include";
+  fs::remove_all(probe, ec);
+  if (util::copy_tree(m_work, probe, util::SkipBuildProducts::yes) &&
+      propose::apply_edit(edit, probe, m_scratch->path() / "rules", m_apply)) {
+    auto pctx = m_ctx;
+    pctx.tree = probe;
+    auto fixes = propose::make_header_fix()->propose(needed, pctx);
+    if (!fixes.empty()) {
+      propose::fill_expectations(fixes.front(), probe);
+      merged = edit;
+      for (const auto& te : fixes.front().text_edits) merged->text_edits.push_back(te);
+      merged->title += "; " + fixes.front().title;
+      merged->description += " " + fixes.front().description;
+      for (const auto& sym : fixes.front().symbols) merged->symbols.push_back(sym);
+      auto t = trial({&*merged});
+      if (!t) return unexpected(t.error());
+      tried({{"iteration", iter}, {"change", id}, {"with", fixes.front().change_id}}, *t);
+      if (t->applied && trial_score(m_cur, t->state) < m_cur.score()) out = std::move(*t);
+    }
+  }
+  fs::remove_all(probe, ec);
+  return out;
+}
+
+// ---- after the loop --------------------------------------------------------------------------
+
+util::Expected<void> PortSession::conclude() {
+  if (auto r = refresh(0); !r) return unexpected(r.error());
+  if (m_cur.timed_out) cut_short(m_cur, *m_to);
+  m_rep.final_errors = m_cur.error_count();
+  m_rep.remaining = distinct_errors(m_cur.errors);
+  m_rep.final_build = {{"ok", m_cur.ok}, {"kernel", m_to->release}, {"errors", diag_list(m_cur.errors)}};
+  // No build on the target: does the unchanged driver build on its own kernel? If not, the port
+  // had nothing sound to start from, and the verdict says so (its errors there are the remaining).
+  if (m_cur.ok || !m_from || m_rep.status != "no-progress") return {};
+  const fs::path& from_src = m_req.from_tree.empty() ? m_req.tree : m_req.from_tree;
+  if (auto c = util::copy_tree(from_src, m_from_tree, util::SkipBuildProducts::yes); !c) return unexpected(c.error());
+  note(fmt::format("building the unchanged tree on {}", m_from->release));
+  auto f = build(*m_from, m_from_tree, limit());
+  if (!f) return unexpected(f.error());
+  auto j = build_json(*f);
+  j.update({{"kernel", m_from->release}, {"ok", f->ok}, {"errors", diag_list(f->errors)}});
+  step("build-from", j);
+  m_from_built = true;
+  if (f->timed_out) {
+    cut_short(*f, *m_from);
+  } else if (!f->ok) {
+    m_rep.status = "from-fails";
+    m_rep.remaining = distinct_errors(f->errors);
+  }
+  return {};
+}
+
+util::Expected<void> PortSession::integrity() {
+  gate::IntegrityInput ii;
+  ii.original = m_req.tree;
+  ii.candidate = m_work;
+  ii.diagnostics = m_original_diags;
+  // The symbols whose API changed (as the accepted edits say) may be rewritten wherever they
+  // occur, not only on the lines gcc reported (gcc reports an implicit declaration once).
+  for (const auto& a : m_rep.accepted)
+    for (const auto& sym : a.edit.symbols)
+      if (sym.find(' ') == std::string::npos) ii.removed_symbols.push_back(sym);
+  auto integ = gate::check_integrity(ii);
+  bool only_unrelated = !integ.ok && std::all_of(integ.violations.begin(), integ.violations.end(),
+                                                 [](const auto& v) { return v.rule == "unrelated-change"; });
+  if (only_unrelated)
+    if (auto r = integrity_repair(ii, integ); !r) return unexpected(r.error());
+  m_rep.integrity = gate::to_json(integ);
+  step("integrity", {{"ok", integ.ok}, {"violations", integ.violations.size()}});
+  m_rep.status = integ.ok ? "ported" : "integrity-rejected";
+  m_rep.ok = integ.ok;
+  return {};
+}
+
+// Edits accepted together with others may include one the build never needed (a compat shim
+// deleted from code the configuration does not compile): when the gate only blames lines no
+// diagnostic points at, drop each accepted edit that touched a blamed file in turn (at most three,
+// one build each) and keep the first series that still builds and passes. True when one did.
+util::Expected<bool> PortSession::integrity_repair(const gate::IntegrityInput& ii, gate::IntegrityReport& integ) {
+  std::error_code ec;
+  std::set<std::string> blamed;
+  for (const auto& v : integ.violations) blamed.insert(v.file);
+  int repairs = 0;
+  for (std::size_t i = 0; i < m_rep.accepted.size() && repairs < 3; ++i) {
+    bool touches = std::any_of(m_rep.accepted[i].snapshot.begin(), m_rep.accepted[i].snapshot.end(),
+                               [&](const auto& f) { return blamed.count(f.first) > 0; });
+    if (!touches || over_budget()) continue;
+    ++repairs;
+    fs::path alt_src = m_scratch->path() / "without-src";
+    fs::path alt = m_scratch->path() / "without";
+    auto kept = replay_without(m_rep.accepted, i, m_req.tree, alt_src, m_scratch->path(), m_apply);
+    if (!kept) continue;
+    // On the work tree's build: only the files the dropped edit touched recompile.
+    fs::remove_all(alt, ec);
+    if (auto c = util::stage_tree(alt_src, m_work, alt); !c) return unexpected(c.error());
+    auto b = build(*m_to, alt, limit());
+    if (!b) return unexpected(b.error());
+    gate::IntegrityInput ai = ii;
+    ai.candidate = alt;
+    ai.removed_symbols.clear();
+    for (const auto& a : *kept)
+      for (const auto& sym : a.edit.symbols)
+        if (sym.find(' ') == std::string::npos) ai.removed_symbols.push_back(sym);
+    auto again = b->ok ? gate::check_integrity(ai) : gate::IntegrityReport{};
+    step("integrity-repair", {{"dropped", m_rep.accepted[i].edit.change_id}, {"build_ok", b->ok},
+                              {"integrity_ok", b->ok && again.ok}});
+    if (!b->ok || !again.ok) continue;
+    fs::remove_all(m_work, ec);
+    if (auto c = util::copy_tree(alt, m_work, util::SkipBuildProducts::no); !c) return unexpected(c.error());
+    m_rep.accepted = std::move(*kept);
+    // Dropping an edit leaves no per-edit measurement standing: the figures are the series'.
+    for (auto& a : m_rep.accepted) {
+      a.group = 0;
+      a.group_size = m_rep.accepted.size();
+      a.errors_before = m_rep.initial_errors;
+      a.errors_after = b->error_count();
+    }
+    m_cur = std::move(*b);
+    integ = std::move(again);
+    return true;
+  }
+  return false;
+}
+
+// Keep the old kernels building: wrap every change in LINUX_VERSION_CODE guards. The version is
+// the boundary maintainers' own blocks give for the change (compat KB) when it lies after the old
+// kernel and by the target, else the target's version (the change happened in between). Either
+// way every kernel takes its own branch.
+util::Expected<void> PortSession::compat() {
+  if (!m_rep.ok || !m_req.compat) return {};
+  std::error_code ec;
+  std::string version = m_to->line + ".0";
+  propose::Kb kb;
+  fs::path kb_file = m_req.kb_path.empty() ? propose::default_kb_path() : m_req.kb_path;
+  if (std::error_code kec; fs::exists(kb_file, kec)) {
+    if (auto k = propose::load_kb(kb_file); k) kb = propose::without_packages(*k, m_req.kb_leave_out);
+    else util::log_info("compat: {}", k.error().message);
+  }
+  auto guard_for = kb_guards(kb, m_newest_old, code_of(*m_to), version);
+  nlohmann::json guards = nlohmann::json::array();
+  fs::path ctree = m_scratch->path() / "compat";
+  if (auto c = util::copy_tree(m_work, ctree, util::SkipBuildProducts::yes); !c) return unexpected(c.error());
+  for (const auto& rel : propose::c_files(m_work)) {
+    auto orig = util::read_file(m_req.tree / rel);
+    auto now = util::read_file(m_work / rel);
+    if (!orig || !now || *orig == *now) continue;
+    std::vector<Guard> written;
+    if (auto w = util::write_file(ctree / rel, compat_merge(*orig, *now, guard_for, &written)); !w) return unexpected(w.error());
+    for (const auto& g : written)
+      guards.push_back({{"file", rel}, {"line", g.line}, {"version", g.choice.version},
+                        {"guard", "LINUX_VERSION_CODE >= " + kernel_version_macro(g.choice.version)}, {"source", g.choice.source}});
+  }
+  // Each kernel's build starts from that kernel's earlier build of the tree where there is one
+  // (the work tree on the target, the unchanged tree on --from): only guarded files recompile.
+  auto build_on = [&](const core::Kernel& k, const fs::path& built) -> util::Expected<BuildState> {
+    fs::path dir = m_scratch->path() / ("compat-" + k.release);
+    fs::remove_all(dir, ec);
+    if (auto c = util::stage_tree(ctree, built, dir); !c) return unexpected(c.error());
+    auto b = build(k, dir, limit());
+    fs::remove_all(dir, ec);
+    return b;
+  };
+  auto on_to = build_on(*m_to, m_work);
+  if (!on_to) return unexpected(on_to.error());
+  nlohmann::json builds = {{m_to->release, on_to->ok}};
+  bool all = on_to->ok;
+  for (const auto& old : m_olds) {
+    auto on_old = build_on(old, m_from_built && old.build_dir == m_from->build_dir ? m_from_tree : fs::path());
+    if (!on_old) return unexpected(on_old.error());
+    builds[old.release] = on_old->ok;
+    all = all && on_old->ok;
+  }
+  m_rep.compat = {{"ok", all}, {"version", version}, {"guard", "LINUX_VERSION_CODE >= " + kernel_version_macro(version)},
+                  {"guards", guards}, {"builds", builds}, {"verified_on_old_kernel", !m_olds.empty()}};
+  step("compat", {{"ok", all}, {"builds", builds}});
+  if (!all) {
+    m_rep.ok = false;
+    m_rep.status = "compat-failed";
+    return {};
+  }
+  fs::remove_all(m_work, ec);
+  if (auto c = util::copy_tree(ctree, m_work, util::SkipBuildProducts::yes); !c) return unexpected(c.error());
+  for (auto& a : m_rep.accepted)
+    for (auto& [f, text] : a.snapshot)
+      if (auto orig = util::read_file(m_req.tree / f); orig) text = compat_merge(*orig, text, guard_for);
+  return {};
+}
+
+static std::string boot_outcome(const nlohmann::json& g, const std::string& release) {
+  const auto& bk = g["gates"]["boot"]["by_kernel"];
+  return bk.is_object() && bk.contains(release) ? util::json_get(bk[release]["details"], "outcome", "") : std::string();
+}
+
+// --boot: the module loads in the target kernel under QEMU. A module the unchanged driver cannot
+// load on its own kernel either (a required parameter, hardware it checks for) says nothing about
+// the port: then the unchanged driver is loaded there too, and the same outcome is no failure.
+util::Expected<void> PortSession::gates() {
+  if (!m_rep.ok || !m_req.boot) return {};
+  gate::CheckRequest cr;
+  cr.tree = m_work;
+  cr.root = m_work; // the copy is laid out already: no search for a root
+  cr.subdir = m_req.subdir;
+  cr.kernels = {m_req.to};
+  if (m_req.compat)
+    for (const auto& name : m_old_names) cr.kernels.push_back(name);
+  cr.sparse = false;
+  cr.boot = true;
+  cr.device = m_req.device;
+  cr.build_cmd = m_req.build_cmd;
+  cr.build_timeout = limit().timeout;
+  cr.jobs = m_cpus;
+  note("boot test on the target");
+  auto chk = gate::run_check(cr, nullptr);
+  if (!chk) return unexpected(chk.error());
+  m_rep.gates = gate::to_json(*chk, cr);
+  step("gates", {{"ok", chk->ok}});
+  bool baseline_same = false;
+  const std::string outcome = chk->ok ? "" : boot_outcome(m_rep.gates, m_to->release);
+  if (!chk->ok && m_from && outcome == "insmod-failed") {
+    note(fmt::format("the module does not load on {}: loading the unchanged driver on {}", m_to->release, m_from->release));
+    gate::CheckRequest base = cr;
+    base.tree = m_req.from_tree.empty() ? m_req.tree : m_req.from_tree;
+    base.root = base.tree;
+    base.kernels = {m_req.from};
+    if (auto b = gate::run_check(base, nullptr)) {
+      const std::string was = boot_outcome(gate::to_json(*b, base), m_from->release);
+      step("baseline-load", {{"kernel", m_from->release}, {"outcome", was}});
+      baseline_same = was == outcome;
+      if (baseline_same)
+        m_rep.gates["baseline"] = {{"kernel", m_from->release}, {"outcome", was},
+                                   {"note", "the unchanged driver does not load on its own kernel either: the load "
+                                            "test cannot judge the port"}};
+    }
+  }
+  if (!chk->ok && !baseline_same) {
+    m_rep.ok = false;
+    m_rep.status = "gates-failed";
+  }
+  return {};
+}
+
+// The series is made in scratch, then OUT/tree and OUT/patches are put in place together.
+util::Expected<void> PortSession::series() {
+  const fs::path patch_dir = m_scratch->path() / "patches";
+  auto written = write_patch_series(m_req, m_rep, m_scratch->path() / "series", patch_dir);
+  if (!written && written.error().kind == ErrorKind::io) return unexpected(written.error());
+  if (!written) util::log_info("patch series not written: {}", written.error().message);
+  if (auto w = finish_out(written && !written->empty() ? patch_dir : fs::path()); !w) return unexpected(w.error());
+  if (written)
+    for (const auto& p : *written) m_rep.patches.push_back((fs::absolute(m_req.out) / "patches" / fs::path(p).filename()).string());
+  if (!m_rep.patches.empty()) {
+    m_rep.checkpatch = checkpatch_series(m_rep.patches, kernel::cached_source(*m_to));
+    step("checkpatch", m_rep.checkpatch);
+  }
+  return {};
+}
+
+} // namespace autodriver::loop
