@@ -16,7 +16,7 @@ Disk full: the same port with its scratch root and OUT on a small tmpfs, at seve
 code, whether stderr says the disk is full, and whether OUT holds anything half-written (a tree or
 a patch folder that is not the complete one, a verdict that is not valid JSON).
 
-  bench/fault_load.py [--jobs 20] [--minutes 10] [--kill-every 3:8] [--disk-sizes 1,3,6,12,24]
+  bench/fault_load.py [--jobs 20] [--minutes 10] [--kill-every 3:8] [--disk-sizes 64,128,...]
                       [--skip-load] [--skip-disk] [--json]
 
 Needs root for the tmpfs (or skip it with --skip-disk), QEMU, kernels 6.12 and 7.3 (fetched on
@@ -191,7 +191,9 @@ def scratch_left(env):
 
 
 def half_written(out):
-    """What in OUT is not whole: a partial tree or patch folder, a verdict that does not parse."""
+    """What in OUT is partial: a staging folder or temporary file, a verdict that does not parse,
+    a tree or patch folder beside a verdict that says the run failed, an ok verdict whose tree or
+    patches are not all there."""
     bad = []
     if not os.path.isdir(out):
         return bad
@@ -215,29 +217,30 @@ def half_written(out):
                 bad.append(f"patch {os.path.basename(p)}")
         if not os.path.exists(os.path.join(out, "tree", "hangcheck-timer.c")):
             bad.append("tree without the driver")
-    elif verdict is None and os.listdir(out):
-        bad.append("files without a verdict")
     return bad
 
 
-def disk_full(ad, drv, work, sizes, base_env):
+def disk_full(ad, drv, work, sizes, base_env, where):
+    """`where`: "scratch" (the scratch root and OUT on the tmpfs) or "out" (only OUT there)."""
     rows = []
-    for mb in sizes:
-        mnt = os.path.join(work, f"tmpfs{mb}")
+    for kb in sizes:
+        mnt = os.path.join(work, f"tmpfs-{where}-{kb}")
         os.makedirs(mnt)
-        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={mb}m", "tmpfs", mnt], check=True, timeout=60)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={kb}k", "tmpfs", mnt], check=True, timeout=60)
         try:
-            env = dict(base_env, TMPDIR=mnt)
+            env = dict(base_env, TMPDIR=mnt) if where == "scratch" else dict(base_env)
             out = os.path.join(mnt, "out")
             t0 = time.monotonic()
             r = subprocess.run([ad, "port", drv, "--from", "6.12", "--to", "7.3", "--no-store-kb",
                                 "--leave-out", "drivers/char/hangcheck-timer.c", "-o", out, "--json"],
                                env=env, capture_output=True, text=True, errors="replace", timeout=1800)
             secs = time.monotonic() - t0
-            says_full = "no space left" in r.stderr.lower() or "disk" in r.stderr.lower() and "full" in r.stderr.lower()
+            says_full = "no space left" in r.stderr.lower()
             last = [l for l in r.stderr.splitlines() if l.strip()][-1:] or [""]
-            rows.append({"size_mb": mb, "exit": r.returncode, "seconds": round(secs, 1), "says_disk_full": says_full,
-                         "half_written": half_written(out), "last_line": last[0][:200]})
+            rows.append({"on_tmpfs": where, "size_kib": kb, "exit": r.returncode, "seconds": round(secs, 1), "says_disk_full": says_full,
+                         "verdict": os.path.exists(os.path.join(out, "verdict.json")),
+                         "half_written": half_written(out),
+                         "last_line": last[0].replace(mnt, "TMPFS").replace(work, "WORK")[:160]})
         finally:
             subprocess.run(["umount", "-l", mnt], timeout=60)
     return rows
@@ -249,7 +252,8 @@ def main():
     ap.add_argument("--minutes", type=float, default=10)
     ap.add_argument("--drain-minutes", type=float, default=10)
     ap.add_argument("--kill-every", default="3:8", help="seconds between kills, LO:HI (uniform)")
-    ap.add_argument("--disk-sizes", default="1,3,6,12,24,48", help="tmpfs sizes in MiB")
+    ap.add_argument("--disk-sizes", default="64,128,256,512,1024,2048,4096", help="tmpfs sizes in KiB")
+    ap.add_argument("--out-sizes", default="4,8,12,16,32", help="tmpfs sizes in KiB with only OUT on it")
     ap.add_argument("--seed", type=int, default=17)
     ap.add_argument("--skip-load", action="store_true")
     ap.add_argument("--skip-disk", action="store_true")
@@ -277,8 +281,9 @@ def main():
                 "store_integrity": integrity, "store_statuses": statuses,
             })
         if not args.skip_disk:
-            result["disk_full"] = disk_full(ad, drv, work, [int(s) for s in args.disk_sizes.split(",")],
-                                            dict(os.environ, AUTODRIVER_STORE=os.path.join(work, "disk.sqlite")))
+            denv = dict(os.environ, AUTODRIVER_STORE=os.path.join(work, "disk.sqlite"))
+            result["disk_full"] = (disk_full(ad, drv, work, [int(s) for s in args.disk_sizes.split(",")], denv, "scratch") +
+                                   disk_full(ad, drv, work, [int(s) for s in args.out_sizes.split(",")], denv, "out"))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if args.json:
@@ -294,10 +299,10 @@ def main():
               f"{result['store_integrity']} | {result['store_statuses']} |")
     if "disk_full" in result:
         print()
-        print("| tmpfs MiB | exit | s | says disk full | half-written in OUT | last line |")
-        print("|---|---|---|---|---|---|")
+        print("| on the tmpfs | KiB | exit | s | says disk full | verdict.json | half-written in OUT | last line |")
+        print("|---|---|---|---|---|---|---|---|")
         for r in result["disk_full"]:
-            print(f"| {r['size_mb']} | {r['exit']} | {r['seconds']} | {r['says_disk_full']} | "
+            print(f"| {r['on_tmpfs']} | {r['size_kib']} | {r['exit']} | {r['seconds']} | {r['says_disk_full']} | {r['verdict']} | "
                   f"{', '.join(r['half_written']) or 'nothing'} | {r['last_line'].replace('|', '/')} |")
 
 

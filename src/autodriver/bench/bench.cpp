@@ -338,8 +338,9 @@ util::Expected<nlohmann::json> run_bench(const BenchRequest& req, const BenchPro
       {"per_change_type", types},
       {"per_origin", origins},
       {"paper", {{"name", "AutoDriver (LLM agents)"}, {"compile_rate_pct", 56.4}, {"boot", "27/55"}, {"minutes_per_case", 12}}}};
-  (void)util::write_file_atomic(req.out / "report.json", report.dump(2, ' ', false, util::json_bytes) + "\n");
-  (void)util::write_file_atomic(req.out / "report.md", report_markdown(report));
+  for (auto w : {util::write_file_atomic(req.out / "report.json", report.dump(2, ' ', false, util::json_bytes) + "\n"),
+                 util::write_file_atomic(req.out / "report.md", report_markdown(report))})
+    if (!w) util::log_warn("{}", w.error().describe());
   return report;
 }
 

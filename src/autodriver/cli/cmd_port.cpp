@@ -99,12 +99,16 @@ Command port_command() {
               }
               auto& rep = rec->report;
               // OUT/verdict.json, and stdout with --json: the same text whatever ended the run.
+              // A verdict that cannot be written (a full disk) fails the run: OUT without it is
+              // not a result.
               auto write_verdict = [&](const nlohmann::json& j) {
                 std::error_code ec;
                 fs::create_directories(req->out, ec);
                 const std::string text = j.dump(2, ' ', false, util::json_bytes) + "\n";
-                (void)util::write_file_atomic(req->out / "verdict.json", text);
+                auto w = util::write_file_atomic(req->out / "verdict.json", text);
                 if (*json) std::cout << text;
+                if (!w) std::fprintf(stderr, "autodriver: error: %s\n", w.error().describe().c_str());
+                return bool(w);
               };
               if (!rep) {
                 // The verdict says what ended the run: `interrupted` (a signal) or `error`.
@@ -118,7 +122,7 @@ Command port_command() {
               }
               auto j = loop::to_json(*rep, *req);
               j["run"] = rec->run_id;
-              write_verdict(j);
+              if (!write_verdict(j)) return k_exit_error;
               if (!*json) {
                 if (rep->status == "from-fails")
                   fmt::print("{}: from-fails: the port left {} of {} error(s), and the unchanged driver does not build "

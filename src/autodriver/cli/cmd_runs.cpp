@@ -324,7 +324,11 @@ int run_rerun(const RerunOptions& o) {
   auto j = loop::to_json(*rec->report, req);
   j["run"] = rec->run_id;
   j["parent_run"] = id;
-  (void)util::write_file_atomic(req.out / "verdict.json", j.dump(2, ' ', false, util::json_bytes) + "\n");
+  auto written = util::write_file_atomic(req.out / "verdict.json", j.dump(2, ' ', false, util::json_bytes) + "\n");
+  if (!written) {
+    std::fprintf(stderr, "autodriver: error: %s\n", written.error().describe().c_str());
+    return k_exit_error;
+  }
   if (o.json) std::cout << j.dump(2, ' ', false, util::json_bytes) << "\n";
   else fmt::print("run {} (rerun of {} from step {}): {} ({} -> {} error(s))\n", rec->run_id, id, checkpoint,
                   rec->report->status, rec->report->initial_errors, rec->report->final_errors);

@@ -28,19 +28,35 @@ Expected<std::string> read_file(const fs::path& path) {
 }
 
 Expected<void> write_file(const fs::path& path, std::string_view content) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return unexpected(ErrorKind::io, fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
-  out.write(content.data(), static_cast<std::streamsize>(content.size()));
-  out.flush();
-  if (!out) return unexpected(ErrorKind::io, fmt::format("write failed for {} (disk full?)", path.string()));
+  // POSIX calls: the error says why (a full disk is ENOSPC, not a guess).
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return unexpected(ErrorKind::io, fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
+  const char* p = content.data();
+  std::size_t left = content.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int e = n < 0 ? errno : EIO;
+      ::close(fd);
+      return unexpected(ErrorKind::io, fmt::format("cannot write {}: {}", path.string(), std::strerror(e)));
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  if (::close(fd) != 0)
+    return unexpected(ErrorKind::io, fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
   return {};
 }
 
 Expected<void> write_file_atomic(const fs::path& path, std::string_view content) {
   fs::path tmp = path;
   tmp += fmt::format(".tmp.{}", getpid());
-  if (auto r = write_file(tmp, content); !r) return r;
   std::error_code ec;
+  if (auto r = write_file(tmp, content); !r) {
+    fs::remove(tmp, ec); // a full disk leaves a partial temporary behind
+    return r;
+  }
   fs::rename(tmp, path, ec);
   if (ec) {
     fs::remove(tmp, ec);
