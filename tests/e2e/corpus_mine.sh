@@ -4,13 +4,10 @@
 # and a core-only commit, and a treewide commit (listed in the summary, not written).
 # Then: resume (nothing redone), --include-treewide, and bad input (one line, exit 2).
 # Env: AD = autodriver binary, AD_SRC = repository root.
-set -eu
-command -v git >/dev/null 2>&1 || { echo "SKIP: git not installed"; exit 125; }
-command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 not installed"; exit 125; }
-: "${AD:?set AD to the autodriver binary}"
-
-W=$(mktemp -d "${TMPDIR:-/tmp}/ad-e2e-mine.XXXXXX")
-trap 'rm -rf "$W"' EXIT
+. "$(dirname "$0")/lib.sh.inc"
+need git
+need python3
+W="$WORK"
 R="$W/linux"
 g() { git -C "$R" -c user.name="Jane Dev" -c user.email=jane@example.org -c commit.gpgsign=false "$@"; }
 put() { mkdir -p "$(dirname "$R/$1")"; cat > "$R/$1"; }

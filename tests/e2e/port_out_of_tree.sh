@@ -7,7 +7,7 @@ need qemu-system-x86_64
 need apt-get
 "$AD" kernel source 6.12 > /dev/null || fail "kernel source 6.12"
 cd "$WORK"
-apt-get download -q vpoll-dkms langford-dkms v4l2loopback-dkms > /dev/null 2>&1 || { echo "SKIP: Debian mirror unreachable" >&2; exit $SKIP; }
+apt-get download -q vpoll-dkms langford-dkms v4l2loopback-dkms > /dev/null 2>&1 || skip "Debian mirror unreachable"
 for d in *.deb; do dpkg -x "$d" x; done
 for src in x/usr/src/vpoll-* x/usr/src/langford-* x/usr/src/v4l2loopback-*; do
   name=$(basename "$src")

@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh.inc"
 need spatch
 need python3
-"$AD" kernel info 6.12 > /dev/null 2>&1 || { echo "SKIP: kernel 6.12 headers missing" >&2; exit $SKIP; }
+need_kernel 6.12
 S="$WORK/runs.sqlite"
 # Two different drivers hitting the same 6.4 API change (class_create lost its owner argument).
 mkdir -p "$WORK/drva" "$WORK/drvb"

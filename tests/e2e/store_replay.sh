@@ -4,7 +4,8 @@
 . "$(dirname "$0")/lib.sh.inc"
 need spatch
 need python3
-"$AD" kernel info 6.12 > /dev/null 2>&1 && "$AD" kernel info 6.1 > /dev/null 2>&1 || { echo "SKIP: kernel headers missing" >&2; exit $SKIP; }
+need_kernel 6.12
+need_kernel 6.1
 S="$WORK/runs.sqlite"
 # A driver hit by the 6.4 API change of class_create (it lost its owner argument).
 mkdir -p "$WORK/drva"

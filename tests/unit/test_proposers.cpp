@@ -13,6 +13,7 @@
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/subprocess.hpp"
 #include "fixtures.hpp"
+#include "skip.hpp"
 
 #include <fmt/format.h>
 
@@ -98,7 +99,7 @@ TEST_F(LearnFixture, LearnsArgumentDropFromKernelCallSites) {
   EXPECT_NE(e->smpl.find("+ class_create(E1)"), std::string::npos) << e->smpl;
   ASSERT_TRUE(e->call.has_value());
   EXPECT_EQ(e->call->args, (std::vector<std::string>{"$1"}));
-  if (!have_spatch()) GTEST_SKIP() << "spatch not installed";
+  if (!have_spatch()) AD_SKIP("spatch not installed");
   auto r = propose::apply_edit(*e, tree, ctx.scratch);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->changed_files, (std::vector<std::string>{"ppdev.c"}));
@@ -113,7 +114,7 @@ TEST_F(LearnFixture, LearnsInitializerMemberRemoval) {
   ASSERT_NE(e, nullptr);
   EXPECT_GE(e->support, 3) << "at least the three fixture files dropped it";
   EXPECT_NE(e->smpl.find("-\t.llseek = no_llseek,"), std::string::npos) << e->smpl;
-  if (!have_spatch()) GTEST_SKIP() << "spatch not installed";
+  if (!have_spatch()) AD_SKIP("spatch not installed");
   ASSERT_TRUE(propose::apply_edit(*e, tree, ctx.scratch));
   auto text = util::read_file(tree / "ppdev.c");
   EXPECT_EQ(text->find("no_llseek"), std::string::npos);
@@ -171,7 +172,7 @@ TEST_F(LearnFixture, FlagDroppedFromOrChains) {
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->support, 2);
   EXPECT_NE(e->smpl.find("- E | I2C_CLASS_SPD"), std::string::npos) << e->smpl;
-  if (!have_spatch()) GTEST_SKIP() << "spatch not installed";
+  if (!have_spatch()) AD_SKIP("spatch not installed");
   // jc42's initializer in 6.1 (the flag first).
   ASSERT_TRUE(util::write_file(tree / "x.c", "static struct i2c_driver jc42_driver = {\n\t.class\t\t= I2C_CLASS_SPD | "
                                              "I2C_CLASS_HWMON,\n\t.probe\t\t= jc42_probe,\n};\n").has_value());
@@ -241,7 +242,7 @@ TEST(CallbackSignature, IntToVoidRemoveCallback) {
   auto edits = propose::make_callback_signature()->propose({d}, ctx);
   ASSERT_EQ(edits.size(), 1u);
   EXPECT_EQ(edits[0].label, "callback-type-changed");
-  if (util::find_program("spatch").empty()) GTEST_SKIP() << "spatch not installed";
+  if (util::find_program("spatch").empty()) AD_SKIP("spatch not installed");
   ASSERT_TRUE(propose::apply_edit(edits[0], tmp->path(), tmp->path() / "s"));
   auto out = *util::read_file(tmp->path() / "a.c");
   EXPECT_NE(out.find("static void acerhdf_remove("), std::string::npos) << out;
@@ -483,7 +484,7 @@ TEST(TargetApi, UnexportedArrayReadThroughTheExportedFunctionThatIndexesIt) {
   auto edits = propose::make_target_api()->propose(ds, ctx);
   auto it = std::find_if(edits.begin(), edits.end(), [](const auto& e) { return e.change_id == "array:led_colors"; });
   ASSERT_NE(it, edits.end());
-  if (util::find_program("spatch").empty()) GTEST_SKIP() << "spatch missing";
+  if (util::find_program("spatch").empty()) AD_SKIP("spatch missing");
   ASSERT_TRUE(propose::apply_edit(*it, tree, tmp->path() / "s"));
   EXPECT_NE(util::read_file(tree / "mc.c")->find("sprintf(buf, \"%s\", led_get_color_name(i + 1));"), std::string::npos)
       << *util::read_file(tree / "mc.c");
@@ -734,7 +735,7 @@ TEST(StmtTemplate, FlagVariantsFollowTheFlagIntoOrChains) {
   std::string smpl = propose::flag_variants_smpl(*t, "NETIF_F_LLTX");
   ASSERT_FALSE(smpl.empty());
   EXPECT_TRUE(propose::flag_variants_smpl(*t, "NETIF_F_SG").empty());
-  if (util::find_program("spatch").empty()) GTEST_SKIP() << "spatch not installed";
+  if (util::find_program("spatch").empty()) AD_SKIP("spatch not installed");
   // The three shapes, as 6.1's tun.c, pasemi_mac.c and openvpn-dco write them.
   const std::string before = R"(static void a(struct net_device *dev)
 {
@@ -803,7 +804,7 @@ TEST(InlineRemoved, CallBecomesTheOldHeadersBody) {
   // A name the target still declares is header-fix's job, not a copy of its body.
   d.symbols = {"close_on_exec"};
   EXPECT_TRUE(propose::make_inline_removed()->propose({d}, ctx).empty());
-  if (util::find_program("spatch").empty()) GTEST_SKIP() << "spatch not installed";
+  if (util::find_program("spatch").empty()) AD_SKIP("spatch not installed");
   ASSERT_TRUE(propose::apply_edit(edits[0], ctx.tree, ctx.scratch));
   auto after = util::read_file(ctx.tree / "drop.c");
   ASSERT_TRUE(after.has_value());
@@ -887,7 +888,7 @@ TEST(CallMerge, ThreeFragCallsBecomeOne) {
   EXPECT_EQ(r.args, (std::vector<std::string>{"$0.1", "$1.1", "$2.1"}));
   // Nothing to learn for a function the kernel never merged.
   EXPECT_TRUE(propose::learn_merges(idx, "skb_frag_page").empty());
-  if (util::find_program("spatch").empty()) GTEST_SKIP() << "spatch not installed";
+  if (util::find_program("spatch").empty()) AD_SKIP("spatch not installed");
   // 6.1's vmxnet3_append_frag(), in another order than aq_ring.c's.
   auto after = after_merge(r, R"(static void
 vmxnet3_append_frag(struct sk_buff *skb, struct Vmxnet3_RxCompDesc *rcd,
@@ -919,7 +920,7 @@ TEST(CallMerge, AssignmentMergesWithTheCall) {
   ASSERT_EQ(r.calls.size(), 2u);
   EXPECT_EQ(r.calls[1].first, "=.function");
   EXPECT_EQ(r.args, (std::vector<std::string>{"$1.1", "$0.1", "$0.2"}));
-  if (util::find_program("spatch").empty()) GTEST_SKIP() << "spatch not installed";
+  if (util::find_program("spatch").empty()) AD_SKIP("spatch not installed");
   auto after = after_merge(r, R"(static struct hrtimer ticktock;
 static int d_init(struct d *p)
 {
@@ -1044,7 +1045,7 @@ TEST(InlineRemoved, LegacyWrappersWithoutAnOldKernel) {
   ASSERT_EQ(edits.size(), 3u);
   EXPECT_TRUE(edits[2].change_id.starts_with("inline-header:")) << edits[2].change_id;
   edits.pop_back();
-  if (util::find_program("spatch").empty()) GTEST_SKIP() << "spatch not installed";
+  if (util::find_program("spatch").empty()) AD_SKIP("spatch not installed");
   for (const auto& e : edits) ASSERT_TRUE(propose::apply_edit(e, ctx.tree, ctx.scratch)) << e.title;
   auto after = util::read_file(ctx.tree / "x.c");
   ASSERT_TRUE(after.has_value());

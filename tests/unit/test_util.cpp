@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include "skip.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -97,7 +98,7 @@ TEST(Cpio, ArchiveListsWithCpioTool) {
   r.timeout = 10s;
   r.stdin_data = archive;
   auto res = util::run(r);
-  if (!res) GTEST_SKIP() << "cpio not installed";
+  if (!res) AD_SKIP("cpio not installed");
   ASSERT_EQ(res->exit_code, 0) << res->err;
   EXPECT_NE(res->out.find("bin/hello"), std::string::npos);
   EXPECT_NE(res->out.find("bin/sh -> busybox"), std::string::npos);
