@@ -32,7 +32,12 @@ if [ -n "$missing" ]; then
 fi
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j "$(nproc)"
+# The main job needs the tool alone; the tests need everything (unit tests, fuzzers).
+if [ "$mode" = test ]; then
+  cmake --build build -j "$(nproc)"
+else
+  cmake --build build -j "$(nproc)" --target autodriver
+fi
 if [ "$(id -u)" = 0 ]; then
   cmake --install build --prefix /usr/local >/dev/null
   AD=/usr/local/bin/autodriver
