@@ -4,10 +4,12 @@
 #include "autodriver/propose/adapter_macro.hpp"
 #include "autodriver/propose/struct_swap.hpp"
 #include "autodriver/propose/target_decls.hpp"
+#include "autodriver/util/strings.hpp"
 
 #include <gtest/gtest.h>
 
 using namespace autodriver::propose;
+namespace util = autodriver::util;
 
 namespace {
 
@@ -83,44 +85,49 @@ static void reset(struct usbnet *dev)
   auto names = names_of_struct_type(driver, {"ethtool_eee", "ethtool_keee"});
   EXPECT_EQ(names, (std::set<std::string>{"data", "eee_data"}));
   auto out = swap_struct(driver, "ethtool_eee", "ethtool_keee", bridges(), names);
-  const std::string want = R"(static int helper(struct usbnet *dev, struct ethtool_keee *data)
-{
-	int val = 3;
-
-	ethtool_convert_legacy_u32_to_link_mode(data->supported, cap_to_sup(val));
-	if (val)
-		ethtool_convert_legacy_u32_to_link_mode(data->advertised, 0);
-	return 0;
-}
-
-static int set(struct usbnet *dev, struct ethtool_keee *data)
-{
-	u32 legacy_advertised;
-	u32 legacy_supported;
-	ethtool_convert_link_mode_to_legacy_u32(&legacy_advertised, data->advertised);
-	u16 tmp = adv_to_mmd(legacy_advertised);
-
-	ethtool_convert_link_mode_to_legacy_u32(&legacy_advertised, data->advertised);
-	ethtool_convert_link_mode_to_legacy_u32(&legacy_supported, data->supported);
-	if (!!(legacy_advertised &
-	       legacy_supported))
-		tmp |= 1;
-	ethtool_convert_link_mode_to_legacy_u32(&legacy_advertised, data->advertised);
-	ethtool_convert_legacy_u32_to_link_mode(data->advertised, legacy_advertised | (tmp));
-	return tmp;
-}
-
-static void reset(struct usbnet *dev)
-{
-	struct ethtool_keee eee_data;
-
-	helper(dev, &eee_data);
-	ethtool_convert_legacy_u32_to_link_mode(eee_data.advertised, 0);
-	while (eee_data.advertised)
-		;
-}
-)";
-  EXPECT_EQ(out, want); // a read in a loop condition is left for the build to reject
+  auto has = [&](const std::string& text) { return out.find(text) != std::string::npos; };
+  // Every object of the old type is of the new one.
+  EXPECT_FALSE(has("struct ethtool_eee")) << out;
+  EXPECT_TRUE(has("static int helper(struct usbnet *dev, struct ethtool_keee *data)")) << out;
+  EXPECT_TRUE(has("\tstruct ethtool_keee eee_data;")) << out;
+  // A write of a member whose representation changed goes through the bridge's converter.
+  EXPECT_TRUE(has("ethtool_convert_legacy_u32_to_link_mode(data->supported, cap_to_sup(val));")) << out;
+  EXPECT_TRUE(has("ethtool_convert_legacy_u32_to_link_mode(data->advertised, 0);")) << out;
+  EXPECT_TRUE(has("ethtool_convert_legacy_u32_to_link_mode(eee_data.advertised, 0);")) << out;
+  EXPECT_FALSE(has("data->advertised = ")) << out;
+  EXPECT_FALSE(has("data->advertised |= ")) << out;
+  // A compound write reads the old value through a local and writes the result back.
+  EXPECT_TRUE(has("ethtool_convert_legacy_u32_to_link_mode(data->advertised, legacy_advertised | (tmp));")) << out;
+  // Every read in an expression is of a u32 local declared in its function and filled by the
+  // converter before the statement that reads it.
+  auto lines = util::split_lines(out);
+  for (std::string member : {"advertised", "supported"}) {
+    const std::string local = "legacy_" + member;
+    const std::string fill = "ethtool_convert_link_mode_to_legacy_u32(&" + local + ", data->" + member + ");";
+    bool declared = false, filled = false;
+    for (auto l : lines) {
+      std::string line(l);
+      if (line.starts_with("static ")) declared = filled = false; // a new function
+      if (line == "\tu32 " + local + ";") {
+        declared = true;
+        continue;
+      }
+      if (line.find(fill) != std::string::npos) {
+        filled = true;
+        continue;
+      }
+      if (line.find(local) != std::string::npos && line.find("ethtool_convert_legacy_u32_to_link_mode(") == std::string::npos) {
+        EXPECT_TRUE(declared && filled) << "read of " << local << " before it is filled: " << line << "\n" << out;
+      }
+    }
+  }
+  EXPECT_TRUE(has("u16 tmp = adv_to_mmd(legacy_advertised);")) << out;
+  EXPECT_TRUE(has("if (!!(legacy_advertised &")) << out;
+  EXPECT_TRUE(has("legacy_supported))")) << out;
+  // What does not touch the members is left as it was; a read in a loop condition is left for the
+  // build to reject.
+  for (const char* kept : {"\tint val = 3;", "\thelper(dev, &eee_data);", "\twhile (eee_data.advertised)", "\treturn tmp;"})
+    EXPECT_TRUE(has(kept)) << kept << "\n" << out;
 }
 
 TEST(StructSwap, LongConversionWrapsAfterTheFirstArgument) {
