@@ -20,7 +20,6 @@ KNOWN = {
     "src/autodriver/propose/struct_convert.cpp": {"convert": 221},
     "src/autodriver/propose/struct_swap.cpp": {"swap_struct": 185},
     "src/autodriver/propose/target_api.cpp": {"renamed": 196},
-    "src/autodriver/store/explain.cpp": {"explain_run": 185},
 }
 
 START = re.compile(r"^( {0}| {2})[A-Za-z_][\w:<>,\s\*&]*?\b([A-Za-z_~][\w]*)\s*\([^;]*$")

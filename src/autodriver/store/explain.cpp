@@ -47,89 +47,119 @@ std::int64_t checkpoint_before(const std::vector<StepRow>& steps, std::int64_t s
 
 } // namespace
 
-Explanation explain_run(const RunRow& run, const std::vector<StepRow>& steps, const nlohmann::json& verdict, RunStore* kb) {
-  std::string outcome = run.summary.is_object() ? run.summary.value("outcome", run.status) : run.status;
-  nlohmann::json doc = {{"schema", "autodriver.explain"}, {"schema_version", 1}, {"run", run.id},
-                        {"status", run.status}, {"outcome", outcome}, {"detect", nullptr},
-                        {"attribute", nlohmann::json::array()}, {"recover", nlohmann::json::array()}};
-  auto& attr = doc["attribute"];
-  auto& recover = doc["recover"];
-  auto cause = [&](const std::string& c, const StepRow* s, const std::string& why, nlohmann::json evidence = nullptr) {
-    attr.push_back({{"cause", c}, {"step", s ? step_ref(*s) : nlohmann::json(nullptr)}, {"why", why}, {"evidence", evidence}});
-  };
-  auto detect = [&](const StepRow* s, const std::string& what) {
-    if (doc["detect"].is_null()) doc["detect"] = {{"step", s ? step_ref(*s) : nlohmann::json(nullptr)}, {"what", what}};
-  };
-  const StepRow* last = steps.empty() ? nullptr : &steps.back();
+namespace {
 
-  if (run.status == "ok") {
-    cause("none", nullptr, "the run passed every gate it ran");
-    return {doc};
+/// One explanation being written: detect (where the failure showed), attribute (its causes) and
+/// recover (what to do), filled by the first check that recognizes the run's ending.
+struct Explainer {
+  const RunRow& run;
+  const std::vector<StepRow>& steps;
+  const nlohmann::json& verdict;
+  RunStore* kb;
+  std::string outcome;
+  nlohmann::json doc;
+  const StepRow* last = nullptr;
+  std::vector<const StepRow*> accepts;
+
+  Explainer(const RunRow& r, const std::vector<StepRow>& s, const nlohmann::json& v, RunStore* k)
+      : run(r), steps(s), verdict(v), kb(k) {
+    outcome = run.summary.is_object() ? run.summary.value("outcome", run.status) : run.status;
+    doc = {{"schema", "autodriver.explain"}, {"schema_version", 1}, {"run", run.id},
+           {"status", run.status}, {"outcome", outcome}, {"detect", nullptr},
+           {"attribute", nlohmann::json::array()}, {"recover", nlohmann::json::array()}};
+    last = steps.empty() ? nullptr : &steps.back();
+    for (const auto& st : steps)
+      if (st.kind == "accept") accepts.push_back(&st);
   }
-  if (run.status == "running") {
-    detect(last, "the run is still going");
-    return {doc};
+
+  void cause(const std::string& c, const StepRow* s, const std::string& why, nlohmann::json evidence = nullptr) {
+    doc["attribute"].push_back({{"cause", c}, {"step", s ? step_ref(*s) : nlohmann::json(nullptr)}, {"why", why}, {"evidence", evidence}});
   }
-  if (run.status == "interrupted" || run.status == "error") {
+  void detect(const StepRow* s, const std::string& what) {
+    if (doc["detect"].is_null()) doc["detect"] = {{"step", s ? step_ref(*s) : nlohmann::json(nullptr)}, {"what", what}};
+  }
+  void recover(nlohmann::json r) { doc["recover"].push_back(std::move(r)); }
+
+  /// ok, still running, interrupted or an internal error.
+  bool by_status() {
+    if (run.status == "ok") {
+      cause("none", nullptr, "the run passed every gate it ran");
+      return true;
+    }
+    if (run.status == "running") {
+      detect(last, "the run is still going");
+      return true;
+    }
+    if (run.status != "interrupted" && run.status != "error") return false;
     std::string err = run.summary.is_object() ? run.summary.value("error", run.summary.value("detected", "")) : "";
     detect(last, last ? fmt::format("the run stopped after step {} ({})", last->seq, last->kind) : "the run stopped before its first step");
-    cause(run.status == "interrupted" ? "interrupted" : "infrastructure", last,
-          err.empty() ? "the run did not finish" : err);
-    recover.push_back({{"action", "rerun"}, {"command", rerun_cmd(run.id, checkpoint_before(steps, last ? last->seq + 1 : 0), "")},
-                       {"why", "resume from the last accepted edit"}});
-    return {doc};
+    cause(run.status == "interrupted" ? "interrupted" : "infrastructure", last, err.empty() ? "the run did not finish" : err);
+    recover({{"action", "rerun"}, {"command", rerun_cmd(run.id, checkpoint_before(steps, last ? last->seq + 1 : 0), "")},
+             {"why", "resume from the last accepted edit"}});
+    return true;
   }
 
-  // A build cut short (its timeout or the budget): no verdict about the driver.
-  for (const auto& s : steps)
-    if (s.kind.starts_with("build") && s.output.value("timed_out", false)) {
+  /// A build cut short (its timeout or the budget): no verdict about the driver.
+  bool cut_short() {
+    for (const auto& s : steps) {
+      if (!s.kind.starts_with("build") || !s.output.value("timed_out", false)) continue;
       auto limit = s.input.value("timeout_s", 0);
       detect(&s, fmt::format("the build on {} did not finish within {} s", s.input.value("kernel", "the target"), limit));
       bool budget = outcome == "budget";
       cause(budget ? "budget" : "timeout", &s,
             budget ? "the time left in the budget ran out during the build"
                    : "the build took longer than --build-timeout allows: nothing is known about the driver yet");
-      recover.push_back({{"action", "rerun"},
-                         {"command", rerun_cmd(run.id, 0, budget ? fmt::format("--budget-s {}", 2 * run.args.value("budget_s", 900))
-                                                                 : fmt::format("--with build-timeout={}", std::max(600, 2 * limit)))},
-                         {"why", "the same port with more time for its builds"}});
-      return {doc};
+      recover({{"action", "rerun"},
+               {"command", rerun_cmd(run.id, 0, budget ? fmt::format("--budget-s {}", 2 * run.args.value("budget_s", 900))
+                                                       : fmt::format("--with build-timeout={}", std::max(600, 2 * limit)))},
+               {"why", "the same port with more time for its builds"}});
+      return true;
     }
-
-  // Build of the unchanged tree on its own kernel.
-  for (const auto& s : steps)
-    if (s.kind == "build-from" && !s.output.value("ok", true)) {
-      detect(&s, "the unchanged driver does not build on its own kernel");
-      cause("input", &s, "errors before any edit: fix the driver (or --from) first", s.diagnostics);
-      return {doc};
-    }
-
-  // Integrity: an accepted edit was rejected by the anti-cheat gate.
-  const StepRow* integ = nullptr;
-  const StepRow* gates = nullptr;
-  for (const auto& s : steps) {
-    if (s.kind == "integrity" && !s.output.value("ok", true)) integ = &s;
-    if (s.kind == "gates" && !s.output.value("ok", true)) gates = &s;
+    return false;
   }
-  std::vector<const StepRow*> accepts;
-  for (const auto& s : steps)
-    if (s.kind == "accept") accepts.push_back(&s);
-  if (integ) {
+
+  /// The unchanged tree does not build on its own kernel.
+  bool from_fails() {
+    for (const auto& s : steps)
+      if (s.kind == "build-from" && !s.output.value("ok", true)) {
+        detect(&s, "the unchanged driver does not build on its own kernel");
+        cause("input", &s, "errors before any edit: fix the driver (or --from) first", s.diagnostics);
+        return true;
+      }
+    return false;
+  }
+
+  /// An accepted edit was rejected by the anti-cheat gate.
+  bool integrity() {
+    const StepRow* integ = nullptr;
+    for (const auto& s : steps)
+      if (s.kind == "integrity" && !s.output.value("ok", true)) integ = &s;
+    if (!integ) return false;
     detect(integ, "the integrity gate rejected the ported tree");
-    nlohmann::json violations = verdict.is_object() && verdict["integrity"].is_object() ? verdict["integrity"].value("violations", nlohmann::json::array()) : nlohmann::json::array();
+    nlohmann::json violations = verdict.is_object() && verdict["integrity"].is_object()
+                                    ? verdict["integrity"].value("violations", nlohmann::json::array())
+                                    : nlohmann::json::array();
     // The violation's symbols name the edit; without them, the last accepted edit is the suspect.
     const StepRow* culprit = accepts.empty() ? nullptr : accepts.back();
     for (const auto* a : accepts)
       for (const auto& v : violations)
         if (mentions(v.dump(-1, ' ', false, util::json_bytes), change_symbol(a->input.value("change", "")))) culprit = a;
-    cause("integrity", culprit, culprit ? fmt::format("edit {} ({}) changed what the API change does not explain", culprit->input.value("change", ""), culprit->component)
-                                        : "the tree changed outside the API changes", violations);
+    cause("integrity", culprit,
+          culprit ? fmt::format("edit {} ({}) changed what the API change does not explain", culprit->input.value("change", ""), culprit->component)
+                  : "the tree changed outside the API changes",
+          violations);
     if (culprit)
-      recover.push_back({{"action", "rerun"}, {"command", rerun_cmd(run.id, checkpoint_before(steps, culprit->seq), "")},
-                         {"why", "restart before the rejected edit and let the loop pick another alternative"}});
-    return {doc};
+      recover({{"action", "rerun"}, {"command", rerun_cmd(run.id, checkpoint_before(steps, culprit->seq), "")},
+               {"why", "restart before the rejected edit and let the loop pick another alternative"}});
+    return true;
   }
-  if (gates) {
+
+  /// The boot/load gate failed.
+  bool gates() {
+    const StepRow* gates = nullptr;
+    for (const auto& s : steps)
+      if (s.kind == "gates" && !s.output.value("ok", true)) gates = &s;
+    if (!gates) return false;
     std::string boot_outcome;
     if (verdict.is_object() && verdict["gates"].is_object())
       for (const auto& [k, g] : verdict["gates"]["gates"]["boot"]["by_kernel"].items())
@@ -140,52 +170,28 @@ Explanation explain_run(const RunRow& run, const std::vector<StepRow>& steps, co
       cause("gate-false-positive", gates, "the guest failed before the driver was loaded", boot_outcome);
     else
       cause("runtime", accepts.empty() ? gates : accepts.back(), "the ported driver builds but fails when loaded", boot_outcome);
-    recover.push_back({{"action", "check"}, {"command", "autodriver check OUT/tree --to TARGET --boot"},
-                       {"why", "reproduce the gate on the ported tree"}});
-    return {doc};
+    recover({{"action", "check"}, {"command", "autodriver check OUT/tree --to TARGET --boot"},
+             {"why", "reproduce the gate on the ported tree"}});
+    return true;
   }
 
-  // Errors left at the end: where did each first appear, and what did the loop do about it?
-  const StepRow* final_build = nullptr;
-  std::vector<const StepRow*> builds;
-  for (const auto& s : steps)
-    if (s.kind == "build-target") {
-      builds.push_back(&s);
-      final_build = &s;
-    }
-  if (!final_build) {
-    detect(last, "no build of the target was recorded");
-    cause("infrastructure", last, "the loop stopped before building the target");
-    return {doc};
+  /// An error that appeared after an accepted edit: that edit introduced it.
+  void regression(const StepRow* first, const std::string& msg, nlohmann::json ev) {
+    const StepRow* culprit = nullptr;
+    for (const auto* a : accepts)
+      if (a->seq < first->seq) culprit = a;
+    detect(first, fmt::format("a new error appeared after an accepted edit: {}", msg));
+    cause("proposer-regression", culprit ? culprit : first,
+          fmt::format("accepted edit {} introduced: {}", culprit ? culprit->input.value("change", "") : "?", msg), ev);
+    // A replayed KB entry would be replayed again: the rerun goes without the KB.
+    if (culprit)
+      recover({{"action", "rerun"},
+               {"command", rerun_cmd(run.id, checkpoint_before(steps, culprit->seq), culprit->component == "store-kb" ? "--with store-kb=false" : "")},
+               {"why", "restart before the edit that introduced the error"}});
   }
-  std::set<std::string> reported;
-  for (const auto& d : final_build->diagnostics) {
-    std::string sig = diagnostic_signature(d);
-    if (!reported.insert(sig).second) continue;
-    std::string msg = d.value("message", "");
-    const StepRow* first = nullptr;
-    for (const auto* b : builds) {
-      for (const auto& e : b->diagnostics)
-        if (diagnostic_signature(e) == sig) first = b;
-      if (first) break;
-    }
-    nlohmann::json ev = {{"diagnostic", d}, {"signature", sig}};
-    if (first && first != builds.front()) {
-      // New since the start: the accepted edit just before that build introduced it.
-      const StepRow* culprit = nullptr;
-      for (const auto* a : accepts)
-        if (a->seq < first->seq) culprit = a;
-      detect(first, fmt::format("a new error appeared after an accepted edit: {}", msg));
-      cause("proposer-regression", culprit ? culprit : first,
-            fmt::format("accepted edit {} introduced: {}", culprit ? culprit->input.value("change", "") : "?", msg), ev);
-      // A replayed KB entry would be replayed again: the rerun goes without the KB.
-      if (culprit)
-        recover.push_back({{"action", "rerun"},
-                           {"command", rerun_cmd(run.id, checkpoint_before(steps, culprit->seq), culprit->component == "store-kb" ? "--with store-kb=false" : "")},
-                           {"why", "restart before the edit that introduced the error"}});
-      continue;
-    }
-    // Present from the start: which changes were tried for it?
+
+  /// An error present from the start: which changes were tried for it, and what the KB knows.
+  void unsolved(const StepRow* first, const StepRow* final_build, const std::string& sig, const std::string& msg, nlohmann::json ev) {
     const StepRow* tried = nullptr;
     const StepRow* rejected = nullptr;
     for (const auto& s : steps) {
@@ -207,30 +213,67 @@ Explanation explain_run(const RunRow& run, const std::vector<StepRow>& steps, co
       detect(first ? first : final_build, fmt::format("no proposer offered an edit for: {}", msg));
       cause("missing-mapping", first ? first : final_build, fmt::format("no proposer knows the API change behind: {}", msg), ev);
     }
-    if (kb) {
-      auto hits = kb_entries(*kb, sig);
-      // An entry store-kb already replayed for this change in this run is no recovery.
-      std::set<std::string> replayed;
-      for (const auto& s : steps)
-        if (s.kind == "try" && s.component == "store-kb") replayed.insert(s.input.value("change", ""));
-      if (hits)
-        for (const auto& h : *hits)
-          if (!replayed.count(h.change_id))
-            recover.push_back({{"action", "kb"}, {"signature", sig}, {"change_id", h.change_id}, {"title", h.title},
-                               {"origin", h.origin}, {"why", "a recorded fix for the same diagnostic"}});
+    if (!kb) return;
+    auto hits = kb_entries(*kb, sig);
+    if (!hits) return;
+    // An entry store-kb already replayed for this change in this run is no recovery.
+    std::set<std::string> replayed;
+    for (const auto& s : steps)
+      if (s.kind == "try" && s.component == "store-kb") replayed.insert(s.input.value("change", ""));
+    for (const auto& h : *hits)
+      if (!replayed.count(h.change_id))
+        recover({{"action", "kb"}, {"signature", sig}, {"change_id", h.change_id}, {"title", h.title},
+                 {"origin", h.origin}, {"why", "a recorded fix for the same diagnostic"}});
+  }
+
+  /// Errors left at the end: where did each first appear, and what did the loop do about it?
+  void remaining_errors() {
+    const StepRow* final_build = nullptr;
+    std::vector<const StepRow*> builds;
+    for (const auto& s : steps)
+      if (s.kind == "build-target") {
+        builds.push_back(&s);
+        final_build = &s;
+      }
+    if (!final_build) {
+      detect(last, "no build of the target was recorded");
+      cause("infrastructure", last, "the loop stopped before building the target");
+      return;
+    }
+    std::set<std::string> reported;
+    for (const auto& d : final_build->diagnostics) {
+      std::string sig = diagnostic_signature(d);
+      if (!reported.insert(sig).second) continue;
+      std::string msg = d.value("message", "");
+      const StepRow* first = nullptr;
+      for (const auto* b : builds) {
+        for (const auto& e : b->diagnostics)
+          if (diagnostic_signature(e) == sig) first = b;
+        if (first) break;
+      }
+      nlohmann::json ev = {{"diagnostic", d}, {"signature", sig}};
+      if (first && first != builds.front()) regression(first, msg, ev);
+      else unsolved(first, final_build, sig, msg, ev);
+    }
+    if (outcome == "budget") {
+      cause("budget", last, "the time budget ended while the loop was still going");
+      recover({{"action", "rerun"}, {"command", rerun_cmd(run.id, checkpoint_before(steps, last ? last->seq + 1 : 0),
+                                                          fmt::format("--budget-s {}", 2 * run.args.value("budget_s", 900)))},
+               {"why", "continue from the last accepted edit with more time"}});
+    }
+    if (doc["attribute"].empty()) {
+      detect(final_build, fmt::format("the loop ended with outcome {}", outcome));
+      cause("infrastructure", final_build, "the build failed without a diagnostic the loop could read", final_build->diagnostics);
     }
   }
-  if (outcome == "budget") {
-    cause("budget", last, "the time budget ended while the loop was still going");
-    recover.push_back({{"action", "rerun"}, {"command", rerun_cmd(run.id, checkpoint_before(steps, last ? last->seq + 1 : 0),
-                                                                  fmt::format("--budget-s {}", 2 * run.args.value("budget_s", 900)))},
-                       {"why", "continue from the last accepted edit with more time"}});
-  }
-  if (attr.empty()) {
-    detect(final_build, fmt::format("the loop ended with outcome {}", outcome));
-    cause("infrastructure", final_build, "the build failed without a diagnostic the loop could read", final_build->diagnostics);
-  }
-  return {doc};
+};
+
+} // namespace
+
+Explanation explain_run(const RunRow& run, const std::vector<StepRow>& steps, const nlohmann::json& verdict, RunStore* kb) {
+  Explainer x(run, steps, verdict, kb);
+  if (!x.by_status() && !x.cut_short() && !x.from_fails() && !x.integrity() && !x.gates()) x.remaining_errors();
+  return {x.doc};
 }
 
 std::string render_explanation(const nlohmann::json& d) {
