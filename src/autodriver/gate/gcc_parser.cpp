@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <optional>
 
 #include <regex>
 
@@ -155,6 +156,87 @@ DiagKind classify_message(std::string_view message, std::vector<std::string>& sy
   return DiagKind::other;
 }
 
+namespace {
+
+/// A line of a tool other than the compiler: modpost, the assembler (`compiling`: the source of
+/// the object kbuild compiles now), make's "No rule to make target", objtool.
+std::optional<Diagnostic> tool_line(const std::string& line, const ParseOptions& options, const std::string& compiling) {
+  static const std::regex k_modpost_undef(R"(^(ERROR|WARNING): modpost: \"([^\"]+)\" \[([^\]]+)\] undefined!$)");
+  static const std::regex k_modpost_other(R"(^(ERROR|WARNING): modpost: (.*)$)");
+  // objtool checks each object after it is compiled and linked ("lime.o: error: objtool:
+  // init_module(): Magic init_module() function name is deprecated, use module_init(fn) instead").
+  static const std::regex k_objtool(R"(^(\S+\.o): (error|warning): objtool: (.*)$)");
+  static const std::regex k_objtool_fn(R"(^([A-Za-z_]\w*)\(\)(?:\+0x[0-9a-f]+)?:)");
+  // The assembler fails on what the compiler emitted from a file-scope macro (an export in a
+  // namespace written the old way): "/tmp/ccX.s:7: Error: junk at end of line, ...".
+  static const std::regex k_as(R"(^\S+\.s:\d+: (Error|Warning): (.*)$)");
+  // A Makefile naming a file that is not there (a sibling folder the copy did not include):
+  // "make[2]: *** No rule to make target '../common/x.o', needed by 'drv.o'.  Stop."
+  static const std::regex k_no_rule(R"(^make(?:\[\d+\])?: \*\*\* No rule to make target [`']([^']+)'(?:, needed by [`']([^']+)')?\..*$)");
+  std::smatch m;
+  if (std::regex_match(line, m, k_modpost_undef)) {
+    Diagnostic d;
+    d.tool = "modpost";
+    d.file = relativize(m[3].str(), options.tree_root, options.subdir);
+    d.severity = m[1].str() == "ERROR" ? Severity::error : Severity::warning;
+    d.kind = DiagKind::modpost_undefined_symbol;
+    d.symbols = {m[2].str()};
+    d.message = "\"" + m[2].str() + "\" undefined";
+    d.raw = line + "\n";
+    return d;
+  }
+  if (std::regex_match(line, m, k_as)) {
+    Diagnostic d;
+    d.tool = "as";
+    d.file = compiling;
+    d.severity = m[1].str() == "Error" ? Severity::error : Severity::warning;
+    d.kind = DiagKind::other;
+    d.message = "assembler: " + m[2].str();
+    d.raw = line + "\n";
+    return d;
+  }
+  if (std::regex_match(line, m, k_no_rule)) {
+    Diagnostic d;
+    d.tool = "make";
+    d.file = relativize(m[1].str(), options.tree_root, options.subdir);
+    d.severity = Severity::error;
+    d.kind = DiagKind::other;
+    d.message = fmt::format("the build needs '{}', which is not there{}{}", d.file,
+                            m[2].matched ? fmt::format(" (needed by '{}')", relativize(m[2].str(), options.tree_root, options.subdir)) : "",
+                            d.file.starts_with("../") ? ": it lies outside the folder copied; give --root, a folder holding both" : "");
+    d.symbols = {d.file};
+    d.raw = line + "\n";
+    return d;
+  }
+  if (std::regex_match(line, m, k_objtool)) {
+    Diagnostic d;
+    d.tool = "objtool";
+    d.file = relativize(m[1].str(), options.tree_root, options.subdir);
+    d.severity = m[2].str() == "error" ? Severity::error : Severity::warning;
+    d.kind = DiagKind::other;
+    d.message = m[3].str();
+    std::smatch f;
+    if (std::regex_search(d.message, f, k_objtool_fn)) d.function = f[1].str();
+    d.symbols = quoted_words(d.message);
+    if (!d.function.empty()) d.symbols.insert(d.symbols.begin(), d.function);
+    d.raw = line + "\n";
+    return d;
+  }
+  if (std::regex_match(line, m, k_modpost_other)) {
+    Diagnostic d;
+    d.tool = "modpost";
+    d.severity = m[1].str() == "ERROR" ? Severity::error : Severity::warning;
+    d.kind = DiagKind::modpost_other;
+    d.message = m[2].str();
+    d.symbols = quoted_words(d.message);
+    d.raw = line + "\n";
+    return d;
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
 std::vector<Diagnostic> parse_build_output(std::string_view text, const ParseOptions& options) {
   std::vector<Diagnostic> out;
   std::string current_function;
@@ -162,22 +244,10 @@ std::vector<Diagnostic> parse_build_output(std::string_view text, const ParseOpt
   bool last_is_open = false; // source excerpt lines attach to the last diagnostic
   static const std::regex k_in_function(R"(^(.+?): In function '([^']+)':$)");
   static const std::regex k_top_level(R"(^(.+?): At top level:$)");
-  static const std::regex k_modpost_undef(R"(^(ERROR|WARNING): modpost: \"([^\"]+)\" \[([^\]]+)\] undefined!$)");
-  static const std::regex k_modpost_other(R"(^(ERROR|WARNING): modpost: (.*)$)");
   static const std::regex k_included(R"(^(?:In file included|                 from) .*[,:]$)");
-  // objtool checks each object after it is compiled and linked ("lime.o: error: objtool:
-  // init_module(): Magic init_module() function name is deprecated, use module_init(fn) instead").
-  static const std::regex k_objtool(R"(^(\S+\.o): (error|warning): objtool: (.*)$)");
-  // The assembler fails on what the compiler emitted from a file-scope macro (an export in a
-  // namespace written the old way): "/tmp/ccX.s:7: Error: junk at end of line, ...", after
-  // kbuild's "CC [M]  dir/file.o" for the object being compiled.
+  // kbuild's "CC [M]  dir/file.o": the object being compiled (the assembler's errors are its).
   static const std::regex k_cc(R"(^\s+CC \[M\]\s+(\S+)\.o$)");
-  static const std::regex k_as(R"(^\S+\.s:\d+: (Error|Warning): (.*)$)");
   std::string compiling; // the source file of the object kbuild compiles now (relative)
-  // A Makefile naming a file that is not there (a sibling folder the copy did not include):
-  // "make[2]: *** No rule to make target '../common/x.o', needed by 'drv.o'.  Stop."
-  static const std::regex k_no_rule(R"(^make(?:\[\d+\])?: \*\*\* No rule to make target [`']([^']+)'(?:, needed by [`']([^']+)')?\..*$)");
-  static const std::regex k_objtool_fn(R"(^([A-Za-z_]\w*)\(\)(?:\+0x[0-9a-f]+)?:)");
 
   for (auto line_view : util::split_lines(text)) {
     std::string line(line_view);
@@ -230,76 +300,13 @@ std::vector<Diagnostic> parse_build_output(std::string_view text, const ParseOpt
       last_is_open = true;
       continue;
     }
-    if (std::regex_match(line, m, k_modpost_undef)) {
-      Diagnostic d;
-      d.tool = "modpost";
-      d.file = relativize(m[3].str(), options.tree_root, options.subdir);
-      d.severity = m[1].str() == "ERROR" ? Severity::error : Severity::warning;
-      d.kind = DiagKind::modpost_undefined_symbol;
-      d.symbols = {m[2].str()};
-      d.message = "\"" + m[2].str() + "\" undefined";
-      d.raw = line + "\n";
-      out.push_back(std::move(d));
-      last_is_open = false;
-      continue;
-    }
     if (std::regex_match(line, m, k_cc)) {
       compiling = relativize(m[1].str() + ".c", options.tree_root, options.subdir);
       last_is_open = false;
       continue;
     }
-    if (std::regex_match(line, m, k_as)) {
-      Diagnostic d;
-      d.tool = "as";
-      d.file = compiling;
-      d.severity = m[1].str() == "Error" ? Severity::error : Severity::warning;
-      d.kind = DiagKind::other;
-      d.message = "assembler: " + m[2].str();
-      d.raw = line + "\n";
-      out.push_back(std::move(d));
-      last_is_open = false;
-      continue;
-    }
-    if (std::regex_match(line, m, k_no_rule)) {
-      Diagnostic d;
-      d.tool = "make";
-      d.file = relativize(m[1].str(), options.tree_root, options.subdir);
-      d.severity = Severity::error;
-      d.kind = DiagKind::other;
-      d.message = fmt::format("the build needs '{}', which is not there{}{}", d.file,
-                              m[2].matched ? fmt::format(" (needed by '{}')", relativize(m[2].str(), options.tree_root, options.subdir)) : "",
-                              d.file.starts_with("../") ? ": it lies outside the folder copied; give --root, a folder holding both" : "");
-      d.symbols = {d.file};
-      d.raw = line + "\n";
-      out.push_back(std::move(d));
-      last_is_open = false;
-      continue;
-    }
-    if (std::regex_match(line, m, k_objtool)) {
-      Diagnostic d;
-      d.tool = "objtool";
-      d.file = relativize(m[1].str(), options.tree_root, options.subdir);
-      d.severity = m[2].str() == "error" ? Severity::error : Severity::warning;
-      d.kind = DiagKind::other;
-      d.message = m[3].str();
-      std::smatch f;
-      if (std::regex_search(d.message, f, k_objtool_fn)) d.function = f[1].str();
-      d.symbols = quoted_words(d.message);
-      if (!d.function.empty()) d.symbols.insert(d.symbols.begin(), d.function);
-      d.raw = line + "\n";
-      out.push_back(std::move(d));
-      last_is_open = false;
-      continue;
-    }
-    if (std::regex_match(line, m, k_modpost_other)) {
-      Diagnostic d;
-      d.tool = "modpost";
-      d.severity = m[1].str() == "ERROR" ? Severity::error : Severity::warning;
-      d.kind = DiagKind::modpost_other;
-      d.message = m[2].str();
-      d.symbols = quoted_words(d.message);
-      d.raw = line + "\n";
-      out.push_back(std::move(d));
+    if (auto d = tool_line(line, options, compiling)) {
+      out.push_back(std::move(*d));
       last_is_open = false;
       continue;
     }
