@@ -206,6 +206,66 @@ struct Pending {
   DiagKind kind;
 };
 
+/// An incompatible type: an argument of a call, a callback assigned or initialized (the member
+/// named by gcc's "near initialization" note or the assignment on the quoted line), or other.
+void classify_type_mismatch(const Diagnostic& d, const std::vector<std::string>& driver_sources, Pending& p) {
+  bool fnptrs = d.symbols.size() >= 2 && d.symbols[0].find("(*)") != std::string::npos &&
+                d.symbols[1].find("(*)") != std::string::npos;
+  if (d.message.starts_with("passing argument")) {
+    p.change.symbol = d.symbols.empty() ? std::string() : d.symbols.back();
+    if (p.change.symbol.find('(') != std::string::npos || p.change.symbol.find(' ') != std::string::npos) {
+      static const std::regex k_fn(R"(of '([A-Za-z_]\w*)')");
+      std::smatch m;
+      p.change.symbol = std::regex_search(d.message, m, k_fn) ? m[1].str() : std::string();
+    }
+    p.change.change_type = "arguments-changed";
+    p.lookup = p.change.symbol;
+  } else if (fnptrs || d.message.find("(*)") != std::string::npos) {
+    p.change.change_type = "callback-type-changed";
+    static const std::regex k_near(R"(near initialization for '([A-Za-z_]\w*)\.([^']+)')");
+    for (const auto& note : d.notes) {
+      std::smatch m;
+      if (std::regex_search(note.message, m, k_near)) {
+        auto type = struct_of_variable(m[1].str(), driver_sources);
+        // 'drv.<anonymous>.remove': a member inside an anonymous union of the struct.
+        std::string member = std::regex_replace(m[2].str(), std::regex(R"(<anonymous>\.)"), "");
+        p.change.symbol = (type.empty() ? m[1].str() : type) + "." + member;
+        p.lookup = type;
+        break;
+      }
+    }
+    if (p.change.symbol.empty()) {
+      // "assignment to 'T (*)(...)'": the member assigned is on the quoted source line.
+      static const std::regex k_assign(R"((->|\.)\s*([A-Za-z_]\w*)\s*=[^=])");
+      std::smatch m;
+      if (std::regex_search(d.raw, m, k_assign)) p.change.symbol = m[1].str() + m[2].str();
+      else p.change.symbol = d.symbols.empty() ? std::string() : d.symbols[0];
+    }
+  } else {
+    p.change.change_type = "other";
+    p.change.symbol = d.symbols.empty() ? std::string() : d.symbols[0];
+  }
+}
+
+/// The classification's labels (in change_types() order) and its one-line description.
+void label_and_describe(Classification& c) {
+  std::set<std::string> labels;
+  for (const auto& ch : c.changes) labels.insert(ch.change_type);
+  for (const auto& t : change_types())
+    if (labels.count(t)) c.labels.push_back(t);
+  std::vector<std::string> parts;
+  for (const auto& ch : c.changes) {
+    if (ch.change_type == "other" && c.changes.size() > 1) continue;
+    std::string s = fmt::format("{}: {}", ch.symbol, ch.change_type);
+    if (!ch.suggestion.empty()) s += fmt::format(" (gcc suggests {})", ch.suggestion);
+    parts.push_back(s);
+    if (parts.size() == 5) break;
+  }
+  c.description = parts.empty() ? "the driver no longer builds" : "";
+  for (std::size_t i = 0; i < parts.size(); ++i) c.description += (i ? "; " : "") + parts[i];
+  if (c.changes.size() > parts.size()) c.description += fmt::format("; and {} more", c.changes.size() - parts.size());
+}
+
 } // namespace
 
 Classification classify(const std::vector<Diagnostic>& diagnostics, const HeaderIndex& from, const HeaderIndex& to,
@@ -257,45 +317,9 @@ Classification classify(const std::vector<Diagnostic>& diagnostics, const Header
     case DiagKind::incompatible_pointer_type:
     case DiagKind::incompatible_type:
     case DiagKind::int_conversion:
-    case DiagKind::const_qualifier: {
-      bool fnptrs = d.symbols.size() >= 2 && d.symbols[0].find("(*)") != std::string::npos &&
-                    d.symbols[1].find("(*)") != std::string::npos;
-      if (d.message.starts_with("passing argument")) {
-        p.change.symbol = d.symbols.empty() ? std::string() : d.symbols.back();
-        if (p.change.symbol.find('(') != std::string::npos || p.change.symbol.find(' ') != std::string::npos) {
-          static const std::regex k_fn(R"(of '([A-Za-z_]\w*)')");
-          std::smatch m;
-          p.change.symbol = std::regex_search(d.message, m, k_fn) ? m[1].str() : std::string();
-        }
-        p.change.change_type = "arguments-changed";
-        p.lookup = p.change.symbol;
-      } else if (fnptrs || d.message.find("(*)") != std::string::npos) {
-        p.change.change_type = "callback-type-changed";
-        static const std::regex k_near(R"(near initialization for '([A-Za-z_]\w*)\.([^']+)')");
-        for (const auto& note : d.notes) {
-          std::smatch m;
-          if (std::regex_search(note.message, m, k_near)) {
-            auto type = struct_of_variable(m[1].str(), driver_sources);
-            // 'drv.<anonymous>.remove': a member inside an anonymous union of the struct.
-            std::string member = std::regex_replace(m[2].str(), std::regex(R"(<anonymous>\.)"), "");
-            p.change.symbol = (type.empty() ? m[1].str() : type) + "." + member;
-            p.lookup = type;
-            break;
-          }
-        }
-        if (p.change.symbol.empty()) {
-          // "assignment to 'T (*)(...)'": the member assigned is on the quoted source line.
-          static const std::regex k_assign(R"((->|\.)\s*([A-Za-z_]\w*)\s*=[^=])");
-          std::smatch m;
-          if (std::regex_search(d.raw, m, k_assign)) p.change.symbol = m[1].str() + m[2].str();
-          else p.change.symbol = d.symbols.empty() ? std::string() : d.symbols[0];
-        }
-      } else {
-        p.change.change_type = "other";
-        p.change.symbol = first;
-      }
+    case DiagKind::const_qualifier:
+      classify_type_mismatch(d, driver_sources, p);
       break;
-    }
     default:
       p.change.change_type = "other";
       p.change.symbol = first;
@@ -348,21 +372,7 @@ Classification classify(const std::vector<Diagnostic>& diagnostics, const Header
                                  to.header_exists(p.change.symbol) ? "present" : "absent");
     c.changes.push_back(p.change);
   }
-  std::set<std::string> labels;
-  for (const auto& ch : c.changes) labels.insert(ch.change_type);
-  for (const auto& t : change_types())
-    if (labels.count(t)) c.labels.push_back(t);
-  std::vector<std::string> parts;
-  for (const auto& ch : c.changes) {
-    if (ch.change_type == "other" && c.changes.size() > 1) continue;
-    std::string s = fmt::format("{}: {}", ch.symbol, ch.change_type);
-    if (!ch.suggestion.empty()) s += fmt::format(" (gcc suggests {})", ch.suggestion);
-    parts.push_back(s);
-    if (parts.size() == 5) break;
-  }
-  c.description = parts.empty() ? "the driver no longer builds" : "";
-  for (std::size_t i = 0; i < parts.size(); ++i) c.description += (i ? "; " : "") + parts[i];
-  if (c.changes.size() > parts.size()) c.description += fmt::format("; and {} more", c.changes.size() - parts.size());
+  label_and_describe(c);
   return c;
 }
 
