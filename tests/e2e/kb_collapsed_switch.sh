@@ -2,8 +2,9 @@
 # Collapsed-block cases of two more real DKMS packages, ported with --to 6.1 and the package left
 # out of the KB: acpi-call's `#define HAVE_PROC_CREATE` (its LINUX_VERSION_CODE >= 3.10 block,
 # collapsed to the empty old branch) comes back through the feature-switch proposer, and
-# lime-forensics' set_fs()/get_fs() lines (a < 2.6.8 block) go through removed-api; both are
-# identical to the maintainers' new branch. ~1 min.
+# lime-forensics' set_fs()/get_fs() lines (a < 2.6.8 block) go through rule-pack (rules/set-fs-removal.rule);
+# both are identical to the maintainers' new branch. With --no-rule-packs the lime case has no
+# rule-pack edit. ~1.5 min.
 . "$AD_SRC/tests/e2e/lib.sh.inc"
 need apt-get
 need dpkg
@@ -35,9 +36,14 @@ grep -q "^#define HAVE_PROC_CREATE" "$WORK/$(basename "$c").out/tree/acpi_call.c
 
 c="$WORK/cases-lime-forensics-dkms/lime-forensics-dkms--disk.c--L48"
 grep -q "set_fs(KERNEL_DS)" "$c/tree/disk.c" || fail "lime case lacks the old branch"
-port_case "$c" lime-forensics-dkms removed-api
+port_case "$c" lime-forensics-dkms rule-pack
+py "$WORK/$(basename "$c").json" "any('rules/set-fs-removal.rule' in a['description'] for a in d['accepted'])" "the edit names its rule"
 # the live save/switch lines went; those in the package's other (old-kernel) branches stayed
 n=$(diff "$c/tree/disk.c" "$WORK/$(basename "$c").out/tree/disk.c" | grep -c '^<.*set_fs(KERNEL_DS);' || true)
 [ "$n" = 1 ] || fail "want the one live set_fs(KERNEL_DS) removed, got $n"
 grep -q "set_fs(KERNEL_DS);" "$WORK/$(basename "$c").out/tree/disk.c" || fail "old-kernel branches lost their set_fs"
+# The shipped rules switched off: the set_fs knowledge is not used.
+"$AD" port "$c/tree" --to 6.1 --kb "$WORK/kb.json" --kb-leave-out lime-forensics-dkms --no-rule-packs -o "$WORK/norules.out" --json \
+  > "$WORK/norules.json" || true
+py "$WORK/norules.json" "not any(a['proposer'] == 'rule-pack' for a in d['accepted'])" "--no-rule-packs: no rule-pack edit"
 echo ok

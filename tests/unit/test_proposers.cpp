@@ -8,6 +8,7 @@
 #include "autodriver/propose/callback_signature.hpp"
 #include "autodriver/propose/call_merge.hpp"
 #include "autodriver/propose/proposer.hpp"
+#include "autodriver/propose/rules.hpp"
 #include "autodriver/propose/stmt_template.hpp"
 #include "autodriver/propose/target_decls.hpp"
 #include "autodriver/util/files.hpp"
@@ -292,8 +293,15 @@ TEST(CallbackSignature, MinOfARetypedParameterBecomesMinT) {
   ASSERT_EQ(ds.size(), 1u);
   propose::PortContext ctx;
   ctx.tree = tmp->path();
+  // Without the rule packs the retype alone is proposed: min_t is stated knowledge (rules/minmax-typed.rule).
+  auto bare = propose::make_callback_signature()->propose(ds, ctx);
+  ASSERT_EQ(bare.size(), 1u);
+  ASSERT_EQ(bare[0].text_edits.size(), 1u);
+  EXPECT_EQ(bare[0].text_edits[0].text.find("min_t"), std::string::npos) << bare[0].text_edits[0].text;
+  ctx.rules = &propose::shipped_rules();
   auto edits = propose::make_callback_signature()->propose(ds, ctx);
   ASSERT_EQ(edits.size(), 1u);
+  EXPECT_NE(edits[0].description.find("rules/minmax-typed.rule"), std::string::npos) << edits[0].description;
   ASSERT_TRUE(propose::apply_edit(edits[0], tmp->path(), tmp->path() / "s"));
   auto out = *util::read_file(tmp->path() / "w.c");
   EXPECT_NE(out.find("static ssize_t w(struct tty_struct *tty, const u8 *buf, size_t count)"), std::string::npos) << out;
@@ -365,7 +373,7 @@ TEST(HeaderFix, HeaderGoneWithItsUsersIsCopiedFromTheOldKernel) {
   EXPECT_TRUE(std::none_of(again.begin(), again.end(), [](const auto& e) { return e.title.find("old kernel's copy") != std::string::npos; }));
 }
 
-TEST(SysctlPath, NestedDirectoryTablesBecomeAPath) {
+TEST(RulePack, SysctlNestedDirectoryTablesBecomeAPath) {
   auto tmp = util::TempDir::create(util::scratch_root(), "test-sysctl-");
   ASSERT_TRUE(tmp);
   fs::path k_new = tmp->path() / "new", tree = tmp->path() / "tree";
@@ -395,8 +403,16 @@ TEST(SysctlPath, NestedDirectoryTablesBecomeAPath) {
   ctx.new_src = k_new;
   ctx.tree = tree;
   ctx.original_tree = tree;
-  auto edits = propose::make_sysctl_path()->propose(ds, ctx);
+  core::Kernel to;
+  to.build_dir = k_new;
+  ctx.to = &to;
+  auto pack = propose::make_rule_pack();
+  EXPECT_TRUE(pack->propose(ds, ctx).empty()); // no rules given: nothing
+  ctx.rules = &propose::shipped_rules();
+  auto edits = pack->propose(ds, ctx);
   ASSERT_EQ(edits.size(), 1u);
+  EXPECT_EQ(edits[0].proposer, "rule-pack");
+  EXPECT_NE(edits[0].description.find("rules/sysctl-register-path.rule (Linux 6.6"), std::string::npos) << edits[0].description;
   propose::fill_expectations(edits[0], tree);
   ASSERT_TRUE(propose::apply_edit(edits[0], tree, tmp->path() / "s"));
   EXPECT_EQ(*util::read_file(tree / "p.c"),
@@ -409,7 +425,7 @@ TEST(SysctlPath, NestedDirectoryTablesBecomeAPath) {
   two.replace(two.find("\t{ }\n};\n\nstatic struct ctl_table ipmi_root_table"), 4,
               "\t{ .procname = \"x\", .mode = 0644, .proc_handler = proc_dointvec },\n\t{ }\n");
   ASSERT_TRUE(util::write_file(tree / "p.c", two));
-  EXPECT_TRUE(propose::make_sysctl_path()->propose(ds, ctx).empty());
+  EXPECT_TRUE(pack->propose(ds, ctx).empty());
 }
 
 TEST(LearnedRewrite, ConstantFamilyRenamedWithItsCompanion) {
@@ -1015,9 +1031,9 @@ TEST(TargetApi, ObsoleteAnnotationDropped) {
   EXPECT_TRUE(none.empty()) << none[0].title;
 }
 
-TEST(InlineRemoved, LegacyWrappersWithoutAnOldKernel) {
+TEST(RulePack, OldDefinitionsWithoutAnOldKernel) {
   // No --from: pci_free_consistent() and PCI_DMA_TODEVICE come from the kernel's own last
-  // pci-dma-compat.h (legacy_api), as xtrx-dkms used them before 5.18.
+  // pci-dma-compat.h (rules/pci-dma-compat.rule), as xtrx-dkms used them before 5.18.
   const fs::path root = fs::path(AD_FIXTURES) / "inline";
   auto tmp = util::TempDir::create(util::scratch_root(), "legacy-");
   ASSERT_TRUE(tmp.has_value());
@@ -1028,7 +1044,7 @@ TEST(InlineRemoved, LegacyWrappersWithoutAnOldKernel) {
                                "\tpci_unmap_single(d->pdev, b->phys, len, PCI_DMA_TODEVICE);\n}\n")
                   .has_value());
   TargetOnly port(root / "new", tmp->path() / "tree", tmp->path() / "s");
-  const auto& ctx = port.ctx;
+  auto& ctx = port.ctx;
   auto diag = [](core::DiagKind k, const std::string& sym) {
     core::Diagnostic d;
     d.kind = k;
@@ -1037,12 +1053,20 @@ TEST(InlineRemoved, LegacyWrappersWithoutAnOldKernel) {
     d.symbols = {sym};
     return d;
   };
-  auto edits = propose::make_inline_removed()->propose(
-      {diag(core::DiagKind::implicit_function_declaration, "pci_free_consistent"),
-       diag(core::DiagKind::undeclared_identifier, "PCI_DMA_TODEVICE")},
-      ctx);
+  const std::vector<core::Diagnostic> ds = {diag(core::DiagKind::implicit_function_declaration, "pci_free_consistent"),
+                                            diag(core::DiagKind::undeclared_identifier, "PCI_DMA_TODEVICE")};
+  // inline-removed reads old kernels' headers only; rule-pack without rules has nothing.
+  EXPECT_TRUE(propose::make_inline_removed()->propose(ds, ctx).empty());
+  EXPECT_TRUE(propose::make_rule_pack()->propose(ds, ctx).empty());
+  ctx.rules = &propose::shipped_rules();
+  auto edits = propose::make_rule_pack()->propose(ds, ctx);
   // Each wrapper, and both together: one legacy header's compat layer went at once.
   ASSERT_EQ(edits.size(), 3u);
+  for (const auto& e : edits) {
+    EXPECT_EQ(e.proposer, "rule-pack");
+    EXPECT_NE(e.description.find("Rule: rules/pci-dma-compat.rule (Linux 5.18; include/linux/pci-dma-compat.h"), std::string::npos)
+        << e.description;
+  }
   EXPECT_TRUE(edits[2].change_id.starts_with("inline-header:")) << edits[2].change_id;
   edits.pop_back();
   if (util::find_program("spatch").empty()) AD_SKIP("spatch not installed");
@@ -1229,7 +1253,7 @@ TEST(TargetApi, AliasOfAnOldKernelsNameIsRemoved) {
   EXPECT_TRUE(std::none_of(edits.begin(), edits.end(), [](const auto& e) { return e.change_id.starts_with("shim:"); }));
 }
 
-TEST(RemovedApi, SetFsSaveSwitchRestoreLinesGo) {
+TEST(RulePack, SetFsSaveSwitchRestoreLinesGo) {
   // lime-forensics' disk.c pattern; lines in a branch the target's version rules out stay.
   MiniPort m("removed-", {{"include/linux/fs.h", "ssize_t kernel_write(struct file *, const void *, size_t, loff_t *);\n"}}, {});
   ASSERT_TRUE(m.tmp.has_value());
@@ -1258,8 +1282,10 @@ TEST(RemovedApi, SetFsSaveSwitchRestoreLinesGo) {
   d.line = 3;
   d.message = "unknown type name 'mm_segment_t'";
   d.symbols = {"mm_segment_t"};
-  auto edits = propose::make_removed_api()->propose({d}, port.ctx);
+  port.ctx.rules = &propose::shipped_rules();
+  auto edits = propose::make_rule_pack()->propose({d}, port.ctx);
   ASSERT_EQ(edits.size(), 1u);
+  EXPECT_EQ(edits[0].evidence, std::vector<std::string>{"rules/set-fs-removal.rule"});
   std::vector<int> lines;
   for (const auto& t : edits[0].text_edits) lines.push_back(t.line);
   std::sort(lines.begin(), lines.end());
@@ -1269,7 +1295,7 @@ TEST(RemovedApi, SetFsSaveSwitchRestoreLinesGo) {
   d.message = "unknown type name 'foo_t'";
   d.symbols = {"foo_t"};
   d.line = 6;
-  EXPECT_TRUE(propose::make_removed_api()->propose({d}, port.ctx).empty());
+  EXPECT_TRUE(propose::make_rule_pack()->propose({d}, port.ctx).empty());
 }
 
 TEST(TargetApi, FunctionPointerDeclarationAndDefinitionAreSynced) {

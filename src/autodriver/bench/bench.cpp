@@ -108,6 +108,8 @@ nlohmann::json run_case(const fs::path& case_dir, const nlohmann::json& meta, co
   if (unit.contains("package")) pr.kb_leave_out.push_back(unit.value("package", ""));
   // store-kb: entries recorded from this case (its id, its files, its package) are left out too.
   pr.store_kb = req.store_kb;
+  pr.rule_packs = req.rule_packs;
+  pr.rule_dirs = req.rule_dirs;
   pr.reference = req.reference;
   pr.case_id = id;
   const auto& runtime = meta.value("runtime", nlohmann::json::object());

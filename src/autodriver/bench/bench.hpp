@@ -29,6 +29,8 @@ struct BenchRequest {
   std::filesystem::path store;        ///< run store; empty = the default
   bool reference = true;              ///< with use_from false: the loop's reference kernel (port --no-reference)
   bool store_kb = true;               ///< store-kb: replay KB entries recorded from other cases' runs
+  bool rule_packs = true;             ///< rule-pack: the shipped rules (port --no-rule-packs)
+  std::vector<std::filesystem::path> rule_dirs; ///< rule-pack: user rule folders (port --rules)
 };
 
 struct CaseResult {

@@ -22,6 +22,7 @@ Command bench_command() {
             auto no_from = std::make_shared<bool>(false);
             auto no_store_kb = std::make_shared<bool>(false);
             auto no_reference = std::make_shared<bool>(false);
+            auto no_rule_packs = std::make_shared<bool>(false);
             auto budget = std::make_shared<int>(300);
             sub.add_option("cases", req->corpus, "Corpus directory (autodriver corpus build -o DIR)")->required();
             sub.add_option("--split", req->split, "Only the dev or the test split");
@@ -33,6 +34,9 @@ Command bench_command() {
             sub.add_flag("--no-from", *no_from, "Do not tell the loop the old kernel (target-only repair)");
             sub.add_flag("--no-store-kb", *no_store_kb, "store-kb: do not replay KB entries (a case never gets entries of its own runs)");
             sub.add_flag("--no-reference", *no_reference, "With --no-from: no older reference kernel either (target kernel only)");
+            sub.add_flag("--no-rule-packs", *no_rule_packs, "rule-pack: leave out the shipped rules (as port --no-rule-packs)");
+            sub.add_option("--rules", req->rule_dirs, "rule-pack: a folder of your own rule files (as port --rules; repeatable)")
+                ->check(CLI::ExistingDirectory);
             sub.add_option("--budget-s", *budget, "Per-case time budget")->capture_default_str()->check(CLI::PositiveNumber);
             auto build_timeout = std::make_shared<int>(0);
             sub.add_option("--build-timeout", *build_timeout,
@@ -44,6 +48,7 @@ Command bench_command() {
               req->use_from = !*no_from;
               req->store_kb = !*no_store_kb;
               req->reference = !*no_reference;
+              req->rule_packs = !*no_rule_packs;
               req->budget = std::chrono::seconds(*budget);
               req->build_timeout = std::chrono::seconds(*build_timeout);
               req->store = store_path_option();

@@ -60,6 +60,13 @@ Command port_command() {
             sub.add_option("--kb-leave-out", req->kb_leave_out, "compat-kb: never use KB entries learned from this package (repeatable)");
             sub.add_option("--kb", req->kb_path, "compat-kb: KB file (default: $AUTODRIVER_KB, else <cache>/kb/compat-kb.json)");
             auto no_store_kb = std::make_shared<bool>(false);
+            auto no_rule_packs = std::make_shared<bool>(false);
+            sub.add_option("--rules", req->rule_dirs,
+                           "rule-pack: a folder of your own rule files (*.rule, format in docs/rules.md; repeatable); a rule "
+                           "named like a shipped one replaces it")
+                ->check(CLI::ExistingDirectory);
+            sub.add_flag("--no-rule-packs", *no_rule_packs,
+                         "rule-pack: leave out the shipped rules (knowledge stated by hand, rules/*.rule); --rules folders still apply");
             auto no_reference = std::make_shared<bool>(false);
             sub.add_flag("--no-reference", *no_reference,
                          "Without --from: do not learn from an older known kernel's source (target kernel only)");
@@ -88,6 +95,7 @@ Command port_command() {
                 return k_exit_error;
               }
               req->store_kb = !*no_store_kb;
+              req->rule_packs = !*no_rule_packs;
               req->reference = !*no_reference;
               if (*json && util::log_level() != util::LogLevel::debug) util::set_log_level(util::LogLevel::quiet);
               loop::RecordOptions record; // every port is a run in the run store

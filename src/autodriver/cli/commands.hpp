@@ -33,6 +33,7 @@ Command show_command();
 Command explain_command();
 Command rerun_command();
 Command apidiff_command(); ///< cmd_apidiff.cpp: API differences between two kernels
+Command rules_command();   ///< cmd_rules.cpp: the rule packs
 /// `--store PATH` (global option): the run store file; empty = store::default_store_path().
 std::filesystem::path& store_path_option();
 /// `kb export|import` of the run store's KB (cmd_store_kb.cpp), registered on the `kb` command.

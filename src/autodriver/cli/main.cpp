@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   // Explicit command table (no static registration).
   const std::vector<cli::Command> commands = {cli::kernel_command(), cli::check_command(), cli::port_command(), cli::bench_command(), cli::corpus_command(),
                                               cli::kb_command(), cli::runs_command(), cli::show_command(), cli::explain_command(),
-                                              cli::rerun_command(), cli::apidiff_command()};
+                                              cli::rerun_command(), cli::apidiff_command(), cli::rules_command()};
   std::vector<std::pair<CLI::App*, std::function<int()>>> runners;
   for (const auto& c : commands) {
     CLI::App* sub = app.add_subcommand(std::string(c.name), std::string(c.help));

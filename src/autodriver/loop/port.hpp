@@ -46,6 +46,8 @@ struct PortRequest {
   std::filesystem::path kb_path;            ///< compat-kb: KB file; empty = default
   bool api_changes = false;                 ///< --api-changes: name apidiff's change for each diagnostic (needs from)
   bool store_kb = true;                     ///< store-kb: replay KB entries of the run store (--no-store-kb)
+  bool rule_packs = true;                   ///< rule-pack: the shipped rules/ (--no-rule-packs)
+  std::vector<std::filesystem::path> rule_dirs; ///< rule-pack: the user's rule folders (--rules DIR)
   /// Without --from: learn from the newest known kernel older than the target whose source is
   /// at hand (its own drivers' updates, its headers) as a reference pair; never built against,
   /// never the driver's version (--no-reference).

@@ -225,6 +225,10 @@ util::Expected<void> PortSession::validate() {
     return unexpected(ErrorKind::config,
                       fmt::format("{}: no Makefile or Kbuild (give --build-cmd if it builds another way)", driver_dir.string()));
   if (m_req.out.empty()) return unexpected(ErrorKind::config, "no output directory (-o OUT)");
+  // The rule packs: a malformed rule file is bad input, said before anything runs.
+  auto rules = propose::load_rules(m_req.rule_packs, m_req.rule_dirs);
+  if (!rules) return unexpected(ErrorKind::config, rules.error().message);
+  m_rules = std::move(*rules);
   if (fs::exists(m_req.out) && !fs::is_empty(m_req.out, ec))
     return unexpected(ErrorKind::config, fmt::format("{} already exists and is not empty: choose another -o", m_req.out.string()));
   m_tree_abs = fs::weakly_canonical(m_req.tree);
@@ -295,6 +299,7 @@ util::Expected<void> PortSession::prepare() {
   m_ctx.kb_path = m_req.kb_path;
   if (m_req.store_kb) m_ctx.store = m_req.kb_store;
   m_ctx.case_id = m_req.case_id;
+  m_ctx.rules = &m_rules;
   if (auto s = m_deps.source(*m_to); s) m_ctx.new_src = *s;
   else util::log_info("no source tree for {}: {}", m_req.to, s.error().message);
   if (m_from) {

@@ -11,6 +11,7 @@
 #include "autodriver/loop/build_state.hpp"
 #include "autodriver/loop/port.hpp"
 #include "autodriver/loop/trial.hpp"
+#include "autodriver/propose/rules.hpp"
 
 #include <chrono>
 #include <map>
@@ -90,6 +91,7 @@ class PortSession {
   std::filesystem::path m_from_tree;
   bool m_from_built = false;
   propose::PortContext m_ctx;
+  std::vector<propose::Rule> m_rules;     ///< the rule packs in use (m_ctx.rules)
   int m_cpus = 1;
   std::chrono::seconds m_first_build{0};
   BuildState m_cur;                       ///< the build of the work tree as it is

@@ -33,6 +33,12 @@ nlohmann::json request_to_json(const PortRequest& r) {
           {"kb_leave_out", r.kb_leave_out},
           {"kb_path", r.kb_path.string()},
           {"store_kb", r.store_kb},
+          {"rule_packs", r.rule_packs},
+          {"rule_dirs", [&] {
+             std::vector<std::string> v;
+             for (const auto& d : r.rule_dirs) v.push_back(fs::absolute(d).string());
+             return v;
+           }()},
           {"case_id", r.case_id},
           {"from_tree", r.from_tree.empty() ? "" : fs::absolute(r.from_tree).string()},
           {"root", r.root.empty() ? "" : fs::absolute(r.root).string()}};
@@ -58,6 +64,8 @@ PortRequest request_from_json(const nlohmann::json& a) {
   r.kb_leave_out = a.value("kb_leave_out", std::vector<std::string>{});
   r.kb_path = a.value("kb_path", "");
   r.store_kb = a.value("store_kb", true);
+  r.rule_packs = a.value("rule_packs", true);
+  for (const auto& d : a.value("rule_dirs", std::vector<std::string>{})) r.rule_dirs.emplace_back(d);
   r.case_id = a.value("case_id", "");
   r.from_tree = a.value("from_tree", "");
   r.root = a.value("root", "");

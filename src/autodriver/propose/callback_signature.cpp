@@ -7,6 +7,7 @@
 #include "autodriver/propose/apply.hpp"
 #include "autodriver/propose/c_tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
+#include "autodriver/propose/rules.hpp"
 #include "autodriver/propose/struct_swap.hpp"
 #include "autodriver/propose/target_decls.hpp"
 #include "autodriver/util/files.hpp"
@@ -27,6 +28,11 @@ namespace autodriver::propose {
 namespace fs = std::filesystem;
 
 namespace {
+
+/// The rules a retype applied, named in the edit's description.
+void cite_rules(Edit& e, const std::set<std::string>& used) {
+  for (const auto& p : used) e.description += fmt::format(" A type-strict helper called with a retyped argument becomes its typed variant (rule {}).", p);
+}
 
 struct FnType {
   std::string ret;
@@ -174,12 +180,15 @@ std::vector<TextEdit> retype_params(const std::string& file, const std::string& 
   return edits;
 }
 
-/// The body of `fn`'s definition with each `min(`/`max(` that takes a parameter retyped between
-/// integer types (`int count` -> `size_t count`) as a whole argument turned into `min_t(T, `:
-/// min() and max() insist on one type, which the retype broke (the kernel's own fix, e.g. the
-/// tty write conversion). `to`/`from` are the new and old parameter types by position.
-std::string min_max_for_retyped(const std::string& text, const std::string& fn, const std::vector<std::string>& to,
-                                const std::vector<std::string>& from) {
+/// The body of `fn`'s definition with each call of a type-strict helper (`min(`) that takes a
+/// parameter retyped between integer types (`int count` -> `size_t count`) as a whole argument
+/// turned into its typed variant (`min_t(T, `): the rule packs' typed-variant rules
+/// (rules/minmax-typed.rule) name the pairs. `to`/`from` are the new and old parameter types by
+/// position; `used` collects the rules applied.
+std::string typed_for_retyped(const std::string& text, const std::string& fn, const std::vector<std::string>& to,
+                              const std::vector<std::string>& from, const std::vector<TypedVariant>& variants,
+                              std::set<std::string>& used) {
+  if (variants.empty()) return text;
   auto toks = tokenize(text);
   std::map<std::string, std::string> retyped; // parameter name -> new type
   std::size_t open = 0, close = 0;
@@ -202,7 +211,8 @@ std::string min_max_for_retyped(const std::string& text, const std::string& fn, 
   };
   std::vector<Splice> splices; // "min(" -> "min_t(T, "
   for (std::size_t i = open; i + 1 < close; ++i) {
-    if ((toks[i].text != "min" && toks[i].text != "max") || toks[i + 1].text != "(") continue;
+    auto v = std::find_if(variants.begin(), variants.end(), [&](const TypedVariant& x) { return x.name == toks[i].text; });
+    if (v == variants.end() || toks[i + 1].text != "(") continue;
     std::size_t c = matching_close(toks, i + 1);
     if (c == std::string::npos || c > close) continue;
     // A top-level argument that is exactly one retyped parameter.
@@ -217,7 +227,9 @@ std::string min_max_for_retyped(const std::string& text, const std::string& fn, 
         start = k + 1;
       }
     }
-    if (!type.empty()) splices.push_back({toks[i].begin, toks[i + 1].end - toks[i].begin, toks[i].text + "_t(" + type + ", "});
+    if (type.empty()) continue;
+    splices.push_back({toks[i].begin, toks[i + 1].end - toks[i].begin, v->typed + "(" + type + ", "});
+    used.insert(v->provenance);
   }
   std::string out = text;
   for (auto it = splices.rbegin(); it != splices.rend(); ++it) out.replace(it->at, it->len, it->text);
@@ -948,6 +960,8 @@ private:
     if (fn.empty()) return;
     auto tp = split_top_level(to.params), fp = split_top_level(from.params);
     auto ret_edits = retype_return_edits(ctx, fn, from.ret, to.ret, false);
+    auto variants = typed_variants(ctx);
+    std::set<std::string> used;
     Edit e = callback_edit(fn);
     e.title = fmt::format("{} returns {} and takes ({})", callback_label(d, ctx), to.ret,
                           to.params);
@@ -959,10 +973,11 @@ private:
         if (te.file == rel) mine.push_back(te);
       std::string t1 = apply_line_edits(t, mine);
       std::string t2 = apply_line_edits(t1, retype_params(rel, t1, fn, tp, fp));
-      t2 = min_max_for_retyped(t2, fn, tp, fp);
+      t2 = typed_for_retyped(t2, fn, tp, fp, variants, used);
       if (auto te = changed_lines_edit(rel, t, t2)) e.text_edits.push_back(std::move(*te));
     }
     if (e.text_edits.empty()) return;
+    cite_rules(e, used);
     e.symbols = {fn, d.symbols[0]};
     e.support = 1;
     out.push_back(std::move(e));
@@ -979,11 +994,14 @@ private:
     e.title = fmt::format("{} takes ({})", callback_label(d, ctx), to.params);
     e.description = fmt::format("The kernel now expects '{}' where {}() is '{}': its parameters are retyped to match.",
                                 d.symbols[0], fn, d.symbols[1]);
+    auto variants = typed_variants(ctx);
+    std::set<std::string> used;
     for (const auto& [rel, t] : sources_mentioning(ctx.tree, fn)) {
-      std::string t2 = min_max_for_retyped(apply_line_edits(t, retype_params(rel, t, fn, tp, fp)), fn, tp, fp);
+      std::string t2 = typed_for_retyped(apply_line_edits(t, retype_params(rel, t, fn, tp, fp)), fn, tp, fp, variants, used);
       if (auto te = changed_lines_edit(rel, t, t2)) e.text_edits.push_back(std::move(*te));
     }
     if (e.text_edits.empty()) return;
+    cite_rules(e, used);
     e.symbols = {fn, d.symbols[0]};
     e.support = 1;
     out.push_back(std::move(e));

@@ -3,15 +3,16 @@
 // body with the arguments in place. 6.12 moved `fd_is_open(fd, fdt)` into fs/file.c as a static
 // function; 6.1's <linux/fdtable.h> said `return test_bit(fd, fdt->open_fds);`. An old alias
 // (`#define PCI_DMA_TODEVICE DMA_TO_DEVICE`) becomes a rename. The old kernel's headers come from
-// --from; wrappers the kernel removed before any kernel here come from legacy_api (its own last
-// definitions, e.g. pci-dma-compat.h). The target's headers must not declare the name (then
+// --from (or the reference kernel); wrappers the kernel removed before any kernel here are stated
+// in the rule packs (rules/*.rule, kind old-definitions) and reach this mechanism through
+// rule-pack (make_inline_from_definitions). The target's headers must not declare the name (then
 // header-fix adds the include instead), and the body must use each parameter at most once (an
 // argument with side effects is not duplicated); the build gate decides whether what the body
 // uses still exists in the target.
 
 #include "autodriver/kernel/source_grep.hpp"
 #include "autodriver/propose/c_tokens.hpp"
-#include "autodriver/propose/legacy_api.hpp"
+#include "autodriver/propose/inline_removed.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/target_decls.hpp"
 #include "autodriver/util/files.hpp"
@@ -177,18 +178,24 @@ std::optional<std::pair<std::string, std::string>> registry_constant(const std::
   return std::nullopt;
 }
 
-/// The definition of `name` in the old kernel's headers, else in the table of compat wrappers
-/// the kernel removed before any kernel this machine has (legacy_api.hpp).
+/// Where old definitions are read: the old kernel's headers (inline-removed), or definition
+/// texts given as data (the rule packs' old-definitions, rule_pack.cpp).
+struct DefinitionSource {
+  fs::path old_src;                  ///< empty: no old kernel tree
+  std::vector<OldDefinitions> texts; ///< read after old_src
+};
+
+/// The definition of `name` in the first source that has one.
 template <typename Find>
-auto in_old_headers(const fs::path& old_src, const std::string& name, Find find) -> decltype(find(std::string(), std::string())) {
-  if (!old_src.empty()) {
-    for (const auto& rel : kernel::headers_naming(old_src, name))
-      if (auto text = util::read_file(old_src / rel))
+auto in_old_headers(const DefinitionSource& src, const std::string& name, Find find) -> decltype(find(std::string(), std::string())) {
+  if (!src.old_src.empty()) {
+    for (const auto& rel : kernel::headers_naming(src.old_src, name))
+      if (auto text = util::read_file(src.old_src / rel))
         if (auto b = find(*text, rel)) return b;
   }
-  for (const auto& h : legacy_headers())
+  for (const auto& h : src.texts)
     if (has_word(h.text, name))
-      if (auto b = find(std::string(h.text), std::string(h.origin))) return b;
+      if (auto b = find(h.text, h.origin)) return b;
   return std::nullopt;
 }
 
@@ -229,17 +236,23 @@ bool primary(const std::vector<std::string>& e) {
 }
 
 class InlineRemoved final : public Proposer {
+  std::string m_id;
+  std::vector<OldDefinitions> m_texts;
+  bool m_old_headers;
+
+  DefinitionSource source(const PortContext& ctx) const { return {m_old_headers ? ctx.old_src : fs::path(), m_texts}; }
+
   /// A numbered constant the target dropped from its registry header (see registry_constant):
   /// the driver defines it itself, with the number the old kernel gave it, in each file gcc
   /// names, after the file's last #include before its first use (else just before that use).
-  static void registry_define(const PortContext& ctx, const std::vector<core::Diagnostic>& diags, const std::string& name,
+  void registry_define(const PortContext& ctx, const std::vector<core::Diagnostic>& diags, const std::string& name,
                               std::vector<Edit>& out) {
-    auto k = in_old_headers(ctx.old_src, name, [&](const std::string& text, const std::string& where) {
+    auto k = in_old_headers(source(ctx), name, [&](const std::string& text, const std::string& where) {
       return registry_constant(text, name, where);
     });
     if (!k) return;
     Edit e;
-    e.proposer = "inline-removed";
+    e.proposer = m_id;
     e.change_id = "inline:" + name;
     e.label = "removed-with-replacement";
     e.title = fmt::format("{} was removed from the kernel's headers: the driver defines it", name);
@@ -275,11 +288,15 @@ class InlineRemoved final : public Proposer {
   }
 
 public:
-  std::string_view id() const override { return "inline-removed"; }
+  InlineRemoved(std::string id, std::vector<OldDefinitions> texts, bool old_headers)
+      : m_id(std::move(id)), m_texts(std::move(texts)), m_old_headers(old_headers) {}
+
+  std::string_view id() const override { return m_id; }
 
   std::vector<Edit> propose(const std::vector<core::Diagnostic>& diags, const PortContext& ctx) override {
     std::vector<Edit> out;
     if (ctx.new_src.empty() || !ctx.to) return out;
+    if (source(ctx).old_src.empty() && m_texts.empty()) return out; // nothing to read old definitions from
     std::set<std::string> names, idents, tags;
     static const std::regex k_struct(R"(\bstruct\s+([A-Za-z_]\w*))");
     for (const auto& d : diags) {
@@ -302,11 +319,11 @@ public:
     TargetIndex target(ctx.new_src, ctx.to->build_dir);
     // An old alias of another name (`#define PCI_DMA_TODEVICE DMA_TO_DEVICE`) is a rename.
     auto alias_rename = [&](const std::string& name, const char* what) {
-      auto a = in_old_headers(ctx.old_src, name,
+      auto a = in_old_headers(source(ctx), name,
                               [&](const std::string& text, const std::string& where) { return alias_in(text, name, where); });
       if (!a) return;
       Edit e;
-      e.proposer = "inline-removed";
+      e.proposer = m_id;
       e.change_id = "inline:" + name;
       e.label = "rename";
       e.title = fmt::format("{} was removed: use {}", name, a->first);
@@ -327,13 +344,13 @@ public:
     // (gcc saying the type is incomplete is the evidence: uapi headers still spell some removed
     // kernel-internal structs for user space, so a grep of the target would find them)
     for (const auto& tag : tags) {
-      auto a = in_old_headers(ctx.old_src, tag,
+      auto a = in_old_headers(source(ctx), tag,
                               [&](const std::string& text, const std::string& where) { return alias_in(text, tag, where); });
       if (a && !target.struct_members(a->first).empty()) alias_rename(tag, "struct");
     }
     for (const auto& name : names) {
       if (target.names().count(name)) continue; // declared elsewhere in the target: an include fixes it
-      auto b = in_old_headers(ctx.old_src, name,
+      auto b = in_old_headers(source(ctx), name,
                               [&](const std::string& text, const std::string& where) { return body_in(text, name, where); });
       if (!b) {
         alias_rename(name, "function"); // `#define ktime_get_ts ktime_get_ts64`
@@ -349,7 +366,7 @@ public:
         args += fmt::format("{}E{}", i ? ", " : "", i);
       }
       Edit e;
-      e.proposer = "inline-removed";
+      e.proposer = m_id;
       e.change_id = "inline:" + name;
       e.label = "removed-with-replacement";
       e.title = fmt::format("{}() was removed: use its old body", name);
@@ -396,7 +413,7 @@ public:
     for (const auto& [header, edits] : by_header) {
       if (edits.size() < 2) continue;
       Edit all;
-      all.proposer = "inline-removed";
+      all.proposer = m_id;
       all.change_id = "inline-header:" + header;
       all.label = "removed-with-replacement";
       std::vector<std::string> names_in;
@@ -421,6 +438,10 @@ public:
 
 } // namespace
 
-std::unique_ptr<Proposer> make_inline_removed() { return std::make_unique<InlineRemoved>(); }
+std::unique_ptr<Proposer> make_inline_removed() { return std::make_unique<InlineRemoved>("inline-removed", std::vector<OldDefinitions>{}, true); }
+
+std::unique_ptr<Proposer> make_inline_from_definitions(std::string id, std::vector<OldDefinitions> texts) {
+  return std::make_unique<InlineRemoved>(std::move(id), std::move(texts), false);
+}
 
 } // namespace autodriver::propose

@@ -16,6 +16,8 @@
 
 namespace autodriver::propose {
 
+struct Rule;
+
 /// What a proposer may look at. Proposers never write the tree; the loop applies edits.
 struct PortContext {
   const core::Kernel* from = nullptr;         ///< the driver's old kernel, null when unknown
@@ -30,6 +32,7 @@ struct PortContext {
   std::filesystem::path kb_path;              ///< compat-kb: KB file; empty = $AUTODRIVER_KB or the cache
   std::filesystem::path store;                ///< store-kb: run store whose KB entries are replayed; empty = off
   std::string case_id;                        ///< store-kb: bench case whose own entries are never replayed
+  const std::vector<Rule>* rules = nullptr;   ///< the rule packs in use (rules.hpp); null or empty = none
 };
 
 /// A whole-line text replacement in one file of the tree (1-based, inclusive).
@@ -118,7 +121,6 @@ std::unique_ptr<Proposer> make_inline_removed();
 std::unique_ptr<Proposer> make_ops_swap();
 std::unique_ptr<Proposer> make_struct_convert();
 std::unique_ptr<Proposer> make_feature_switch();
-std::unique_ptr<Proposer> make_removed_api();
-std::unique_ptr<Proposer> make_sysctl_path();
+std::unique_ptr<Proposer> make_rule_pack();
 
 } // namespace autodriver::propose

@@ -1,21 +1,19 @@
-// Proposer "sysctl-path": sysctl directories named by a path string instead of nested tables.
-// General kernel-API knowledge, stated once: Linux 6.6 removed register_sysctl_table() and
-// struct ctl_table's .child (and 6.5 register_sysctl_paths() with struct ctl_path); a driver
-// registers its leaf table under a "dir/subdir" path with register_sysctl(path, table), which
-// 6.1 already has. The trigger and the target's side come from the target: its sysctl.h must
-// declare register_sysctl() and no longer declare the old call. When the target's
-// register_sysctl() sizes the table itself (a macro passing ARRAY_SIZE(table), Linux 6.11+),
-// the empty entry that ended the table is counted as an entry with no name and the
-// registration fails, so the leaf's sentinel goes too.
-//
-// register_sysctl_table(root) where each table on the way down has one entry, a directory
-// (`.procname = "dev"`, `.child = next`), becomes register_sysctl("dev/ipmi", leaf), and the
-// directory tables, used nowhere else, are deleted. A level with several entries cannot be one
-// path: nothing is proposed then.
+// The table-path mechanism of the rule packs (kind table-path, rules/sysctl-register-path.rule):
+// a registration of nested tables, each level one directory entry (`.procname = "dev"`,
+// `.child = next`), becomes one call naming the directories as a path, and the directory tables,
+// used nowhere else, are deleted. Every name (the table and path struct types, the name and
+// child members, the old calls, the new call, the header declaring it) comes from the rule; the
+// trigger and the target's side come from the target: its header must declare the new call and
+// no longer declare the old one. When the target's new call is a macro that sizes the table
+// itself (ARRAY_SIZE), the empty entry that ended the table would count as a nameless entry, so
+// the leaf's terminator goes too. A level with several entries cannot be one path: nothing is
+// proposed then.
 
 #include "autodriver/propose/apply.hpp"
 #include "autodriver/propose/c_tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
+#include "autodriver/propose/rule_mechanisms.hpp"
+#include "autodriver/propose/rules.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/strings.hpp"
@@ -25,6 +23,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <regex>
 #include <set>
 
 namespace autodriver::propose {
@@ -48,13 +47,19 @@ struct CtlTable {
   bool positional = false;          ///< an entry without designators: not understood
 };
 
-/// `[static] [const] struct ctl_table NAME[] = { {...}, ... };` declarations of a file.
-std::map<std::string, CtlTable> ctl_tables(const std::vector<Token>& toks) {
+/// The rule's names.
+struct TablePathSpec {
+  std::string table_type, path_type, name_member, child_member, table_call, paths_call, new_call, header;
+  std::string origin; ///< the rule's provenance
+  std::string why;
+};
+
+/// `[static] [const] struct TABLE NAME[] = { {...}, ... };` declarations of a file.
+std::map<std::string, CtlTable> ctl_tables(const std::vector<Token>& toks, const TablePathSpec& sp) {
   std::map<std::string, CtlTable> out;
   for (const auto& u : find_units(toks)) {
     if (u.kind != UnitKind::initializer) continue;
-    std::string type = u.type.find("ctl_table") != std::string::npos ? "ctl_table"
-                       : u.type.find("ctl_path") != std::string::npos ? "ctl_path" : "";
+    std::string type = has_word(u.type, sp.table_type) ? sp.table_type : has_word(u.type, sp.path_type) ? sp.path_type : "";
     if (type.empty() || u.type.find("struct") == std::string::npos) continue;
     std::size_t open = u.body + 1;
     if (open >= toks.size() || toks[open].text != "{") continue;
@@ -77,8 +82,8 @@ std::map<std::string, CtlTable> ctl_tables(const std::vector<Token>& toks) {
       for (std::size_t k = i + 1; k + 2 < c; ++k) {
         if (toks[k].text != "." || toks[k + 2].text != "=") continue;
         designated = true;
-        if (toks[k + 1].text == "procname" && toks[k + 3].kind == TokKind::string) e.procname = toks[k + 3].text;
-        if (toks[k + 1].text == "child" && toks[k + 3].kind == TokKind::ident) e.child = toks[k + 3].text;
+        if (toks[k + 1].text == sp.name_member && toks[k + 3].kind == TokKind::string) e.procname = toks[k + 3].text;
+        if (toks[k + 1].text == sp.child_member && toks[k + 3].kind == TokKind::ident) e.child = toks[k + 3].text;
       }
       if (!designated && !e.empty) t.positional = true;
       t.entries.push_back(e);
@@ -115,68 +120,39 @@ std::string path_literal(const std::vector<std::string>& parts) {
   return "\"" + s + "\"";
 }
 
-struct TargetSysctl {
-  bool has_path_call = false;  ///< register_sysctl(path, table)
-  bool has_table_call = false; ///< register_sysctl_table(table) still there
-  bool has_paths_call = false; ///< register_sysctl_paths(path, table) still there
-  bool sized = false;          ///< register_sysctl() passes ARRAY_SIZE(table): no terminator
+struct TargetTables {
+  bool has_path_call = false;  ///< the new call, e.g. register_sysctl(path, table)
+  bool has_table_call = false; ///< the old call of a root table still there
+  bool has_paths_call = false; ///< the old call of a path and a table still there
+  bool sized = false;          ///< the new call is a macro passing ARRAY_SIZE(table): no terminator
 };
 
-TargetSysctl target_sysctl(const PortContext& ctx) {
-  TargetSysctl t;
+TargetTables target_tables(const PortContext& ctx, const TablePathSpec& sp) {
+  TargetTables t;
   std::vector<fs::path> where;
-  if (!ctx.new_src.empty()) where.push_back(ctx.new_src / "include/linux/sysctl.h");
-  if (ctx.to) where.push_back(ctx.to->build_dir / "include/linux/sysctl.h");
+  if (!ctx.new_src.empty()) where.push_back(ctx.new_src / sp.header);
+  if (ctx.to) where.push_back(ctx.to->build_dir / sp.header);
   for (const auto& p : where) {
     auto text = util::read_file(p);
     if (!text) continue;
-    t.has_path_call = text->find("register_sysctl(") != std::string::npos;
-    t.has_table_call = has_word(*text, "register_sysctl_table");
-    t.has_paths_call = has_word(*text, "register_sysctl_paths");
-    t.sized = text->find("ARRAY_SIZE(table)") != std::string::npos &&
-              text->find("#define register_sysctl(") != std::string::npos;
+    t.has_path_call = text->find(sp.new_call + "(") != std::string::npos;
+    t.has_table_call = has_word(*text, sp.table_call);
+    t.has_paths_call = !sp.paths_call.empty() && has_word(*text, sp.paths_call);
+    static const std::regex k_sized(R"(ARRAY_SIZE\s*\()");
+    auto def = text->find("#define " + sp.new_call + "(");
+    if (def != std::string::npos) {
+      auto end = text->find('\n', def);
+      while (end != std::string::npos && end > 0 && (*text)[end - 1] == '\\') end = text->find('\n', end + 1);
+      t.sized = std::regex_search(text->substr(def, end == std::string::npos ? std::string::npos : end - def), k_sized);
+    }
     break;
   }
   return t;
 }
 
-class SysctlPath final : public Proposer {
-public:
-  std::string_view id() const override { return "sysctl-path"; }
-
-  std::vector<Edit> propose(const std::vector<core::Diagnostic>& diags, const PortContext& ctx) override {
-    std::vector<Edit> out;
-    bool named = std::any_of(diags.begin(), diags.end(), [](const core::Diagnostic& d) {
-      return (!d.symbols.empty() && (d.symbols[0] == "register_sysctl_table" || d.symbols[0] == "register_sysctl_paths")) ||
-             (d.kind == core::DiagKind::no_member && d.message.find("ctl_table") != std::string::npos &&
-              d.message.find("'child'") != std::string::npos);
-    });
-    if (!named) return out;
-    TargetSysctl target = target_sysctl(ctx);
-    if (!target.has_path_call) return out;
-    long version = ctx.to ? linux_version_code(ctx.to->build_dir) : 0;
-    for (const auto& [rel, text] : sources_mentioning(ctx.tree, "register_sysctl_")) {
-      auto toks = tokenize(text);
-      auto tables = ctl_tables(toks);
-      auto lines = util::split_lines(text);
-      auto dead = version ? version_dead_lines(text, version) : std::vector<bool>{};
-      for (const auto& call : find_calls(toks, 0, toks.empty() ? 0 : toks.size() - 1)) {
-        bool table_call = call.callee == "register_sysctl_table" && !target.has_table_call && call.args.size() == 1;
-        bool paths_call = call.callee == "register_sysctl_paths" && !target.has_paths_call && call.args.size() == 2;
-        if (!table_call && !paths_call) continue;
-        int line = toks[call.name_tok].line;
-        if (line - 1 < static_cast<int>(dead.size()) && dead[static_cast<std::size_t>(line - 1)]) continue;
-        if (auto e = rewrite(rel, text, toks, lines, tables, call, paths_call, target.sized); e) out.push_back(std::move(*e));
-      }
-    }
-    return out;
-  }
-
-private:
-  static std::optional<Edit> rewrite(const std::string& rel, const std::string& text, const std::vector<Token>& toks,
-                                     const std::vector<std::string_view>& lines,
-                                     const std::map<std::string, CtlTable>& tables, const Call& call, bool paths_call,
-                                     bool sized) {
+std::optional<Edit> rewrite(const std::string& rel, const std::string& text, const std::vector<Token>& toks,
+                            const std::vector<std::string_view>& lines, const std::map<std::string, CtlTable>& tables,
+                            const Call& call, bool paths_call, bool sized, const TablePathSpec& sp) {
     std::vector<std::string> parts;
     std::vector<const CtlTable*> dirs; // tables that only name a directory: deleted
     std::string leaf;
@@ -187,7 +163,7 @@ private:
     if (paths_call) {
       // register_sysctl_paths(path, table): struct ctl_path { .procname } entries, then a terminator.
       const CtlTable* p = table_named(call.args[0]);
-      if (!p || p->type != "ctl_path") return std::nullopt;
+      if (!p || p->type != sp.path_type) return std::nullopt;
       for (const auto& en : p->entries) {
         if (en.empty) continue;
         if (en.procname.empty()) return std::nullopt;
@@ -199,7 +175,7 @@ private:
       std::string cur = call.args[0];
       for (int depth = 0;; ++depth) {
         const CtlTable* t = table_named(cur);
-        if (!t || t->type != "ctl_table" || depth > 8) return std::nullopt;
+        if (!t || t->type != sp.table_type || depth > 8) return std::nullopt;
         std::vector<const CtlEntry*> live;
         for (const auto& en : t->entries)
           if (!en.empty) live.push_back(&en);
@@ -225,19 +201,18 @@ private:
       if (uses_of(toks, dirs[i]->name) > expected) return std::nullopt;
     }
     Edit e;
-    e.proposer = "sysctl-path";
-    e.change_id = fmt::format("sysctl:{}:{}", rel, call.args[0]);
+    e.proposer = "rule-pack";
+    e.change_id = fmt::format("table-path:{}:{}", rel, call.args[0]);
     e.label = "removed-with-replacement";
     e.title = fmt::format("{}() is gone: register {} under {}", call.callee, leaf, path);
     e.description = fmt::format(
-        "The target kernel has no {}() (Linux 6.6 removed it with struct ctl_table's .child; 6.5 "
-        "register_sysctl_paths()): a sysctl table is registered under a path, register_sysctl({}, {}), "
-        "and the tables that only named its directories are deleted.",
-        call.callee, path, leaf);
+        "The target kernel has no {}(): {}. The table is registered under its path, {}({}, {}), and the tables that "
+        "only named its directories are deleted. Rule: {}.",
+        call.callee, sp.why, sp.new_call, path, leaf, sp.origin);
     // The call: its tokens from the name to the ')' replaced, on the lines they span.
     int l0 = toks[call.name_tok].line, l1 = toks[call.close_tok].line;
     e.text_edits.push_back(token_span_edit(rel, text, toks[call.name_tok], toks[call.close_tok],
-                                           fmt::format("register_sysctl({}, {})", path, leaf)));
+                                           fmt::format("{}({}, {})", sp.new_call, path, leaf)));
     for (const auto* d : dirs) {
       auto [first, last] = decl_lines(lines, toks, *d);
       if (first <= l1 && last >= l0) return std::nullopt;
@@ -253,21 +228,55 @@ private:
         bool alone = (en.open == 0 || toks[en.open - 1].line < a) && (after + 1 >= toks.size() || toks[after + 1].line > b);
         if (alone) e.text_edits.push_back({rel, a, b - a + 1, ""});
       }
-      e.description += " The target's register_sysctl() passes the table's size (ARRAY_SIZE), so the empty entry "
-                       "that ended the table would be registered as a nameless entry: it goes.";
+      e.description += fmt::format(" The target's {}() passes the table's size (ARRAY_SIZE), so the empty entry "
+                                   "that ended the table would be registered as a nameless entry: it goes.",
+                                   sp.new_call);
     }
     std::stable_sort(e.text_edits.begin(), e.text_edits.end(),
                      [](const TextEdit& a, const TextEdit& b) { return a.line > b.line; });
-    e.symbols = {call.callee, "register_sysctl", leaf};
+    e.symbols = {call.callee, sp.new_call, leaf};
     for (const auto* d : dirs) e.symbols.push_back(d->name); // deleted whole (the integrity gate reads this)
     e.support = 1;
-    util::log_debug("sysctl-path: {} -> register_sysctl({}, {})", call.callee, path, leaf);
+  e.evidence = {sp.origin};
+    util::log_debug("table-path: {} -> {}({}, {})", call.callee, sp.new_call, path, leaf);
     return e;
-  }
-};
+}
 
 } // namespace
 
-std::unique_ptr<Proposer> make_sysctl_path() { return std::make_unique<SysctlPath>(); }
+std::vector<Edit> propose_table_path(const std::vector<core::Diagnostic>& diags, const PortContext& ctx, const Rule& rule) {
+  std::vector<Edit> out;
+  auto field = [&](const char* k) { auto w = rule.words(k); return w.empty() ? std::string() : w.front(); };
+  TablePathSpec sp{field("table-type"), field("path-type"), field("name-member"), field("child-member"),
+                   field("table-call"), field("paths-call"), field("new-call"), field("header"), rule.provenance(), rule.why};
+  bool named = std::any_of(diags.begin(), diags.end(), [&](const core::Diagnostic& d) {
+    return (!d.symbols.empty() && (d.symbols[0] == sp.table_call || (!sp.paths_call.empty() && d.symbols[0] == sp.paths_call))) ||
+           (d.kind == core::DiagKind::no_member && has_word(d.message, sp.table_type) &&
+            d.message.find("'" + sp.child_member + "'") != std::string::npos);
+  });
+  if (!named) return out;
+  TargetTables target = target_tables(ctx, sp);
+  if (!target.has_path_call) return out;
+  long version = ctx.to ? linux_version_code(ctx.to->build_dir) : 0;
+  // Files naming either old call: their names' common prefix.
+  std::string stem = sp.table_call;
+  if (!sp.paths_call.empty())
+    stem.resize(static_cast<std::size_t>(std::mismatch(stem.begin(), stem.end(), sp.paths_call.begin(), sp.paths_call.end()).first - stem.begin()));
+  for (const auto& [rel, text] : sources_mentioning(ctx.tree, stem)) {
+    auto toks = tokenize(text);
+    auto tables = ctl_tables(toks, sp);
+    auto lines = util::split_lines(text);
+    auto dead = version ? version_dead_lines(text, version) : std::vector<bool>{};
+    for (const auto& call : find_calls(toks, 0, toks.empty() ? 0 : toks.size() - 1)) {
+      bool table_call = call.callee == sp.table_call && !target.has_table_call && call.args.size() == 1;
+      bool paths_call = !sp.paths_call.empty() && call.callee == sp.paths_call && !target.has_paths_call && call.args.size() == 2;
+      if (!table_call && !paths_call) continue;
+      int line = toks[call.name_tok].line;
+      if (line - 1 < static_cast<int>(dead.size()) && dead[static_cast<std::size_t>(line - 1)]) continue;
+      if (auto e = rewrite(rel, text, toks, lines, tables, call, paths_call, target.sized, sp); e) out.push_back(std::move(*e));
+    }
+  }
+  return out;
+}
 
 } // namespace autodriver::propose
