@@ -15,7 +15,8 @@
 #   ported with `--to 6.12`, with and without `--from 6.1` (the earlier benchmark).
 #
 # SUMMARY_ONLY=1 reprints the table of an earlier WORKDIR; CASES=DIR ports the cases of an earlier
-# `kb cases` run instead of making them again.
+# `kb cases` run instead of making them again. PORT_ARGS="--no-rule-packs" adds options to every
+# port (split on spaces).
 set -u
 AD=${AD:-build/src/autodriver/autodriver}
 MODE=${MODE:-older}
@@ -35,6 +36,8 @@ port_case() { # case-dir mode -> one JSON line on stdout
   to=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["to"])' "$c/case.json")
   [ "$mode" = from ] && extra=(--from 6.1)
   [ -n "$bcmd" ] && extra+=(--build-cmd "$bcmd")
+  # shellcheck disable=SC2206
+  [ -n "${PORT_ARGS:-}" ] && extra+=($PORT_ARGS)
   out="$W/runs/$id.$mode"
   rm -rf "$out"
   t0=$(date +%s.%N)

@@ -200,6 +200,7 @@ nlohmann::json apply_with(nlohmann::json args, const std::vector<std::string>& w
       {"boot", "boot", Type::flag},            {"compat", "compat", Type::flag},
       {"store-kb", "store_kb", Type::flag},    {"leave-out", "leave_out", Type::list},
       {"kb", "kb_path", Type::text},           {"kb-leave-out", "kb_leave_out", Type::list},
+      {"rule-packs", "rule_packs", Type::flag}, {"rules", "rule_dirs", Type::list},
   };
   auto bad = [](const std::string& what) {
     std::string names;
