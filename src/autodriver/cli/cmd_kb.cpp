@@ -2,6 +2,7 @@
 // `#if LINUX_VERSION_CODE` blocks, and the collapsed-block benchmark cases made from them.
 
 #include "autodriver/cli/commands.hpp"
+#include "autodriver/propose/apply.hpp"
 #include "autodriver/cli/kb_sources.hpp"
 #include "autodriver/corpus/dkms.hpp"
 #include "autodriver/kernel/source.hpp"
@@ -76,13 +77,8 @@ util::Expected<std::vector<KbSource>> gather(const SourceOptions& o, const std::
 }
 
 propose::KVersion kernel_version(const core::Kernel& k) {
-  auto text = util::read_file(k.build_dir / "include/generated/uapi/linux/version.h");
-  static const std::regex k_code(R"(#define LINUX_VERSION_CODE (\d+))");
-  std::smatch m;
-  if (text && std::regex_search(*text, m, k_code)) {
-    int c = std::stoi(m[1].str());
-    return {c >> 16, (c >> 8) & 0xff, c & 0xff};
-  }
+  if (long c = propose::linux_version_code(k.build_dir); c > 0)
+    return {static_cast<int>(c >> 16), static_cast<int>((c >> 8) & 0xff), static_cast<int>(c & 0xff)};
   return propose::parse_kversion(k.release);
 }
 

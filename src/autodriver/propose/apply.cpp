@@ -1,4 +1,5 @@
 #include "autodriver/propose/apply.hpp"
+#include "autodriver/propose/version_cond.hpp"
 
 #include "autodriver/propose/c_tokens.hpp"
 #include "autodriver/propose/kb_extract.hpp"
@@ -273,20 +274,13 @@ std::vector<bool> version_dead_lines(const std::string& text, long code) {
   auto lines = util::split_lines(text);
   std::vector<bool> dead(lines.size(), false);
   static const std::regex k_dir(R"(^\s*#\s*(if|ifdef|ifndef|elif|else|endif)\b(.*)$)");
-  static const std::regex k_cmp(
-      R"(^\s*\(*\s*LINUX_VERSION_CODE\s*(<=|>=|<|>|==|!=)\s*KERNEL_VERSION\s*\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)\s*\)*\s*(?:/[/*].*)?$)");
   struct Frame {
     bool parent_dead = false, any_true = false, dead = false;
   };
   std::vector<Frame> stack;
   auto decide = [&](const std::string& cond) -> int { // 1 true, 0 false, -1 unknown
-    std::smatch m;
-    if (!std::regex_match(cond, m, k_cmp)) return -1;
-    long v = KVersion{std::stoi(m[2].str()), std::stoi(m[3].str()), std::stoi(m[4].str())}.code();
-    const std::string op = m[1].str();
-    bool r = op == "<" ? code < v : op == "<=" ? code <= v : op == ">" ? code > v : op == ">=" ? code >= v
-           : op == "==" ? code == v : code != v;
-    return r ? 1 : 0;
+    auto c = parse_version_condition(cond);
+    return !c ? -1 : c->eval(code) ? 1 : 0;
   };
   for (std::size_t i = 0; i < lines.size(); ++i) {
     std::string l(lines[i]);

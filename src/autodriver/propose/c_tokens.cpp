@@ -463,4 +463,13 @@ std::string c_text(const std::vector<std::string>& toks) {
   return out;
 }
 
+std::optional<std::pair<std::string, std::string>> define_alias(std::string_view line) {
+  static const std::regex k_comment(R"(/\*.*?\*/|//.*$)");
+  static const std::regex k_def(R"(^\s*#\s*define\s+([A-Za-z_]\w*)\s+([A-Za-z_]\w*)\s*$)");
+  std::string l = std::regex_replace(std::string(line), k_comment, "");
+  std::smatch m;
+  if (!std::regex_match(l, m, k_def)) return std::nullopt;
+  return std::make_pair(m[1].str(), m[2].str());
+}
+
 } // namespace autodriver::propose

@@ -3,6 +3,7 @@
 // declarations). Driver sources are data: this only reads them.
 
 #include <set>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -82,6 +83,10 @@ std::set<std::string> changed_functions(std::string_view before, std::string_vie
 
 /// True if `word` occurs as a whole identifier in `text`.
 bool has_word(std::string_view text, std::string_view word);
+
+/// `#define A B` with A and B single identifiers (comments and surrounding blanks allowed): {A, B};
+/// nullopt for anything else. The one reader of such aliases.
+std::optional<std::pair<std::string, std::string>> define_alias(std::string_view line);
 
 /// A type as a comparison key: tokens [first, last] without spaces and `const`, integer keywords
 /// in one order (gcc prints `unsigned long` as `long unsigned int`).

@@ -135,11 +135,9 @@ std::optional<OldBody> body_in(const std::string& text, const std::string& name,
 /// `#define name OTHER` (an alias of one identifier) in one header's text.
 std::optional<std::pair<std::string, std::string>> alias_in(const std::string& text, const std::string& name,
                                                             const std::string& where) {
-  static const std::regex k_alias(R"(^#\s*define\s+([A-Za-z_]\w*)\s+([A-Za-z_]\w*)\s*$)");
   for (const auto& t : tokenize(text)) {
-    std::smatch m;
-    if (t.kind == TokKind::pp_line && std::regex_match(t.text, m, k_alias) && m[1].str() == name)
-      return std::make_pair(m[2].str(), fmt::format("{}:{}", where, t.line));
+    if (t.kind != TokKind::pp_line) continue;
+    if (auto a = define_alias(t.text); a && a->first == name) return std::make_pair(a->second, fmt::format("{}:{}", where, t.line));
   }
   return std::nullopt;
 }

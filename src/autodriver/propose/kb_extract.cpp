@@ -1,4 +1,5 @@
 #include "autodriver/propose/kb_extract.hpp"
+#include "autodriver/propose/version_cond.hpp"
 
 #include "autodriver/propose/c_tokens.hpp"
 
@@ -55,41 +56,13 @@ std::string normalize_ws(std::string_view s) {
 
 namespace {
 
-/// `LINUX_VERSION_CODE op KERNEL_VERSION(a,b,c)` (or mirrored), outer parentheses allowed.
-struct Cond {
-  std::string op; // as if written LINUX_VERSION_CODE op V
-  KVersion v;
-  bool eval(const KVersion& k) const {
-    if (op == ">=") return k >= v;
-    if (op == ">") return k > v;
-    if (op == "<") return k < v;
-    return k <= v;
-  }
-  /// True when the branch under this condition is the new-API side.
-  bool new_when_true() const { return op == ">=" || op == ">"; }
-  KVersion boundary() const { return op == ">" || op == "<=" ? KVersion{v.major, v.minor, v.patch + 1} : v; }
-};
+/// A version block's condition: an ordering of LINUX_VERSION_CODE (version_cond.hpp).
+using Cond = VersionCond;
 
-std::optional<Cond> parse_cond(std::string c) {
-  c = std::regex_replace(c, std::regex(R"(/\*.*?\*/|//.*$)"), " ");
-  static const std::regex k_fwd(
-      R"(^\s*\(?\s*LINUX_VERSION_CODE\s*(>=|>|<=|<)\s*KERNEL_VERSION\s*\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)\s*\)?\s*$)");
-  static const std::regex k_rev(
-      R"(^\s*\(?\s*KERNEL_VERSION\s*\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)\s*(>=|>|<=|<)\s*LINUX_VERSION_CODE\s*\)?\s*$)");
-  std::smatch m;
-  Cond r;
-  if (std::regex_match(c, m, k_fwd)) {
-    r.op = m[1].str();
-    r.v = {std::stoi(m[2].str()), std::stoi(m[3].str()), std::stoi(m[4].str())};
-    return r;
-  }
-  if (std::regex_match(c, m, k_rev)) {
-    static const std::map<std::string, std::string> k_mirror = {{">=", "<="}, {">", "<"}, {"<=", ">="}, {"<", ">"}};
-    r.op = k_mirror.at(m[4].str());
-    r.v = {std::stoi(m[1].str()), std::stoi(m[2].str()), std::stoi(m[3].str())};
-    return r;
-  }
-  return std::nullopt;
+std::optional<Cond> parse_cond(const std::string& c) {
+  auto r = parse_version_condition(c);
+  if (r && !r->ordered()) return std::nullopt;
+  return r;
 }
 
 struct Line {
@@ -364,13 +337,7 @@ std::optional<KbChange> classify_pair(const std::vector<Token>& o, const std::ve
 }
 
 /// `#define A B` with single-token A and B; nullopt otherwise.
-std::optional<std::pair<std::string, std::string>> simple_define(const std::string& line) {
-  static const std::regex k_def(R"(^\s*#\s*define\s+([A-Za-z_]\w*)\s+([A-Za-z_]\w*)\s*$)");
-  std::smatch m;
-  std::string l = std::regex_replace(line, std::regex(R"(/\*.*?\*/|//.*$)"), "");
-  if (!std::regex_match(l, m, k_def)) return std::nullopt;
-  return std::make_pair(m[1].str(), m[2].str());
-}
+std::optional<std::pair<std::string, std::string>> simple_define(const std::string& line) { return define_alias(line); }
 
 } // namespace
 

@@ -835,6 +835,8 @@ private:
     int rank = 0;
     for (const auto& [decision, vote] : ranked(votes)) {
       if (rank >= 2) break;
+      // A removed member whose initializer's struct type was not read: no rule (never a guess).
+      if (!decision.starts_with("replace:") && member_type[decision.substr(14)].empty()) continue;
       Edit e;
       e.proposer = "learned-rewrite";
       e.change_id = "ident:" + sym;
@@ -853,8 +855,7 @@ private:
         std::string type = member_type[member];
         e.label = "removed-with-replacement";
         e.title = fmt::format("{} was removed: drop .{} = {}", sym, member, sym);
-        e.smpl = fmt::format("@@\nidentifier x;\n@@\n{} x = {{\n-\t.{} = {},\n}};\n",
-                             type.empty() ? "struct file_operations" : type, member, sym);
+        e.smpl = fmt::format("@@\nidentifier x;\n@@\n{} x = {{\n-\t.{} = {},\n}};\n", type, member, sym);
       }
       e.description = fmt::format("{}. Learned from {} use(s) the kernel's own code changed, e.g. {}.", e.title,
                                   vote.count, fmt::join(vote.files, ", "));

@@ -643,14 +643,12 @@ private:
     if (d.file.empty() || d.file.front() == '/' || d.line <= 0) return;
     if (!m_aliases_loaded) {
       m_aliases_loaded = true;
-      static const std::regex k_alias(R"(^#\s*define\s+([A-Za-z_]\w*)\s+([A-Za-z_]\w*)\s*$)");
       for (const auto& rel : c_files(ctx.tree)) {
         auto text = util::read_file(ctx.tree / rel);
         if (!text || text->find("define") == std::string::npos) continue;
         for (const auto& t : tokenize(*text)) {
-          std::smatch m;
-          if (t.kind == TokKind::pp_line && std::regex_search(t.text, m, k_alias) && m[1].str() != m[2].str())
-            m_aliases.push_back({m[1].str(), m[2].str(), rel, t.line});
+          if (t.kind != TokKind::pp_line) continue;
+          if (auto a = define_alias(t.text); a && a->first != a->second) m_aliases.push_back({a->first, a->second, rel, t.line});
         }
       }
     }
