@@ -1,0 +1,54 @@
+// The one reader of `#if LINUX_VERSION_CODE ...` conditions and of `#define A B` aliases.
+
+#include "autodriver/propose/apply.hpp"
+#include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/propose/version_cond.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace autodriver;
+
+TEST(VersionCond, EitherSideParenthesesAndComments) {
+  auto c = propose::parse_version_condition(" LINUX_VERSION_CODE >= KERNEL_VERSION(6, 4, 0) /* new API */");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->op, ">=");
+  EXPECT_EQ(c->v.code(), (6 << 16) + (4 << 8));
+  EXPECT_TRUE(c->new_when_true());
+  EXPECT_TRUE(c->eval(propose::KVersion{6, 12, 0}));
+  EXPECT_FALSE(c->eval(propose::KVersion{6, 1, 0}));
+  // mirrored: KERNEL_VERSION(...) > LINUX_VERSION_CODE is LINUX_VERSION_CODE < V
+  c = propose::parse_version_condition("((KERNEL_VERSION(5,10,0) > LINUX_VERSION_CODE)) // old");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->op, "<");
+  EXPECT_FALSE(c->new_when_true());
+  EXPECT_EQ(c->boundary().str(), "5.10.0");
+  c = propose::parse_version_condition("LINUX_VERSION_CODE <= KERNEL_VERSION(4,19,0)");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->boundary().str(), "4.19.1");
+  c = propose::parse_version_condition("LINUX_VERSION_CODE == KERNEL_VERSION(4,19,0)");
+  ASSERT_TRUE(c);
+  EXPECT_FALSE(c->ordered());
+  // anything but one comparison is not read
+  EXPECT_FALSE(propose::parse_version_condition("LINUX_VERSION_CODE >= KERNEL_VERSION(4,19,0) && defined(X)"));
+  EXPECT_FALSE(propose::parse_version_condition("(LINUX_VERSION_CODE >= KERNEL_VERSION(4,19,0)) || (RHEL_RELEASE_CODE > 7)"));
+  EXPECT_FALSE(propose::parse_version_condition("defined(CONFIG_X)"));
+}
+
+TEST(VersionCond, DeadLinesFollowMirroredConditionsToo) {
+  const std::string text = "#if KERNEL_VERSION(5,0,0) > LINUX_VERSION_CODE\nold();\n#else\nnew();\n#endif\n";
+  auto dead = propose::version_dead_lines(text, (6 << 16) + (1 << 8));
+  ASSERT_EQ(dead.size(), 5u);
+  EXPECT_TRUE(dead[1]);
+  EXPECT_FALSE(dead[3]);
+}
+
+TEST(DefineAlias, OneIdentifierOntoAnother) {
+  auto a = propose::define_alias("#define PCI_DMA_TODEVICE\tDMA_TO_DEVICE /* alias */");
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->first, "PCI_DMA_TODEVICE");
+  EXPECT_EQ(a->second, "DMA_TO_DEVICE");
+  EXPECT_TRUE(propose::define_alias("  #  define a b"));
+  EXPECT_FALSE(propose::define_alias("#define A(x) B"));
+  EXPECT_FALSE(propose::define_alias("#define A 1"));
+  EXPECT_FALSE(propose::define_alias("#define A B C"));
+}
