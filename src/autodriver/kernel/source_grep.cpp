@@ -378,7 +378,7 @@ std::vector<std::string> headers_naming(const fs::path& src, const std::string& 
   q.options = {"-lwE"};
   q.includes = {"*.h"};
   q.pattern = word;
-  q.dirs = {"include", "arch/x86/include"};
+  q.dirs = k_header_dirs;
   q.all_of = {word};
   q.timeout = std::chrono::seconds(60);
   return grep_source(src, q);

@@ -13,6 +13,19 @@
 
 namespace autodriver::kernel {
 
+/// The folders of a kernel tree searched, named once for every search (x86 builds):
+/// where its headers are,
+inline const std::vector<std::string> k_header_dirs = {"include", "arch/x86/include"};
+/// the user-space API halves of those,
+inline const std::vector<std::string> k_uapi_header_dirs = {"include/uapi", "arch/x86/include/uapi"};
+/// where its drivers are (how much drivers use a name),
+inline const std::vector<std::string> k_driver_dirs = {"drivers", "sound"};
+/// where the kernel's own users of a driver-facing API are (drivers and the subsystems that
+/// implement such interfaces themselves),
+inline const std::vector<std::string> k_user_dirs = {"drivers", "sound", "net", "fs"};
+/// and all of its C code outside arch/ (where a function is defined).
+inline const std::vector<std::string> k_code_dirs = {"drivers", "lib", "kernel", "net", "fs", "sound", "mm", "block"};
+
 /// One `grep -r` over a source tree.
 struct SourceGrep {
   std::vector<std::string> options;  ///< grep's options without -r ("-lw", "-nE", "-m", "1", ...)

@@ -109,7 +109,7 @@ std::vector<std::pair<std::string, int>> lines_including(const fs::path& tree, c
 std::vector<std::string> same_named_headers(const fs::path& src, const std::string& h) {
   std::vector<std::string> out;
   const std::string base = fs::path(h).filename().string();
-  for (const char* root : {"include", "arch/x86/include"}) {
+  for (const auto& root : kernel::k_header_dirs) {
     std::error_code ec;
     for (fs::recursive_directory_iterator it(src / root, ec), end; !ec && it != end; it.increment(ec)) {
       if (!it->is_regular_file(ec) || it->path().filename() != base) continue;
@@ -124,10 +124,11 @@ std::vector<std::string> same_named_headers(const fs::path& src, const std::stri
 
 /// The old kernel's copy of a header `<h>` (include/ or arch/x86/include/), if it has one.
 std::optional<fs::path> old_header(const fs::path& old_src, const std::string& h) {
-  for (const char* root : {"include", "arch/x86/include", "include/uapi", "arch/x86/include/uapi"}) {
-    std::error_code ec;
-    if (fs::is_regular_file(old_src / root / h, ec)) return old_src / root / h;
-  }
+  for (const auto* dirs : {&kernel::k_header_dirs, &kernel::k_uapi_header_dirs})
+    for (const auto& root : *dirs) {
+      std::error_code ec;
+      if (fs::is_regular_file(old_src / root / h, ec)) return old_src / root / h;
+    }
   return std::nullopt;
 }
 

@@ -915,7 +915,7 @@ private:
     q.options = {"-lE"};
     q.includes = {"*.c"};
     q.pattern = "return[[:space:]]+" + sym + "[[:space:]]*\\[";
-    q.dirs = {"drivers", "lib", "kernel", "net", "fs", "sound", "mm", "block"};
+    q.dirs = kernel::k_code_dirs;
     q.all_of = {sym};
     for (const auto& line : kernel::grep_source(ctx.new_src, q)) {
       auto text = util::read_file(ctx.new_src / line);
@@ -1182,7 +1182,7 @@ private:
       q.options = {"-lw"};
       q.includes = {"*.c"};
       q.pattern = name;
-      q.dirs = {"drivers", "sound", "net", "fs"};
+      q.dirs = kernel::k_user_dirs;
       q.all_of = {name};
       q.timeout = std::chrono::seconds(60);
       for (const auto& l : kernel::grep_source(ctx.old_src, q))

@@ -157,7 +157,7 @@ std::optional<Prototype> TargetIndex::prototype(const std::string& name, const c
       if (auto p = prototype_at(f, n.line, name)) return p;
     }
   if (m_src.empty()) return std::nullopt;
-  auto lines = grep_kernel(m_src, {"-nE"}, "*.h", "(^|[ *])" + name + "\\(|define " + name + "\\(", {"include", "arch/x86/include"}, name, 60s);
+  auto lines = grep_kernel(m_src, {"-nE"}, "*.h", "(^|[ *])" + name + "\\(|define " + name + "\\(", kernel::k_header_dirs, name, 60s);
   for (const auto& l : lines) {
     auto c1 = l.find(':');
     auto c2 = l.find(':', c1 + 1);
@@ -218,7 +218,7 @@ const std::set<std::string>& TargetIndex::names() {
 
 std::string TargetIndex::macro_body(const std::string& name) {
   if (m_src.empty()) return {};
-  auto lines = grep_kernel(m_src, {"-nE"}, "*.h", "^#\\s*define\\s+" + name + "\\(", {"include"}, name, 60s);
+  auto lines = grep_kernel(m_src, {"-nE"}, "*.h", "^#\\s*define\\s+" + name + "\\(", kernel::k_header_dirs, name, 60s);
   for (const auto& l : lines) {
     auto c1 = l.find(':');
     auto c2 = l.find(':', c1 + 1);
@@ -241,13 +241,13 @@ std::string TargetIndex::macro_body(const std::string& name) {
 
 fs::path TargetIndex::header_defining(const std::string& tag) {
   if (m_src.empty()) return {};
-  auto files = grep_kernel(m_src, {"-lE"}, "*.h", "^struct " + tag + " \\{", {"include"}, tag, 60s);
+  auto files = grep_kernel(m_src, {"-lE"}, "*.h", "^struct " + tag + " \\{", kernel::k_header_dirs, tag, 60s);
   return files.empty() ? fs::path() : m_src / files.front();
 }
 
 bool TargetIndex::in_headers(const std::string& name) {
   if (m_src.empty()) return false;
-  return !grep_kernel(m_src, {"-lw", "-m1"}, "*.h", name, {"include", "arch/x86/include"}, name, 60s).empty();
+  return !grep_kernel(m_src, {"-lw", "-m1"}, "*.h", name, kernel::k_header_dirs, name, 60s).empty();
 }
 
 std::vector<std::string> TargetIndex::struct_members(const std::string& tag) {
@@ -260,7 +260,7 @@ std::vector<Param> TargetIndex::struct_member_types(const std::string& tag) {
   if (auto it = m_members.find(tag); it != m_members.end()) return it->second;
   std::vector<Param>& out = m_members[tag];
   if (m_src.empty()) return out;
-  auto lines = grep_kernel(m_src, {"-lE"}, "*.h", "struct " + tag + " \\{", {"include", "arch/x86/include"}, tag, 60s);
+  auto lines = grep_kernel(m_src, {"-lE"}, "*.h", "struct " + tag + " \\{", kernel::k_header_dirs, tag, 60s);
   for (const auto& l : lines) {
     auto text = util::read_file(m_src / l);
     if (!text) continue;
@@ -340,7 +340,7 @@ std::optional<std::vector<Param>> TargetIndex::function_typedef_params(const std
   static const std::regex k_name(R"(^[A-Za-z_]\w*$)");
   if (m_src.empty() || !std::regex_match(name, k_name)) return std::nullopt;
   auto files = grep_kernel(m_src, {"-lE"}, "*.h", "typedef[^;]*\\(\\s*\\*\\s*" + name + "\\s*\\)",
-                           {"include", "arch/x86/include"}, name, 60s);
+                           kernel::k_header_dirs, name, 60s);
   for (const auto& f : files) {
     auto text = util::read_file(m_src / f);
     if (!text) continue;
@@ -408,7 +408,7 @@ std::vector<std::map<std::string, int>> TargetIndex::caller_args(const std::stri
   std::vector<std::map<std::string, int>> out(arity);
   if (calls) *calls = 0;
   if (m_src.empty()) return out;
-  auto lines = grep_kernel(m_src, {"-lw"}, "*.c", name, {"drivers", "sound", "net", "fs"}, name, 120s);
+  auto lines = grep_kernel(m_src, {"-lw"}, "*.c", name, kernel::k_user_dirs, name, 120s);
   int files = 0;
   for (const auto& l : lines) {
     if (++files > 60) break;
@@ -462,7 +462,7 @@ TargetIndex::CallbackUsage TargetIndex::callback_usage(const std::string& member
     for (std::size_t i = 0; i + 1 < tt.size(); ++i)
       if (tt[i].text == "struct") tag = tt[i + 1].text;
   auto lines = grep_kernel(m_src, {"-Eo", "-m", "2"}, "*.c", "\\." + member + "\\s*=\\s*&?[A-Za-z_][A-Za-z0-9_]*",
-                           {"drivers", "net", "sound", "fs"}, member, 120s);
+                           kernel::k_user_dirs, member, 120s);
   // The files are read up to a bound: in an order spread over the whole tree (by a hash of the
   // path, the same on every machine), not the first folders' alone (path order reads forty
   // drivers/a* to drivers/g* implementations and no others).
@@ -562,7 +562,7 @@ TargetIndex::CallbackUsage TargetIndex::callback_usage(const std::string& member
 
 int TargetIndex::usage_count(const std::string& name) {
   if (m_src.empty()) return 0;
-  auto lines = grep_kernel(m_src, {"-lw", "-m", "1"}, "*.c", name, {"drivers", "sound"}, name, 60s);
+  auto lines = grep_kernel(m_src, {"-lw", "-m", "1"}, "*.c", name, kernel::k_driver_dirs, name, 60s);
   return static_cast<int>(lines.size());
 }
 
