@@ -1,5 +1,5 @@
 // libFuzzer target: the C reader every proposer shares, on arbitrary driver source.
-#include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/propose/shared/c_tokens.hpp"
 
 #include <cstdint>
 #include <string_view>

@@ -16,7 +16,7 @@ KNOWN = {
     "src/autodriver/corpus/corpus_build.cpp": {"build_corpus": 203},
     "src/autodriver/propose/callback_signature.cpp": {"params_reshaped": 160},
     "src/autodriver/propose/struct_convert.cpp": {"convert": 221},
-    "src/autodriver/propose/struct_swap.cpp": {"swap_struct": 185},
+    "src/autodriver/propose/shared/struct_swap.cpp": {"swap_struct": 185},
     "src/autodriver/propose/target_api.cpp": {"renamed": 196},
 }
 

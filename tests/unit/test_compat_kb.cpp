@@ -2,10 +2,10 @@
 // (tests/fixtures/kb), the KB file round trip and leave-out, the rewrite engine, the compat-kb
 // proposer on one real entry, and collapsed-block cases.
 
-#include "autodriver/propose/kb_cases.hpp"
-#include "autodriver/propose/kb_extract.hpp"
-#include "autodriver/propose/kb_file.hpp"
-#include "autodriver/propose/kb_rewrite.hpp"
+#include "autodriver/propose/kb/kb_cases.hpp"
+#include "autodriver/propose/kb/kb_extract.hpp"
+#include "autodriver/propose/kb/kb_file.hpp"
+#include "autodriver/propose/kb/kb_rewrite.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/util/files.hpp"
 

@@ -2,7 +2,7 @@
 
 #include "autodriver/core/kernel.hpp"
 #include "autodriver/propose/proposer.hpp"
-#include "autodriver/propose/rules.hpp"
+#include "autodriver/propose/rules/rules.hpp"
 #include "autodriver/util/files.hpp"
 
 #include <gtest/gtest.h>

@@ -3,7 +3,7 @@
 // acpi_driver -> platform_driver conversions).
 
 #include "autodriver/gate/integrity.hpp"
-#include "autodriver/propose/apply.hpp"
+#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/struct_convert.hpp"
 #include "autodriver/util/files.hpp"

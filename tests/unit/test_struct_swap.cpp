@@ -1,9 +1,9 @@
 // struct-swap: a driver moved from one struct to its successor, members converted as the
 // target's own bridge code converts them.
 
-#include "autodriver/propose/adapter_macro.hpp"
-#include "autodriver/propose/struct_swap.hpp"
-#include "autodriver/propose/target_decls.hpp"
+#include "autodriver/propose/shared/adapter_macro.hpp"
+#include "autodriver/propose/shared/struct_swap.hpp"
+#include "autodriver/propose/shared/target_decls.hpp"
 #include "autodriver/util/strings.hpp"
 
 #include <gtest/gtest.h>

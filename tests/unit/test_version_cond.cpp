@@ -1,8 +1,8 @@
 // The one reader of `#if LINUX_VERSION_CODE ...` conditions and of `#define A B` aliases.
 
-#include "autodriver/propose/apply.hpp"
-#include "autodriver/propose/c_tokens.hpp"
-#include "autodriver/propose/version_cond.hpp"
+#include "autodriver/propose/shared/apply.hpp"
+#include "autodriver/propose/shared/c_tokens.hpp"
+#include "autodriver/propose/shared/version_cond.hpp"
 
 #include <gtest/gtest.h>
 

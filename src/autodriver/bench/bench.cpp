@@ -3,7 +3,7 @@
 #include "autodriver/gate/check.hpp"
 #include "autodriver/loop/port.hpp"
 #include "autodriver/loop/record.hpp"
-#include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/propose/shared/c_tokens.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"

@@ -9,7 +9,7 @@
 #include "autodriver/gate/kbuild.hpp"
 #include "autodriver/gate/scratch.hpp"
 #include "autodriver/kernel/target.hpp"
-#include "autodriver/propose/kb_cases.hpp"
+#include "autodriver/propose/kb/kb_cases.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"

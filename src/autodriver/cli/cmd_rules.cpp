@@ -1,7 +1,7 @@
 // `autodriver rules list | show NAME | check DIR...`: the rule packs (knowledge stated by hand).
 
 #include "autodriver/cli/commands.hpp"
-#include "autodriver/propose/rules.hpp"
+#include "autodriver/propose/rules/rules.hpp"
 #include "autodriver/util/json_text.hpp"
 
 #include <fmt/format.h>

@@ -2,8 +2,8 @@
 // Shared by `kb build|cases|eval` (cmd_kb.cpp, cmd_kb_cases.cpp): which driver sources to read.
 
 #include "autodriver/core/kernel.hpp"
-#include "autodriver/propose/kb_extract.hpp"
-#include "autodriver/propose/kb_file.hpp"
+#include "autodriver/propose/kb/kb_extract.hpp"
+#include "autodriver/propose/kb/kb_file.hpp"
 #include "autodriver/util/expected.hpp"
 
 #include <CLI/CLI.hpp>

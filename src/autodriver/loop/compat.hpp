@@ -5,7 +5,7 @@
 // boundary the compat KB knows for the change (maintainers' own blocks) when it lies between the
 // two kernels, else the target's version.
 
-#include "autodriver/propose/kb_file.hpp"
+#include "autodriver/propose/kb/kb_file.hpp"
 
 #include <functional>
 #include <string>

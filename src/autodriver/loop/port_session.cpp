@@ -11,7 +11,7 @@
 #include "autodriver/loop/patch_series.hpp"
 #include "autodriver/loop/reference.hpp"
 #include "autodriver/loop/trial_objects.hpp"
-#include "autodriver/propose/kb_extract.hpp"
+#include "autodriver/propose/kb/kb_extract.hpp"
 #include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/subprocess.hpp"

@@ -11,7 +11,7 @@
 #include "autodriver/loop/build_state.hpp"
 #include "autodriver/loop/port.hpp"
 #include "autodriver/loop/trial.hpp"
-#include "autodriver/propose/rules.hpp"
+#include "autodriver/propose/rules/rules.hpp"
 
 #include <chrono>
 #include <map>

@@ -3,7 +3,7 @@
 #include "autodriver/kernel/source.hpp"
 #include "autodriver/kernel/source_grep.hpp"
 #include "autodriver/kernel/target.hpp"
-#include "autodriver/propose/target_decls.hpp"
+#include "autodriver/propose/shared/target_decls.hpp"
 #include "autodriver/util/log.hpp"
 
 #include <fmt/format.h>

@@ -2,7 +2,7 @@
 
 #include "autodriver/gate/kbuild.hpp"
 #include "autodriver/loop/trial_objects.hpp"
-#include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/propose/shared/c_tokens.hpp"
 #include "autodriver/util/log.hpp"
 
 #include <map>

@@ -4,7 +4,7 @@
 
 #include "autodriver/loop/builder.hpp"
 #include "autodriver/loop/port.hpp"
-#include "autodriver/propose/apply.hpp"
+#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/util/files.hpp"
 
 #include <filesystem>

@@ -7,8 +7,8 @@
 // old type is rewritten, never an uncast argument. Likewise an array of the driver's that a
 // member now wants with more const (attribute_group.bin_attrs) gains the qualifiers.
 
-#include "autodriver/propose/apply.hpp"
-#include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/propose/shared/apply.hpp"
+#include "autodriver/propose/shared/c_tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"

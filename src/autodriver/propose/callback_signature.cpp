@@ -4,12 +4,12 @@
 // fixed; the rule comes from the two types gcc prints, not from a table.
 
 #include "autodriver/propose/callback_signature.hpp"
-#include "autodriver/propose/apply.hpp"
-#include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/propose/shared/apply.hpp"
+#include "autodriver/propose/shared/c_tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
-#include "autodriver/propose/rules.hpp"
-#include "autodriver/propose/struct_swap.hpp"
-#include "autodriver/propose/target_decls.hpp"
+#include "autodriver/propose/rules/rules.hpp"
+#include "autodriver/propose/shared/struct_swap.hpp"
+#include "autodriver/propose/shared/target_decls.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/strings.hpp"

@@ -2,7 +2,7 @@
 // callback-signature internals shared with its tests: how a callback's parameter list is
 // reshaped when the kernel's callback type gains, loses or folds parameters.
 
-#include "autodriver/propose/target_decls.hpp"
+#include "autodriver/propose/shared/target_decls.hpp"
 
 #include <functional>
 #include <optional>

@@ -4,9 +4,9 @@
 // is found in the driver and replaced by the maintainers' new form, arguments bound by position.
 // Rules seen in more packages rank first; entries whose boundary is above the target are ignored.
 
-#include "autodriver/propose/apply.hpp"
-#include "autodriver/propose/kb_file.hpp"
-#include "autodriver/propose/kb_rewrite.hpp"
+#include "autodriver/propose/shared/apply.hpp"
+#include "autodriver/propose/kb/kb_file.hpp"
+#include "autodriver/propose/kb/kb_rewrite.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"

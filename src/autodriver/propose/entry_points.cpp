@@ -7,8 +7,8 @@
 // right after its definition, in one edit (objtool reports one at a time).
 
 #include "autodriver/kernel/source_grep.hpp"
-#include "autodriver/propose/apply.hpp"
-#include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/propose/shared/apply.hpp"
+#include "autodriver/propose/shared/c_tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"

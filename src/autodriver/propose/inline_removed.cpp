@@ -11,10 +11,10 @@
 // uses still exists in the target.
 
 #include "autodriver/kernel/source_grep.hpp"
-#include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/propose/shared/c_tokens.hpp"
 #include "autodriver/propose/inline_removed.hpp"
 #include "autodriver/propose/proposer.hpp"
-#include "autodriver/propose/target_decls.hpp"
+#include "autodriver/propose/shared/target_decls.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/strings.hpp"
@@ -422,8 +422,8 @@ public:
         all.evidence.push_back(e->evidence.front());
         names_in.push_back(e->symbols.front());
       }
-      all.title = fmt::format("{}'s compat names were removed: {}", header, fmt::join(names_in, ", "));
-      all.description = fmt::format("The target kernel declares none of {}; the old kernel's {} defined each as an "
+      all.title = fmt::format("compat names of {} removed together: {}", header, fmt::join(names_in, ", "));
+      all.description = fmt::format("The target kernel declares none of {}; {} defined each as an "
                                     "alias or a one-expression wrapper, all replaced together.",
                                     fmt::join(names_in, ", "), header);
       all.support = static_cast<int>(edits.size());

@@ -4,13 +4,13 @@
 // (call arguments dropped/added/reordered, callee renamed, designated member renamed/removed,
 // identifier replaced). The majority rule becomes a Coccinelle semantic patch.
 
-#include "autodriver/propose/call_merge.hpp"
-#include "autodriver/propose/family_rename.hpp"
+#include "autodriver/propose/shared/call_merge.hpp"
+#include "autodriver/propose/shared/family_rename.hpp"
 #include "autodriver/propose/proposer.hpp"
-#include "autodriver/propose/site_index.hpp"
-#include "autodriver/propose/stmt_template.hpp"
-#include "autodriver/propose/target_decls.hpp"
-#include "autodriver/propose/token_diff.hpp"
+#include "autodriver/propose/shared/site_index.hpp"
+#include "autodriver/propose/shared/stmt_template.hpp"
+#include "autodriver/propose/shared/target_decls.hpp"
+#include "autodriver/propose/shared/token_diff.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/strings.hpp"

@@ -8,9 +8,9 @@
 // (`.owner = THIS_MODULE`); a callback with nowhere to go means no edit. Everything comes from the
 // target's struct definitions.
 
-#include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/propose/shared/c_tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
-#include "autodriver/propose/target_decls.hpp"
+#include "autodriver/propose/shared/target_decls.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/strings.hpp"

@@ -9,13 +9,13 @@
 //                      the target declares none of its `target-lacks`
 //   typed-variant      read by callback-signature (it retypes variables), nothing here
 
-#include "autodriver/propose/apply.hpp"
-#include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/propose/shared/apply.hpp"
+#include "autodriver/propose/shared/c_tokens.hpp"
 #include "autodriver/propose/inline_removed.hpp"
 #include "autodriver/propose/proposer.hpp"
-#include "autodriver/propose/rule_mechanisms.hpp"
-#include "autodriver/propose/rules.hpp"
-#include "autodriver/propose/target_decls.hpp"
+#include "autodriver/propose/rules/rule_mechanisms.hpp"
+#include "autodriver/propose/rules/rules.hpp"
+#include "autodriver/propose/shared/target_decls.hpp"
 
 #include <fmt/format.h>
 

@@ -6,7 +6,7 @@
 // (their line numbers and function names are that driver's), so entries that need them are skipped.
 // Entries are data: SmPL with script rules is refused, and the loop gates every replayed edit.
 
-#include "autodriver/propose/apply.hpp"
+#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/store/kb.hpp"
 #include "autodriver/util/files.hpp"

@@ -3,8 +3,8 @@
 #include "autodriver/propose/struct_convert.hpp"
 
 #include "autodriver/propose/proposer.hpp"
-#include "autodriver/propose/site_index.hpp"
-#include "autodriver/propose/target_decls.hpp"
+#include "autodriver/propose/shared/site_index.hpp"
+#include "autodriver/propose/shared/target_decls.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/strings.hpp"

@@ -17,7 +17,7 @@
 // The driver's callbacks stay as they are: small adapters with the new types call them, so no line
 // of the driver's logic changes and the patch reads as what it is.
 
-#include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/propose/shared/c_tokens.hpp"
 
 #include <map>
 #include <string>

@@ -4,7 +4,7 @@
 // lines a target compiles (apply.cpp: version_dead_lines) and the compat KB's reading of
 // maintainers' version blocks (kb_extract.cpp).
 
-#include "autodriver/propose/kb_extract.hpp"
+#include "autodriver/propose/kb/kb_extract.hpp"
 
 #include <optional>
 #include <string>

@@ -1,7 +1,7 @@
 #pragma once
 // Applying an Edit to a tree: SmPL through spatch, line edits, identifier renames.
 
-#include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/propose/shared/c_tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/util/expected.hpp"
 

@@ -2,7 +2,7 @@
 // Compat knowledge base, part 2: the versioned KB file (entries with provenance), building it
 // from source trees, loading it, and leaving sources out.
 
-#include "autodriver/propose/kb_extract.hpp"
+#include "autodriver/propose/kb/kb_extract.hpp"
 #include "autodriver/util/expected.hpp"
 
 #include <nlohmann/json.hpp>

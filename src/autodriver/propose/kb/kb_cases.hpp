@@ -3,7 +3,7 @@
 // the branch an old kernel compiles, so the driver holds only the old-API form; the branch a
 // newer kernel compiles is the expected answer of a port.
 
-#include "autodriver/propose/kb_extract.hpp"
+#include "autodriver/propose/kb/kb_extract.hpp"
 
 #include <string>
 #include <string_view>

@@ -1,6 +1,6 @@
-#include "autodriver/propose/kb_cases.hpp"
+#include "autodriver/propose/kb/kb_cases.hpp"
 
-#include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/propose/shared/c_tokens.hpp"
 
 #include <algorithm>
 

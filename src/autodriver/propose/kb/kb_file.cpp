@@ -1,4 +1,4 @@
-#include "autodriver/propose/kb_file.hpp"
+#include "autodriver/propose/kb/kb_file.hpp"
 
 #include "autodriver/kernel/archive.hpp"
 #include "autodriver/kernel/target.hpp"

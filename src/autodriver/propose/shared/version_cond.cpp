@@ -1,4 +1,4 @@
-#include "autodriver/propose/version_cond.hpp"
+#include "autodriver/propose/shared/version_cond.hpp"
 
 #include "autodriver/util/strings.hpp"
 

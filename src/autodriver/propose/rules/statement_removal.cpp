@@ -5,12 +5,12 @@
 // every live statement of the rule's forms in the driver is deleted, in one edit; lines in
 // `#if LINUX_VERSION_CODE` branches the target rules out keep their old code.
 
-#include "autodriver/propose/apply.hpp"
-#include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/propose/shared/apply.hpp"
+#include "autodriver/propose/shared/c_tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
-#include "autodriver/propose/rule_mechanisms.hpp"
-#include "autodriver/propose/rules.hpp"
-#include "autodriver/propose/target_decls.hpp"
+#include "autodriver/propose/rules/rule_mechanisms.hpp"
+#include "autodriver/propose/rules/rules.hpp"
+#include "autodriver/propose/shared/target_decls.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/strings.hpp"

@@ -1,8 +1,8 @@
-#include "autodriver/propose/target_decls.hpp"
+#include "autodriver/propose/shared/target_decls.hpp"
 
 #include "autodriver/kernel/source_grep.hpp"
 #include "autodriver/kernel/target.hpp"
-#include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/propose/shared/c_tokens.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/strings.hpp"
 #include "autodriver/util/subprocess.hpp"

@@ -1,8 +1,8 @@
-#include "autodriver/propose/apply.hpp"
-#include "autodriver/propose/version_cond.hpp"
+#include "autodriver/propose/shared/apply.hpp"
+#include "autodriver/propose/shared/version_cond.hpp"
 
-#include "autodriver/propose/c_tokens.hpp"
-#include "autodriver/propose/kb_extract.hpp"
+#include "autodriver/propose/shared/c_tokens.hpp"
+#include "autodriver/propose/kb/kb_extract.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/strings.hpp"

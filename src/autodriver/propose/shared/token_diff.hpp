@@ -1,7 +1,7 @@
 #pragma once
 // Token-level diff (LCS) between two token ranges: the hunks are before/after examples.
 
-#include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/propose/shared/c_tokens.hpp"
 
 #include <vector>
 

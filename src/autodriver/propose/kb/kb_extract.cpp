@@ -1,7 +1,7 @@
-#include "autodriver/propose/kb_extract.hpp"
-#include "autodriver/propose/version_cond.hpp"
+#include "autodriver/propose/kb/kb_extract.hpp"
+#include "autodriver/propose/shared/version_cond.hpp"
 
-#include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/propose/shared/c_tokens.hpp"
 
 #include <fmt/format.h>
 

@@ -4,7 +4,7 @@
 // skb_frag_size_set(f, s);` -> `skb_frag_fill_page_desc(f, p, o, s);`). Learned from the kernel's
 // own functions that changed that way; applied where a driver has those calls next to each other.
 
-#include "autodriver/propose/site_index.hpp"
+#include "autodriver/propose/shared/site_index.hpp"
 
 #include <string>
 #include <utility>

@@ -1,4 +1,4 @@
-#include "autodriver/propose/token_diff.hpp"
+#include "autodriver/propose/shared/token_diff.hpp"
 
 #include <cstdint>
 

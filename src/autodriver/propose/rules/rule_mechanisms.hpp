@@ -3,7 +3,7 @@
 // rule's kind. Each takes its names from the rule, never from code.
 
 #include "autodriver/propose/proposer.hpp"
-#include "autodriver/propose/target_decls.hpp"
+#include "autodriver/propose/shared/target_decls.hpp"
 
 #include <optional>
 #include <vector>

@@ -1,6 +1,6 @@
-#include "autodriver/propose/stmt_template.hpp"
+#include "autodriver/propose/shared/stmt_template.hpp"
 
-#include "autodriver/propose/target_decls.hpp"
+#include "autodriver/propose/shared/target_decls.hpp"
 
 #include <fmt/format.h>
 

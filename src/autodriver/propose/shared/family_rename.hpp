@@ -5,7 +5,7 @@
 // learned-rewrite for an undeclared constant no kernel file used itself.
 
 #include "autodriver/propose/proposer.hpp"
-#include "autodriver/propose/site_index.hpp"
+#include "autodriver/propose/shared/site_index.hpp"
 
 #include <optional>
 #include <set>

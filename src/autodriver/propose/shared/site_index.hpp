@@ -2,7 +2,7 @@
 // Where a symbol is used in a kernel source tree, and the same file in another tree:
 // the "before/after" pairs the learned rewrites come from. Leave-one-out is enforced here.
 
-#include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/propose/shared/c_tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
 
 #include <filesystem>

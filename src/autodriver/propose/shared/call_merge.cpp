@@ -1,6 +1,6 @@
-#include "autodriver/propose/call_merge.hpp"
+#include "autodriver/propose/shared/call_merge.hpp"
 
-#include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/propose/shared/c_tokens.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "autodriver/propose/site_index.hpp"
+#include "autodriver/propose/shared/site_index.hpp"
 
 #include "autodriver/kernel/source_grep.hpp"
 #include "autodriver/util/files.hpp"

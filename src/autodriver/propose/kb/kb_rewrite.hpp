@@ -2,7 +2,7 @@
 // Compat knowledge base, part 3: applying one learned change to a driver file's text
 // (old-API form -> new-API form), for the compat-kb proposer and the collapsed-block benchmark.
 
-#include "autodriver/propose/kb_extract.hpp"
+#include "autodriver/propose/kb/kb_extract.hpp"
 
 #include <string>
 #include <string_view>

@@ -1,8 +1,8 @@
-#include "autodriver/propose/family_rename.hpp"
+#include "autodriver/propose/shared/family_rename.hpp"
 
-#include "autodriver/propose/apply.hpp"
-#include "autodriver/propose/c_tokens.hpp"
-#include "autodriver/propose/token_diff.hpp"
+#include "autodriver/propose/shared/apply.hpp"
+#include "autodriver/propose/shared/c_tokens.hpp"
+#include "autodriver/propose/shared/token_diff.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/strings.hpp"

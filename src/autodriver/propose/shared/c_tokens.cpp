@@ -1,4 +1,4 @@
-#include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/propose/shared/c_tokens.hpp"
 
 #include <cctype>
 #include <map>

@@ -1,6 +1,6 @@
 #include "autodriver/kernel/source_grep.hpp"
-#include "autodriver/propose/c_tokens.hpp"
-#include "autodriver/propose/struct_swap.hpp"
+#include "autodriver/propose/shared/c_tokens.hpp"
+#include "autodriver/propose/shared/struct_swap.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/strings.hpp"
 #include "autodriver/util/subprocess.hpp"

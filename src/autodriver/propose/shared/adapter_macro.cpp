@@ -1,6 +1,6 @@
-#include "autodriver/propose/adapter_macro.hpp"
-#include "autodriver/propose/c_tokens.hpp"
-#include "autodriver/propose/target_decls.hpp"
+#include "autodriver/propose/shared/adapter_macro.hpp"
+#include "autodriver/propose/shared/c_tokens.hpp"
+#include "autodriver/propose/shared/target_decls.hpp"
 
 #include <map>
 #include <regex>

@@ -9,11 +9,11 @@
 // the leaf's terminator goes too. A level with several entries cannot be one path: nothing is
 // proposed then.
 
-#include "autodriver/propose/apply.hpp"
-#include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/propose/shared/apply.hpp"
+#include "autodriver/propose/shared/c_tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
-#include "autodriver/propose/rule_mechanisms.hpp"
-#include "autodriver/propose/rules.hpp"
+#include "autodriver/propose/rules/rule_mechanisms.hpp"
+#include "autodriver/propose/rules/rules.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/strings.hpp"

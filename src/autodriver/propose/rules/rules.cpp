@@ -1,6 +1,6 @@
-#include "autodriver/propose/rules.hpp"
+#include "autodriver/propose/rules/rules.hpp"
 
-#include "autodriver/propose/apply.hpp"
+#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/strings.hpp"

@@ -3,7 +3,7 @@
 // used a changed API ("vma->vm_flags |= VM_IO;" -> "vm_flags_set(vma, VM_IO);"); the pieces both
 // forms share become holes, so the pair generalises to any driver's statement of that shape.
 
-#include "autodriver/propose/c_tokens.hpp"
+#include "autodriver/propose/shared/c_tokens.hpp"
 
 #include <optional>
 #include <string>
