@@ -20,7 +20,7 @@ case "$target" in
                 seeds="tests/fixtures/gcc tests/fixtures/modpost tests/fixtures/sparse" ;;
   console)      sources="src/autodriver/gate/console_parser.cpp src/autodriver/util/strings.cpp"
                 seeds="tests/fixtures/console" ;;
-  c_tokens)     sources="src/autodriver/propose/c_tokens.cpp src/autodriver/util/strings.cpp"
+  c_tokens)     sources="src/autodriver/propose/shared/c_tokens.cpp src/autodriver/util/strings.cpp"
                 seeds="tests/fixtures/drivers examples" ;;
   json)         sources="src/autodriver/core/diagnostic.cpp src/autodriver/util/strings.cpp"
                 seeds="tests/fixtures/kb" ;;
