@@ -58,8 +58,7 @@ public:
   std::vector<Edit> propose(const std::vector<core::Diagnostic>& diags, const PortContext& ctx) override {
     std::vector<Edit> out;
     if (!ctx.rules || ctx.rules->empty() || !ctx.to) return out;
-    long version = ctx.to->version_code();
-    if (version == 0) version = linux_version_code(ctx.to->build_dir);
+    const long version = target_version_code(ctx);
     std::vector<OldDefinitions> defs;
     std::map<std::string, const Rule*> by_file;
     std::optional<TargetIndex> idx;
@@ -100,16 +99,6 @@ public:
 };
 
 } // namespace
-
-bool applies_to(const Rule& r, long version_code) {
-  auto from = r.fields.find("target-from");
-  auto below = r.fields.find("target-below");
-  if (from == r.fields.end() && below == r.fields.end()) return true;
-  if (version_code <= 0) return false; // scoped to versions, and the target's is unknown
-  if (from != r.fields.end() && version_code < version_code_of(from->second)) return false;
-  if (below != r.fields.end() && version_code >= version_code_of(below->second)) return false;
-  return true;
-}
 
 std::unique_ptr<Proposer> make_rule_pack() { return std::make_unique<RulePack>(); }
 

@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -47,6 +48,15 @@ util::Unexpected bad(const std::string& file, int line, const std::string& what)
   return unexpected(ErrorKind::parse, line > 0 ? fmt::format("{}:{}: {}", file, line, what) : fmt::format("{}: {}", file, what));
 }
 
+/// A typed-variant body line `NAME -> TYPED_NAME` (blanks around allowed); nullopt otherwise.
+std::optional<std::pair<std::string, std::string>> typed_pair(std::string_view line) {
+  static const std::regex k_pair(R"(^\s*([A-Za-z_]\w*)\s*->\s*([A-Za-z_]\w*)\s*$)");
+  std::smatch m;
+  std::string l(line);
+  if (!std::regex_match(l, m, k_pair)) return std::nullopt;
+  return std::make_pair(m[1].str(), m[2].str());
+}
+
 /// Checks of a body that can be made without applying it.
 util::Expected<void> check_body(const Rule& r) {
   auto lines = util::split_lines(r.body);
@@ -61,8 +71,7 @@ util::Expected<void> check_body(const Rule& r) {
         return bad(r.file, at, fmt::format("not a regular expression: {}", e.what()));
       }
     } else if (r.kind == "typed-variant") {
-      static const std::regex k_pair(R"(^([A-Za-z_]\w*)\s*->\s*([A-Za-z_]\w*)$)");
-      if (!std::regex_match(std::string(l), k_pair)) return bad(r.file, at, "expected `NAME -> TYPED_NAME`");
+      if (!typed_pair(l)) return bad(r.file, at, "expected `NAME -> TYPED_NAME`");
     }
   }
   return {};
@@ -86,6 +95,16 @@ long version_code_of(std::string_view version) {
   if (!std::regex_match(v, m, k)) return -1;
   long c = m[3].matched ? std::stol(m[3].str()) : 0;
   return (std::stol(m[1].str()) << 16) + (std::stol(m[2].str()) << 8) + std::min(c, 255L);
+}
+
+bool applies_to(const Rule& r, long version_code) {
+  auto from = r.fields.find("target-from");
+  auto below = r.fields.find("target-below");
+  if (from == r.fields.end() && below == r.fields.end()) return true;
+  if (version_code <= 0) return false; // scoped to versions, and the target's is unknown
+  if (from != r.fields.end() && version_code < version_code_of(from->second)) return false;
+  if (below != r.fields.end() && version_code >= version_code_of(below->second)) return false;
+  return true;
 }
 
 std::string Rule::provenance() const {
@@ -158,19 +177,21 @@ util::Expected<Rule> parse_rule(std::string_view text, const std::string& file) 
   return r;
 }
 
+/// The target's LINUX_VERSION_CODE: from its release, else its build dir's version.h; 0 unknown.
+long target_version_code(const PortContext& ctx) {
+  if (!ctx.to) return 0;
+  long version = ctx.to->version_code();
+  return version != 0 ? version : linux_version_code(ctx.to->build_dir);
+}
+
 std::vector<TypedVariant> typed_variants(const PortContext& ctx) {
   std::vector<TypedVariant> out;
   if (!ctx.rules) return out;
-  long version = ctx.to ? ctx.to->version_code() : 0;
-  if (version == 0 && ctx.to) version = linux_version_code(ctx.to->build_dir);
-  static const std::regex k_pair(R"(^\s*([A-Za-z_]\w*)\s*->\s*([A-Za-z_]\w*)\s*$)");
+  const long version = target_version_code(ctx);
   for (const auto& r : *ctx.rules) {
     if (r.kind != "typed-variant" || !applies_to(r, version)) continue;
-    for (auto l : util::split_lines(r.body)) {
-      std::smatch m;
-      std::string line(l);
-      if (std::regex_match(line, m, k_pair)) out.push_back({m[1].str(), m[2].str(), r.provenance()});
-    }
+    for (auto l : util::split_lines(r.body))
+      if (auto p = typed_pair(l)) out.push_back({p->first, p->second, r.provenance()});
   }
   return out;
 }

@@ -90,6 +90,9 @@ struct TypedVariant {
 
 struct PortContext;
 
+/// The target's LINUX_VERSION_CODE (its release, else its build dir's version.h); 0 when unknown.
+long target_version_code(const PortContext& ctx);
+
 /// The typed-variant pairs of the rules in `ctx` that apply to its target.
 std::vector<TypedVariant> typed_variants(const PortContext& ctx);
 
