@@ -20,11 +20,11 @@ case "$target" in
                 seeds="tests/fixtures/gcc tests/fixtures/modpost tests/fixtures/sparse" ;;
   console)      sources="src/autodriver/gate/console_parser.cpp src/autodriver/util/strings.cpp"
                 seeds="tests/fixtures/console" ;;
-  c_tokens)     sources="src/autodriver/propose/shared/c_tokens.cpp src/autodriver/util/strings.cpp"
+  csrc)         sources="src/autodriver/csrc/tokens.cpp src/autodriver/csrc/scan.cpp"
                 seeds="tests/fixtures/drivers examples" ;;
   json)         sources="src/autodriver/core/diagnostic.cpp src/autodriver/util/strings.cpp"
                 seeds="tests/fixtures/kb" ;;
-  *) echo "run.sh: unknown target '$target' (build_output, console, c_tokens, json)" >&2; exit 2 ;;
+  *) echo "run.sh: unknown target '$target' (build_output, console, csrc, json)" >&2; exit 2 ;;
 esac
 
 bin="$out/fuzz_$target"

@@ -17,7 +17,6 @@ KNOWN = {
     "src/autodriver/propose/callback_signature.cpp": {"params_reshaped": 160},
     "src/autodriver/propose/struct_convert.cpp": {"convert": 221},
     "src/autodriver/propose/shared/struct_swap.cpp": {"swap_struct": 185},
-    "src/autodriver/propose/target_api.cpp": {"renamed": 196},
 }
 
 START = re.compile(r"^( {0}| {2})[A-Za-z_][\w:<>,\s\*&]*?\b([A-Za-z_~][\w]*)\s*\([^;]*$")

@@ -2,7 +2,7 @@
 // 6.12 builds: honest ports pass, each cheat fires its rule at the right candidate line.
 // Fixtures: tests/fixtures/integrity/<scenario>/{original,candidate}, made by make_fixtures.py.
 
-#include "autodriver/gate/c_scan.hpp"
+#include "autodriver/csrc/scan.hpp"
 #include "autodriver/gate/gcc_parser.hpp"
 #include "autodriver/gate/integrity.hpp"
 #include "autodriver/util/files.hpp"
@@ -69,16 +69,16 @@ int count(const gate::IntegrityReport& r, const std::string& rule) {
 } // namespace
 
 TEST(IntegrityScan, PpdevItems) {
-  auto f = gate::cscan::scan(fixture("integrity/legit-ppdev/original/ppdev.c"));
+  auto f = csrc::scan(fixture("integrity/legit-ppdev/original/ppdev.c"));
   EXPECT_TRUE(f.balanced);
-  auto find = [&](const std::string& name) -> const gate::cscan::TopItem* {
+  auto find = [&](const std::string& name) -> const csrc::TopItem* {
     for (const auto& it : f.items)
       if (it.name == name) return &it;
     return nullptr;
   };
   const auto* init = find("ppdev_init");
   ASSERT_NE(init, nullptr);
-  EXPECT_EQ(init->kind, gate::cscan::ItemKind::function);
+  EXPECT_EQ(init->kind, csrc::ItemKind::function);
   EXPECT_EQ(init->first_line, 845);
   EXPECT_EQ(init->last_line, 873);
   ASSERT_NE(find("pp_read"), nullptr);
@@ -86,10 +86,10 @@ TEST(IntegrityScan, PpdevItems) {
   EXPECT_GT(find("pp_read")->statements.size(), 10u);
   const auto* fops = find("pp_fops");
   ASSERT_NE(fops, nullptr);
-  EXPECT_EQ(fops->kind, gate::cscan::ItemKind::declaration);
+  EXPECT_EQ(fops->kind, csrc::ItemKind::declaration);
   EXPECT_EQ(fops->first_line, 787);
   EXPECT_EQ(fops->last_line, 797);
-  auto assigns = gate::cscan::member_assignments(f);
+  auto assigns = csrc::member_assignments(f);
   EXPECT_TRUE(std::any_of(assigns.begin(), assigns.end(), [](const auto& a) {
     return a.scope == "pp_fops" && a.member == "llseek" && a.value == "no_llseek" && a.line == 789;
   }));
@@ -99,14 +99,14 @@ TEST(IntegrityScan, PpdevItems) {
 }
 
 TEST(IntegrityScan, CommentsStringsAndJunk) {
-  auto f = gate::cscan::scan("int a; /* x {\n y */ char *s = \"}{\";\n// }\nstatic int f(void)\n{\n\treturn 1;\n}\n");
+  auto f = csrc::scan("int a; /* x {\n y */ char *s = \"}{\";\n// }\nstatic int f(void)\n{\n\treturn 1;\n}\n");
   EXPECT_TRUE(f.balanced);
   ASSERT_EQ(f.items.size(), 3u);
   EXPECT_EQ(f.items[2].name, "f");
   EXPECT_EQ(f.items[2].statements, std::vector<std::string>{"return 1"});
   EXPECT_FALSE(f.has_code(3));
   EXPECT_EQ(f.comment_line(3), " }");
-  auto junk = gate::cscan::scan(std::string("int f( {{{ \"\n\x01\x02 */ ) } }", 26));
+  auto junk = csrc::scan(std::string("int f( {{{ \"\n\x01\x02 */ ) } }", 26));
   EXPECT_FALSE(junk.balanced);
 }
 

@@ -4,7 +4,7 @@
 #include "autodriver/core/kernel.hpp"
 #include "autodriver/gate/gcc_parser.hpp"
 #include "autodriver/propose/shared/apply.hpp"
-#include "autodriver/propose/shared/c_tokens.hpp"
+#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/propose/callback_signature.hpp"
 #include "autodriver/propose/shared/call_merge.hpp"
 #include "autodriver/propose/proposer.hpp"
@@ -689,7 +689,7 @@ TEST(CallbackSignature, DroppedParameterComputedLikeTheTargetsOwnImplementations
 namespace {
 std::vector<std::string> tok_texts(const std::string& s) {
   std::vector<std::string> out;
-  for (const auto& t : propose::tokenize(s)) out.push_back(t.text);
+  for (const auto& t : csrc::tokenize(s)) out.push_back(t.text);
   return out;
 }
 
@@ -830,10 +830,10 @@ TEST(InlineRemoved, CallBecomesTheOldHeadersBody) {
 TEST(CTokens, FirstBranchMaskKeepsBraceNesting) {
   // Both branches open a block (as in falcosecurity-scap's main.c): counting every brace would
   // leave the next function one level deep.
-  auto toks = propose::tokenize(
+  auto toks = csrc::tokenize(
       "void a(void)\n{\n#if X\n\tif (p) {\n#else\n\tif (q) {\n#endif\n\t}\n}\n"
       "static char *b(struct device *dev)\n{\n\treturn 0;\n}\n");
-  auto mask = propose::first_branch_mask(toks);
+  auto mask = csrc::first_branch_mask(toks);
   int depth = 0, naive = 0;
   std::size_t b = 0;
   for (std::size_t i = 0; i < toks.size(); ++i) {
@@ -957,11 +957,11 @@ TEST(CTokens, ChangedFunctions) {
   const std::string before = "static int n;\nstatic int a(void)\n{\n\treturn 1;\n}\nstatic int b(void)\n{\n\treturn 2;\n}\n";
   std::string after = before;
   after.replace(after.find("return 2"), 8, "return 3");
-  EXPECT_EQ(propose::changed_functions(before, after), (std::set<std::string>{"b"}));
+  EXPECT_EQ(csrc::changed_functions(before, after), (std::set<std::string>{"b"}));
   std::string top = before;
   top.replace(top.find("static int n;"), 13, "static long n;");
-  EXPECT_EQ(propose::changed_functions(before, top), (std::set<std::string>{""}));
-  EXPECT_EQ(propose::changed_functions(before, "/* comment */\n" + before), (std::set<std::string>{""}));
+  EXPECT_EQ(csrc::changed_functions(before, top), (std::set<std::string>{""}));
+  EXPECT_EQ(csrc::changed_functions(before, "/* comment */\n" + before), (std::set<std::string>{""}));
 }
 
 TEST(TargetApi, MemberSuccessorKeepsTheOldType) {
@@ -1139,9 +1139,9 @@ static int __init bbswitch_init(void)
 
 TEST(CTokens, CallInsideAnElseBranchClosesThere) {
   // falcosecurity-scap's main.c: the call sits in the #else branch of a version check.
-  auto toks = propose::tokenize("if (close_fd < 0 ||\n#if A\n    !FD_ISSET(close_fd, fdt->open_fds)\n#else\n"
+  auto toks = csrc::tokenize("if (close_fd < 0 ||\n#if A\n    !FD_ISSET(close_fd, fdt->open_fds)\n#else\n"
                                 "    !fd_is_open(close_fd, fdt)\n#endif\n    ) {\n\tdrop = true;\n}\n");
-  auto calls = propose::find_calls(toks, 0, toks.size() - 1);
+  auto calls = csrc::find_calls(toks, 0, toks.size() - 1);
   auto it = std::find_if(calls.begin(), calls.end(), [](const auto& c) { return c.callee == "fd_is_open"; });
   ASSERT_NE(it, calls.end());
   EXPECT_EQ(it->args, (std::vector<std::string>{"close_fd", "fdt"}));
@@ -1182,7 +1182,7 @@ TEST(ApplyEdit, OldKernelBranchesKeepTheirOldApi) {
 }
 
 TEST(StmtTemplate, EnclosingStatementStopsAtControlHeaders) {
-  auto toks = propose::tokenize("{ if (a) dev->features |= NETIF_F_LLTX; x = (int)y; }");
+  auto toks = csrc::tokenize("{ if (a) dev->features |= NETIF_F_LLTX; x = (int)y; }");
   std::size_t lltx = 0, y = 0;
   for (std::size_t i = 0; i < toks.size(); ++i) {
     if (toks[i].text == "NETIF_F_LLTX") lltx = i;
@@ -1553,14 +1553,14 @@ TEST(TargetApi, MemberMovedIntoAnEmbeddedStructDroppingAPrefixWord) {
 
 TEST(CTokens, TypeKeyOrdersIntegerKeywords) {
   // gcc prints `unsigned long` as `long unsigned int`; the source says what its author wrote.
-  EXPECT_EQ(propose::type_key("long unsigned int"), propose::type_key("unsigned long"));
-  EXPECT_EQ(propose::type_key("unsigned"), propose::type_key("unsigned int"));
-  EXPECT_EQ(propose::type_key("long long int *"), propose::type_key("long long *"));
-  EXPECT_EQ(propose::type_key("const char *"), propose::type_key("char *"));
-  EXPECT_NE(propose::type_key("unsigned long"), propose::type_key("long"));
-  EXPECT_NE(propose::type_key("unsigned long"), propose::type_key("unsigned long long"));
-  EXPECT_NE(propose::type_key("short"), propose::type_key("int"));
-  EXPECT_EQ(propose::type_key("struct dm_io_region *"), "structdm_io_region*");
+  EXPECT_EQ(csrc::type_key("long unsigned int"), csrc::type_key("unsigned long"));
+  EXPECT_EQ(csrc::type_key("unsigned"), csrc::type_key("unsigned int"));
+  EXPECT_EQ(csrc::type_key("long long int *"), csrc::type_key("long long *"));
+  EXPECT_EQ(csrc::type_key("const char *"), csrc::type_key("char *"));
+  EXPECT_NE(csrc::type_key("unsigned long"), csrc::type_key("long"));
+  EXPECT_NE(csrc::type_key("unsigned long"), csrc::type_key("unsigned long long"));
+  EXPECT_NE(csrc::type_key("short"), csrc::type_key("int"));
+  EXPECT_EQ(csrc::type_key("struct dm_io_region *"), "structdm_io_region*");
 }
 
 TEST(CallbackSignature, AddedParameterKeepsTheDriversSpellingAndItsDirectCallsPassZero) {

@@ -6,6 +6,7 @@
 #include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/struct_convert.hpp"
+#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/util/files.hpp"
 
 #include <gtest/gtest.h>
@@ -242,24 +243,24 @@ module_acpi_driver(ec_driver);
 } // namespace
 
 TEST(StructConvert, MemberPathsFlattenNestedAndChainedDesignators) {
-  auto toks = propose::tokenize("static struct x v = {\n\t.a = 1,\n\t.ops = {\n\t\t.add = f,\n\t},\n\t.drv.pm = &p,\n};\n");
-  auto units = propose::find_units(toks);
+  auto toks = csrc::tokenize("static struct x v = {\n\t.a = 1,\n\t.ops = {\n\t\t.add = f,\n\t},\n\t.drv.pm = &p,\n};\n");
+  auto units = csrc::find_units(toks);
   ASSERT_EQ(units.size(), 1u);
   auto paths = propose::member_paths(toks, units[0].body + 1);
   ASSERT_EQ(paths.size(), 3u);
   EXPECT_EQ(paths[0].path, ".a");
   EXPECT_EQ(paths[1].path, ".ops.add");
   EXPECT_EQ(paths[2].path, ".drv.pm");
-  EXPECT_EQ(propose::c_text(paths[2].value), "&p");
-  EXPECT_EQ(propose::c_text({"ACPI_COMPANION", "(", "&", "pdev", "->", "dev", ")"}), "ACPI_COMPANION(&pdev->dev)");
-  EXPECT_EQ(propose::c_text({"struct", "acpi_device", "*"}), "struct acpi_device *");
+  EXPECT_EQ(csrc::c_text(paths[2].value), "&p");
+  EXPECT_EQ(csrc::c_text({"ACPI_COMPANION", "(", "&", "pdev", "->", "dev", ")"}), "ACPI_COMPANION(&pdev->dev)");
+  EXPECT_EQ(csrc::c_text({"struct", "acpi_device", "*"}), "struct acpi_device *");
 }
 
 TEST(StructConvert, FunctionWithVersionedPrototypesIsOneUnit) {
-  auto toks = propose::tokenize(k_driver);
-  auto units = propose::find_units(toks);
+  auto toks = csrc::tokenize(k_driver);
+  auto units = csrc::find_units(toks);
   EXPECT_TRUE(std::any_of(units.begin(), units.end(), [](const auto& u) {
-    return u.kind == propose::UnitKind::function && u.name == "ec_remove";
+    return u.kind == csrc::UnitKind::function && u.name == "ec_remove";
   }));
 }
 

@@ -1,7 +1,7 @@
 // The one reader of `#if LINUX_VERSION_CODE ...` conditions and of `#define A B` aliases.
 
 #include "autodriver/propose/shared/apply.hpp"
-#include "autodriver/propose/shared/c_tokens.hpp"
+#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/propose/shared/version_cond.hpp"
 
 #include <gtest/gtest.h>
@@ -43,12 +43,12 @@ TEST(VersionCond, DeadLinesFollowMirroredConditionsToo) {
 }
 
 TEST(DefineAlias, OneIdentifierOntoAnother) {
-  auto a = propose::define_alias("#define PCI_DMA_TODEVICE\tDMA_TO_DEVICE /* alias */");
+  auto a = csrc::define_alias("#define PCI_DMA_TODEVICE\tDMA_TO_DEVICE /* alias */");
   ASSERT_TRUE(a);
   EXPECT_EQ(a->first, "PCI_DMA_TODEVICE");
   EXPECT_EQ(a->second, "DMA_TO_DEVICE");
-  EXPECT_TRUE(propose::define_alias("  #  define a b"));
-  EXPECT_FALSE(propose::define_alias("#define A(x) B"));
-  EXPECT_FALSE(propose::define_alias("#define A 1"));
-  EXPECT_FALSE(propose::define_alias("#define A B C"));
+  EXPECT_TRUE(csrc::define_alias("  #  define a b"));
+  EXPECT_FALSE(csrc::define_alias("#define A(x) B"));
+  EXPECT_FALSE(csrc::define_alias("#define A 1"));
+  EXPECT_FALSE(csrc::define_alias("#define A B C"));
 }

@@ -3,7 +3,7 @@
 #include "autodriver/gate/check.hpp"
 #include "autodriver/loop/port.hpp"
 #include "autodriver/loop/record.hpp"
-#include "autodriver/propose/shared/c_tokens.hpp"
+#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
@@ -29,9 +29,9 @@ using util::unexpected;
 
 std::string normalize_c(const std::string& text) {
   std::string out;
-  for (const auto& t : propose::tokenize(text)) {
+  for (const auto& t : csrc::tokenize(text)) {
     if (!out.empty()) out += ' ';
-    if (t.kind == propose::TokKind::pp_line) {
+    if (t.kind == csrc::TokKind::pp_line) {
       // Directives: collapse inner whitespace.
       for (const auto& w : util::split_words(t.text)) out += w + " ";
     } else {

@@ -7,7 +7,7 @@
 #include "autodriver/corpus/dkms.hpp"
 #include "autodriver/kernel/source.hpp"
 #include "autodriver/kernel/target.hpp"
-#include "autodriver/propose/shared/c_tokens.hpp"
+#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/propose/kb/kb_cases.hpp"
 #include "autodriver/propose/kb/kb_file.hpp"
 #include "autodriver/propose/kb/kb_rewrite.hpp"
@@ -174,7 +174,7 @@ int run_eval(const SourceOptions& so, const fs::path& kb_path) {
   }
   auto tokens = [](const std::string& t) {
     std::string o;
-    for (const auto& x : propose::tokenize(t)) o += (x.kind == propose::TokKind::pp_line ? propose::normalize_ws(x.text) : x.text) + " ";
+    for (const auto& x : csrc::tokenize(t)) o += (x.kind == csrc::TokKind::pp_line ? propose::normalize_ws(x.text) : x.text) + " ";
     return o;
   };
   int blocks = 0, with_rule = 0, best_same = 0, top3_same = 0;

@@ -126,7 +126,7 @@ IntegrityReport check_integrity(const IntegrityInput& in) {
       continue;
     }
     if (f.in_original == f.in_candidate && *a == *b) {
-      if (integrity::is_c_source(f.rel)) ctx.note_candidate_functions(cscan::scan(*b));
+      if (integrity::is_c_source(f.rel)) ctx.note_candidate_functions(csrc::scan(*b));
       continue;
     }
     report.changed_files.push_back(f.rel);
@@ -136,8 +136,8 @@ IntegrityReport check_integrity(const IntegrityInput& in) {
     }
     f.original_text = std::move(*a);
     f.candidate_text = std::move(*b);
-    f.o = cscan::scan(f.original_text);
-    f.c = cscan::scan(f.candidate_text);
+    f.o = csrc::scan(f.original_text);
+    f.c = csrc::scan(f.candidate_text);
     if (f.original_text.empty()) f.o.raw.clear();
     if (f.candidate_text.empty()) f.c.raw.clear();
     f.blocks = diff_blocks(f.in_original ? op : fs::path("/dev/null"), f.in_candidate ? cp : fs::path("/dev/null"),

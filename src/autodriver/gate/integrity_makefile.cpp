@@ -34,7 +34,7 @@ std::vector<Logical> logical_lines(const std::vector<std::string>& raw) {
     }
     l.last = static_cast<int>(std::min(i, raw.size() - 1)) + 1;
     if (auto h = joined.find('#'); h != std::string::npos) joined.resize(h);
-    l.text = cscan::normalize_space(joined);
+    l.text = csrc::normalize_space(joined);
     if (!l.text.empty()) out.push_back(std::move(l));
   }
   return out;
@@ -48,7 +48,7 @@ std::vector<std::pair<std::string, int>> objects(const std::vector<Logical>& lin
     if (op == std::string::npos || op == 0) continue;
     std::size_t lhs_end = op;
     if (std::string_view(":+?").find(l.text[op - 1]) != std::string_view::npos) --lhs_end;
-    std::string lhs = cscan::normalize_space(l.text.substr(0, lhs_end));
+    std::string lhs = csrc::normalize_space(l.text.substr(0, lhs_end));
     bool list = lhs.starts_with("obj-") || lhs.ends_with("-y") || lhs.ends_with("-m") || lhs.ends_with("-objs") ||
                 (lhs.find("-$(") != std::string::npos && lhs.ends_with(")"));
     if (!list || lhs.find(' ') != std::string::npos) continue;

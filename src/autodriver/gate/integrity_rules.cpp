@@ -33,7 +33,7 @@ void quoted_idents(std::string_view msg, std::set<std::string>& out) {
     if (a == std::string_view::npos) return;
     auto b = msg.find('\'', a + 1);
     if (b == std::string_view::npos) return;
-    for (auto& id : cscan::identifiers(msg.substr(a + 1, b - a - 1)))
+    for (auto& id : csrc::identifiers(msg.substr(a + 1, b - a - 1)))
       if (!k_keywords.count(id)) out.insert(id);
     pos = b + 1;
   }
@@ -41,7 +41,7 @@ void quoted_idents(std::string_view msg, std::set<std::string>& out) {
 
 void collect_idents(const core::Diagnostic& d, std::set<std::string>& out) {
   for (const auto& s : d.symbols)
-    for (auto& id : cscan::identifiers(s))
+    for (auto& id : csrc::identifiers(s))
       if (!k_keywords.count(id)) out.insert(id);
   quoted_idents(d.message, out);
   for (const auto& n : d.notes) quoted_idents(n.message, out);
@@ -65,14 +65,14 @@ std::size_t count_of(std::string_view hay, std::string_view needle) {
 }
 
 bool substantive(std::string_view code) {
-  for (auto& id : cscan::identifiers(code))
+  for (auto& id : csrc::identifiers(code))
     if (!id.empty()) return true;
   return false;
 }
 
 bool mentions(std::string_view code, const std::set<std::string>& names) {
   if (names.empty()) return false;
-  for (auto& id : cscan::identifiers(code))
+  for (auto& id : csrc::identifiers(code))
     if (names.count(id)) return true;
   return false;
 }
@@ -85,7 +85,7 @@ std::pair<std::string, std::string> directive(std::string_view code) {
   while (i < code.size() && std::isspace(static_cast<unsigned char>(code[i]))) ++i;
   std::size_t j = i;
   while (j < code.size() && std::isalpha(static_cast<unsigned char>(code[j]))) ++j;
-  return {std::string(code.substr(i, j - i)), cscan::normalize_space(code.substr(j))};
+  return {std::string(code.substr(i, j - i)), csrc::normalize_space(code.substr(j))};
 }
 
 bool is_compat_guard(std::string_view code) {
@@ -138,10 +138,10 @@ std::vector<DiagLine> diag_lines(const Context& ctx, const std::string& rel) {
   return out;
 }
 
-const cscan::TopItem* best_function(const cscan::ScannedFile& f, const std::string& name) {
-  const cscan::TopItem* best = nullptr;
+const csrc::TopItem* best_function(const csrc::ScannedFile& f, const std::string& name) {
+  const csrc::TopItem* best = nullptr;
   for (const auto& it : f.items)
-    if (it.kind == cscan::ItemKind::function && it.name == name &&
+    if (it.kind == csrc::ItemKind::function && it.name == name &&
         (!best || it.statements.size() > best->statements.size()))
       best = &it;
   return best;
@@ -168,12 +168,12 @@ struct CFile {
     dlines = diag_lines(ctx, f.rel);
     for (const auto& dl : dlines) collect_idents(*dl.diag, file_idents);
     for (const auto& it : f.o.items) {
-      if (it.kind == cscan::ItemKind::function && !it.name.empty()) o_functions.insert(it.name);
-      if (it.kind == cscan::ItemKind::declaration && !it.name.empty()) o_tables.insert(it.name);
+      if (it.kind == csrc::ItemKind::function && !it.name.empty()) o_functions.insert(it.name);
+      if (it.kind == csrc::ItemKind::declaration && !it.name.empty()) o_tables.insert(it.name);
     }
   }
 
-  bool diag_into(const cscan::TopItem& it, std::set<std::string>* idents = nullptr) const {
+  bool diag_into(const csrc::TopItem& it, std::set<std::string>* idents = nullptr) const {
     bool any = false;
     for (const auto& dl : dlines)
       if (it.first_line <= dl.line && dl.line <= it.last_line) {
@@ -187,8 +187,8 @@ struct CFile {
 void function_rules(CFile& cf) {
   const auto& f = cf.f;
   for (const auto& it : f.o.items) {
-    if (it.kind != cscan::ItemKind::function || it.name.empty()) continue;
-    const cscan::TopItem* now = best_function(f.c, it.name);
+    if (it.kind != csrc::ItemKind::function || it.name.empty()) continue;
+    const csrc::TopItem* now = best_function(f.c, it.name);
     if (!now) {
       if (cf.ctx.candidate_functions.count(it.name)) continue; // moved to another file
       if (cf.ctx.removed.count(it.name) || cf.ctx.diag_idents.count(it.name)) continue; // clashes with the kernel
@@ -226,7 +226,7 @@ void code_disabled_rules(CFile& cf) {
     for (int l = b.c_first; l < b.c_first + b.c_count; ++l) {
       const auto& code = f.c.code_line(l);
       if (f.c.is_preproc(l) && is_disabling_guard(code))
-        cf.ctx.add("code-disabled", f.rel, l, "added never-true guard '" + cscan::normalize_space(code) + "'");
+        cf.ctx.add("code-disabled", f.rel, l, "added never-true guard '" + csrc::normalize_space(code) + "'");
     }
   std::size_t o_if0 = 0, c_if0 = 0;
   for (const auto& l : f.o.code) o_if0 += count_of(nospace(l), "if(0)") + count_of(nospace(l), "if(false)");
@@ -259,12 +259,12 @@ void code_disabled_rules(CFile& cf) {
       std::string t = f.c.comment_line(l);
       auto s = t.find_first_not_of(" \t*/");
       if (s == std::string::npos) continue;
-      comments.emplace_back(l, cscan::normalize_space(t.substr(s)));
+      comments.emplace_back(l, csrc::normalize_space(t.substr(s)));
     }
     if (comments.empty()) continue;
     for (int l = b.o_first; l < b.o_first + b.o_count; ++l) {
       if (!f.o.has_code(l) || !substantive(f.o.code_line(l))) continue;
-      std::string text = cscan::normalize_space(f.o.comment_line(l).empty() ? f.o.raw[static_cast<std::size_t>(l - 1)]
+      std::string text = csrc::normalize_space(f.o.comment_line(l).empty() ? f.o.raw[static_cast<std::size_t>(l - 1)]
                                                                             : f.o.code_line(l));
       if (text.size() < 6) continue;
       auto hit = std::find_if(comments.begin(), comments.end(),
@@ -324,7 +324,7 @@ void cast_rules(CFile& cf) {
     }
     if (added > removed)
       cf.ctx.add("silencing-cast", f.rel, at,
-                 fmt::format("added cast '{}' where the original had none", cscan::normalize_space(f.c.code_line(at))));
+                 fmt::format("added cast '{}' where the original had none", csrc::normalize_space(f.c.code_line(at))));
   }
 }
 
@@ -335,9 +335,9 @@ std::string uncast(const std::string& v) {
   for (std::size_t i = 0; i < v.size(); ++i) {
     if (v[i] == '(') ++depth;
     else if (v[i] == ')' && --depth == 0) {
-      std::string rest = cscan::normalize_space(std::string_view(v).substr(i + 1));
+      std::string rest = csrc::normalize_space(std::string_view(v).substr(i + 1));
       bool simple = !rest.empty() && (rest[0] == '&' || rest[0] == '_' || std::isalpha(static_cast<unsigned char>(rest[0])));
-      return simple && cscan::identifiers(rest).size() == 1 ? rest : v;
+      return simple && csrc::identifiers(rest).size() == 1 ? rest : v;
     }
   }
   return v;
@@ -359,10 +359,10 @@ std::set<std::string> reached_from(const std::set<std::string>& roots,
 
 void ops_rules(CFile& cf) {
   const auto& f = cf.f;
-  auto key = [](const cscan::Assignment& a) { return a.scope + "\n" + a.member + "\n" + uncast(a.value); };
+  auto key = [](const csrc::Assignment& a) { return a.scope + "\n" + a.member + "\n" + uncast(a.value); };
   std::map<std::string, int> now;
   std::map<std::string, std::set<std::string>> values_in_scope; // scope -> values assigned in the candidate
-  for (const auto& a : cscan::member_assignments(f.c)) {
+  for (const auto& a : csrc::member_assignments(f.c)) {
     ++now[key(a)];
     values_in_scope[a.scope].insert(uncast(a.value));
   }
@@ -371,16 +371,16 @@ void ops_rules(CFile& cf) {
   // f, ...)`) leaves the callback used in the same function.
   std::map<std::string, std::set<std::string>> used_in_function;
   for (const auto& it : f.c.items)
-    if (it.kind == cscan::ItemKind::function && !it.name.empty())
+    if (it.kind == csrc::ItemKind::function && !it.name.empty())
       for (const auto& st : it.statements)
-        for (const auto& id : cscan::identifiers(st)) used_in_function[it.name].insert(id);
-  for (const auto& a : cscan::member_assignments(f.o)) {
+        for (const auto& id : csrc::identifiers(st)) used_in_function[it.name].insert(id);
+  for (const auto& a : csrc::member_assignments(f.o)) {
     auto it = now.find(key(a));
     if (it != now.end() && it->second > 0) {
       --it->second;
       continue;
     }
-    auto vids = cscan::identifiers(a.value);
+    auto vids = csrc::identifiers(a.value);
     bool removed = cf.ctx.removed.count(a.member) > 0;
     bool value_named = false;
     for (const auto& id : vids)
@@ -432,7 +432,7 @@ void unrelated_rules(CFile& cf) {
     }
     // a callback assigned on the diagnostic's line (`.remove = foo_remove`): its definition may
     // change; so may a table the line passes (`proc_create(..., &fops)`: its struct type changed)
-    for (const auto& id : cscan::identifiers(f.o.code_line(dl.line)))
+    for (const auto& id : csrc::identifiers(f.o.code_line(dl.line)))
       if (cf.o_functions.count(id) || cf.o_tables.count(id)) cf.allowed_names.insert(id);
   }
   // The callbacks a table on a diagnostic's line holds (`.drv.pm = &foo_pm` of an object whose
@@ -442,12 +442,12 @@ void unrelated_rules(CFile& cf) {
   {
     std::set<std::string> tables;
     for (const auto& dl : cf.dlines)
-      for (const auto& id : cscan::identifiers(f.o.code_line(dl.line)))
+      for (const auto& id : csrc::identifiers(f.o.code_line(dl.line)))
         if (!cf.o_functions.count(id)) tables.insert(id);
     for (const auto& it : f.o.items) {
-      if (it.kind != cscan::ItemKind::declaration) continue;
+      if (it.kind != csrc::ItemKind::declaration) continue;
       const auto text = std::string_view(f.o.text).substr(it.begin, it.end - it.begin);
-      const auto ids = cscan::identifiers(text);
+      const auto ids = csrc::identifiers(text);
       bool holds = tables.count(it.name) > 0;
       for (std::size_t i = 0; !holds && i + 1 < ids.size(); ++i)
         holds = tables.count(ids[i + 1]) && std::none_of(ids[i].begin(), ids[i].end(), [](char ch) {
@@ -469,12 +469,12 @@ void unrelated_rules(CFile& cf) {
     before = cf.allowed_names.size();
     for (const auto& it : f.c.items) {
       if (it.name.empty() || !cf.allowed_names.count(it.name)) continue;
-      for (const auto& id : cscan::identifiers(std::string_view(f.c.text).substr(it.begin, it.end - it.begin)))
+      for (const auto& id : csrc::identifiers(std::string_view(f.c.text).substr(it.begin, it.end - it.begin)))
         if (!cf.o_functions.count(id) && best_function(f.c, id)) cf.allowed_names.insert(id);
     }
   }
 
-  auto ignorable = [&cf](const cscan::ScannedFile& s, int l) {
+  auto ignorable = [&cf](const csrc::ScannedFile& s, int l) {
     if (!s.has_code(l)) return true; // blank or comment only (commented-out code is code-disabled's)
     if (!s.is_preproc(l)) return false;
     auto [word, rest] = directive(s.code_line(l));
@@ -501,8 +501,8 @@ void unrelated_rules(CFile& cf) {
     if ((it && cf.allowed_names.count(it->name)) || mentions(f.c.code_line(l), cf.ctx.removed)) return true;
     // A file-scope line (MODULE_IMPORT_NS("NS");) naming what a module-wide diagnostic names,
     // string contents included.
-    if ((it && it->kind == cscan::ItemKind::function) || cf.ctx.module_words.empty()) return false;
-    const auto words = cscan::identifiers(f.c.raw[static_cast<std::size_t>(l) - 1]);
+    if ((it && it->kind == csrc::ItemKind::function) || cf.ctx.module_words.empty()) return false;
+    const auto words = csrc::identifiers(f.c.raw[static_cast<std::size_t>(l) - 1]);
     return std::any_of(words.begin(), words.end(), [&](const std::string& w) { return cf.ctx.module_words.count(w) > 0; });
   };
   for (const auto& b : f.blocks) {
@@ -577,7 +577,7 @@ Context::Context(const IntegrityInput& input, IntegrityReport& rep) : in(input),
     collect_idents(d, diag_idents);
     if (!d.function.empty()) diag_functions.insert(d.function);
     if (d.tool == "modpost" || d.file.empty())
-      for (auto& id : cscan::identifiers(d.message))
+      for (auto& id : csrc::identifiers(d.message))
         if (std::any_of(id.begin(), id.end(), [](char ch) { return ch == '_' || std::isupper(static_cast<unsigned char>(ch)); }))
           module_words.insert(id);
     if (d.file.empty() || d.file.front() == '/' || d.line <= 0) continue;
@@ -596,9 +596,9 @@ void Context::add(const std::string& rule, const std::string& file, int line, st
   report.violations.push_back({rule, file, line, std::move(detail)});
 }
 
-void Context::note_candidate_functions(const cscan::ScannedFile& f) {
+void Context::note_candidate_functions(const csrc::ScannedFile& f) {
   for (const auto& it : f.items)
-    if (it.kind == cscan::ItemKind::function && !it.name.empty()) candidate_functions.insert(it.name);
+    if (it.kind == csrc::ItemKind::function && !it.name.empty()) candidate_functions.insert(it.name);
 }
 
 bool is_c_source(const std::string& rel) {

@@ -2,7 +2,7 @@
 // Internals of the integrity gate shared by integrity_gate.cpp and integrity_rules.cpp:
 // one changed file with its diff, the cross-file context, and the per-file rule runners.
 
-#include "autodriver/gate/c_scan.hpp"
+#include "autodriver/csrc/scan.hpp"
 #include "autodriver/gate/integrity.hpp"
 
 #include <set>
@@ -22,7 +22,7 @@ struct FilePair {
   std::string rel;
   bool in_original = false, in_candidate = false;
   std::string original_text, candidate_text;
-  cscan::ScannedFile o, c;
+  csrc::ScannedFile o, c;
   std::vector<Block> blocks;
   std::vector<int> o_to_c;   ///< [o line] -> candidate line for unchanged lines, 0 for removed ones
   std::vector<int> o_block;  ///< [o line] -> index of the block that removed it, -1 if unchanged
@@ -36,7 +36,7 @@ class Context {
 public:
   Context(const IntegrityInput& in, IntegrityReport& report);
   void add(const std::string& rule, const std::string& file, int line, std::string detail);
-  void note_candidate_functions(const cscan::ScannedFile& f);
+  void note_candidate_functions(const csrc::ScannedFile& f);
 
   const IntegrityInput& in;
   IntegrityReport& report;

@@ -2,7 +2,7 @@
 
 #include "autodriver/gate/kbuild.hpp"
 #include "autodriver/loop/trial_objects.hpp"
-#include "autodriver/propose/shared/c_tokens.hpp"
+#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/util/log.hpp"
 
 #include <map>
@@ -45,7 +45,7 @@ util::Expected<Trial> try_edits(const std::vector<const propose::Edit*>& edits, 
       changed.insert(f);
       if (!texts.count(f)) texts[f] = text_of(work / f);
       std::string now = text_of(t / f);
-      for (const auto& fn : propose::changed_functions(texts[f], now)) trial.touched.back().insert(f + "|" + fn);
+      for (const auto& fn : csrc::changed_functions(texts[f], now)) trial.touched.back().insert(f + "|" + fn);
       texts[f] = std::move(now);
     }
   }

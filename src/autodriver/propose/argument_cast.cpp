@@ -8,7 +8,7 @@
 // member now wants with more const (attribute_group.bin_attrs) gains the qualifiers.
 
 #include "autodriver/propose/shared/apply.hpp"
-#include "autodriver/propose/shared/c_tokens.hpp"
+#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
@@ -21,6 +21,8 @@
 #include <set>
 
 namespace autodriver::propose {
+
+using namespace csrc; // the C reader shared with gate/
 
 namespace {
 

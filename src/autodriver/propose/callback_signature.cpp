@@ -5,7 +5,7 @@
 
 #include "autodriver/propose/callback_signature.hpp"
 #include "autodriver/propose/shared/apply.hpp"
-#include "autodriver/propose/shared/c_tokens.hpp"
+#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/rules/rules.hpp"
 #include "autodriver/propose/shared/struct_swap.hpp"
@@ -24,6 +24,8 @@
 #include <set>
 
 namespace autodriver::propose {
+
+using namespace csrc; // the C reader shared with gate/
 
 namespace fs = std::filesystem;
 

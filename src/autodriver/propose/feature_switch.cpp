@@ -7,10 +7,10 @@
 // the switch only when the build improves. Kernel macros (any name the target's headers declare,
 // CONFIG_*, reserved names) and debug switches are never touched.
 
-#include "autodriver/gate/c_scan.hpp"
+#include "autodriver/csrc/scan.hpp"
 #include "autodriver/gate/feature_switch.hpp"
 #include "autodriver/propose/shared/apply.hpp"
-#include "autodriver/propose/shared/c_tokens.hpp"
+#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/shared/target_decls.hpp"
 #include "autodriver/util/files.hpp"
@@ -25,6 +25,8 @@
 #include <set>
 
 namespace autodriver::propose {
+
+using namespace csrc; // the C reader shared with gate/
 
 namespace fs = std::filesystem;
 
@@ -86,12 +88,12 @@ int insertion_line(const std::string& text, const std::string& macro) {
     if (std::regex_search(std::string(lines[i]), k)) first = static_cast<int>(i) + 1;
   if (!first) return 0;
   auto depth = depth_of_lines(lines);
-  auto scanned = gate::cscan::scan(text);
+  auto scanned = csrc::scan(text);
   auto line_text = [&](int l) { return std::string(lines[static_cast<std::size_t>(l) - 1]); };
   auto continued = [&](int l) { auto t = line_text(l); return !t.empty() && t.back() == '\\'; };
   int limit = first;
   for (const auto& it : scanned.items)
-    if (it.kind == gate::cscan::ItemKind::function) {
+    if (it.kind == csrc::ItemKind::function) {
       limit = std::min(limit, it.first_line);
       break;
     }

@@ -3,7 +3,7 @@
 // symbol, which headers the kernel's own users of the symbol include, and (with the old tree)
 // what the kernel's files that included a vanished header include instead.
 
-#include "autodriver/gate/c_scan.hpp"
+#include "autodriver/csrc/scan.hpp"
 #include "autodriver/kernel/source_grep.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/shared/site_index.hpp"
@@ -69,8 +69,8 @@ int last_include_line(const std::string& text) {
   // Only the includes before the first function count: a file that includes an X-macro list
   // inside a function or table (`#include <linux/cgroup_subsys.h>`) must not get a header there.
   int first_function = 0;
-  for (const auto& it : gate::cscan::scan(text).items)
-    if (it.kind == gate::cscan::ItemKind::function) {
+  for (const auto& it : csrc::scan(text).items)
+    if (it.kind == csrc::ItemKind::function) {
       first_function = it.first_line;
       break;
     }

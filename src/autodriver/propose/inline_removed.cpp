@@ -11,7 +11,7 @@
 // uses still exists in the target.
 
 #include "autodriver/kernel/source_grep.hpp"
-#include "autodriver/propose/shared/c_tokens.hpp"
+#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/propose/inline_removed.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/shared/target_decls.hpp"
@@ -31,6 +31,8 @@
 #include <set>
 
 namespace autodriver::propose {
+
+using namespace csrc; // the C reader shared with gate/
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;

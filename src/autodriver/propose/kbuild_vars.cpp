@@ -7,7 +7,7 @@
 // come from the two kernel trees' scripts/, nothing from a table.
 
 #include "autodriver/propose/shared/apply.hpp"
-#include "autodriver/propose/shared/c_tokens.hpp"
+#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
@@ -22,6 +22,8 @@
 #include <set>
 
 namespace autodriver::propose {
+
+using namespace csrc; // the C reader shared with gate/
 
 namespace fs = std::filesystem;
 

@@ -8,7 +8,7 @@
 // (`.owner = THIS_MODULE`); a callback with nowhere to go means no edit. Everything comes from the
 // target's struct definitions.
 
-#include "autodriver/propose/shared/c_tokens.hpp"
+#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/shared/target_decls.hpp"
 #include "autodriver/util/files.hpp"
@@ -22,6 +22,8 @@
 #include <set>
 
 namespace autodriver::propose {
+
+using namespace csrc; // the C reader shared with gate/
 
 namespace fs = std::filesystem;
 

@@ -17,13 +17,15 @@
 // The driver's callbacks stay as they are: small adapters with the new types call them, so no line
 // of the driver's logic changes and the patch reads as what it is.
 
-#include "autodriver/propose/shared/c_tokens.hpp"
+#include "autodriver/csrc/tokens.hpp"
 
 #include <map>
 #include <string>
 #include <vector>
 
 namespace autodriver::propose {
+
+using namespace csrc; // the C reader shared with gate/
 
 /// One designated member of an initializer, nested members flattened: `.ops = { .add = f }` and
 /// `.drv.pm = &x` give paths ".ops.add" and ".drv.pm". Members in later #elif/#else branches are

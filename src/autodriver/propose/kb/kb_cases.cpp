@@ -1,10 +1,12 @@
 #include "autodriver/propose/kb/kb_cases.hpp"
 
-#include "autodriver/propose/shared/c_tokens.hpp"
+#include "autodriver/csrc/tokens.hpp"
 
 #include <algorithm>
 
 namespace autodriver::propose {
+
+using namespace csrc; // the C reader shared with gate/
 
 namespace {
 bool new_branch_covers(const VersionBlock& b, const KVersion& k) {

@@ -1,7 +1,7 @@
 #include "autodriver/propose/kb/kb_extract.hpp"
 #include "autodriver/propose/shared/version_cond.hpp"
 
-#include "autodriver/propose/shared/c_tokens.hpp"
+#include "autodriver/csrc/tokens.hpp"
 
 #include <fmt/format.h>
 
@@ -11,6 +11,8 @@
 #include <set>
 
 namespace autodriver::propose {
+
+using namespace csrc; // the C reader shared with gate/
 
 std::string KVersion::str() const { return fmt::format("{}.{}.{}", major, minor, patch); }
 

@@ -1,11 +1,13 @@
 #include "autodriver/propose/kb/kb_rewrite.hpp"
 
-#include "autodriver/propose/shared/c_tokens.hpp"
+#include "autodriver/csrc/tokens.hpp"
 
 #include <algorithm>
 #include <regex>
 
 namespace autodriver::propose {
+
+using namespace csrc; // the C reader shared with gate/
 
 namespace {
 

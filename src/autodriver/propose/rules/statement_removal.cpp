@@ -6,7 +6,7 @@
 // `#if LINUX_VERSION_CODE` branches the target rules out keep their old code.
 
 #include "autodriver/propose/shared/apply.hpp"
-#include "autodriver/propose/shared/c_tokens.hpp"
+#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/rules/rule_mechanisms.hpp"
 #include "autodriver/propose/rules/rules.hpp"
@@ -20,6 +20,8 @@
 #include <regex>
 
 namespace autodriver::propose {
+
+using namespace csrc; // the C reader shared with gate/
 
 std::optional<Edit> propose_statement_removal(const std::vector<core::Diagnostic>& diags, const PortContext& ctx,
                                               const Rule& r, std::optional<TargetIndex>& idx) {

@@ -10,7 +10,7 @@
 // proposed then.
 
 #include "autodriver/propose/shared/apply.hpp"
-#include "autodriver/propose/shared/c_tokens.hpp"
+#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/rules/rule_mechanisms.hpp"
 #include "autodriver/propose/rules/rules.hpp"
@@ -27,6 +27,8 @@
 #include <set>
 
 namespace autodriver::propose {
+
+using namespace csrc; // the C reader shared with gate/
 
 namespace fs = std::filesystem;
 

@@ -1,5 +1,5 @@
 #include "autodriver/propose/shared/adapter_macro.hpp"
-#include "autodriver/propose/shared/c_tokens.hpp"
+#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/propose/shared/target_decls.hpp"
 
 #include <map>
@@ -7,6 +7,8 @@
 #include <set>
 
 namespace autodriver::propose {
+
+using namespace csrc; // the C reader shared with gate/
 
 namespace {
 

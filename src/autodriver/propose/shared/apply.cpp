@@ -1,7 +1,7 @@
 #include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/propose/shared/version_cond.hpp"
 
-#include "autodriver/propose/shared/c_tokens.hpp"
+#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/propose/kb/kb_extract.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
@@ -17,6 +17,8 @@
 #include <set>
 
 namespace autodriver::propose {
+
+using namespace csrc; // the C reader shared with gate/
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;

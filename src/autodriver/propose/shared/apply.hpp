@@ -1,7 +1,7 @@
 #pragma once
 // Applying an Edit to a tree: SmPL through spatch, line edits, identifier renames.
 
-#include "autodriver/propose/shared/c_tokens.hpp"
+#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/util/expected.hpp"
 
@@ -13,6 +13,8 @@
 #include <vector>
 
 namespace autodriver::propose {
+
+using namespace csrc; // the C reader shared with gate/
 
 struct ApplyResult {
   std::vector<std::string> changed_files; ///< relative to the tree

@@ -1,6 +1,6 @@
 #include "autodriver/propose/shared/call_merge.hpp"
 
-#include "autodriver/propose/shared/c_tokens.hpp"
+#include "autodriver/csrc/tokens.hpp"
 
 #include <fmt/format.h>
 
@@ -11,6 +11,8 @@
 #include <set>
 
 namespace autodriver::propose {
+
+using namespace csrc; // the C reader shared with gate/
 
 namespace {
 

@@ -2,7 +2,7 @@
 // Where a symbol is used in a kernel source tree, and the same file in another tree:
 // the "before/after" pairs the learned rewrites come from. Leave-one-out is enforced here.
 
-#include "autodriver/propose/shared/c_tokens.hpp"
+#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
 
 #include <filesystem>
@@ -12,6 +12,8 @@
 #include <vector>
 
 namespace autodriver::propose {
+
+using namespace csrc; // the C reader shared with gate/
 
 struct SourceFile {
   std::string rel;              ///< path relative to the kernel tree

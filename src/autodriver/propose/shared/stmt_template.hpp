@@ -3,13 +3,15 @@
 // used a changed API ("vma->vm_flags |= VM_IO;" -> "vm_flags_set(vma, VM_IO);"); the pieces both
 // forms share become holes, so the pair generalises to any driver's statement of that shape.
 
-#include "autodriver/propose/shared/c_tokens.hpp"
+#include "autodriver/csrc/tokens.hpp"
 
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace autodriver::propose {
+
+using namespace csrc; // the C reader shared with gate/
 
 /// Token texts with holes "$0", "$1", ... (one per distinct shared sub-expression).
 struct StmtTemplate {

@@ -1,5 +1,5 @@
 #include "autodriver/kernel/source_grep.hpp"
-#include "autodriver/propose/shared/c_tokens.hpp"
+#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/propose/shared/struct_swap.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/strings.hpp"
@@ -11,6 +11,8 @@
 #include <vector>
 
 namespace autodriver::propose {
+
+using namespace csrc; // the C reader shared with gate/
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;

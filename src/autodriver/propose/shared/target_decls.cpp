@@ -2,7 +2,7 @@
 
 #include "autodriver/kernel/source_grep.hpp"
 #include "autodriver/kernel/target.hpp"
-#include "autodriver/propose/shared/c_tokens.hpp"
+#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/strings.hpp"
 #include "autodriver/util/subprocess.hpp"
@@ -17,6 +17,8 @@
 #include <regex>
 
 namespace autodriver::propose {
+
+using namespace csrc; // the C reader shared with gate/
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;

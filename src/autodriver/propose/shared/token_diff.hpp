@@ -1,11 +1,13 @@
 #pragma once
 // Token-level diff (LCS) between two token ranges: the hunks are before/after examples.
 
-#include "autodriver/propose/shared/c_tokens.hpp"
+#include "autodriver/csrc/tokens.hpp"
 
 #include <vector>
 
 namespace autodriver::propose {
+
+using namespace csrc; // the C reader shared with gate/
 
 struct TokenHunk {
   std::size_t a_first = 0, a_count = 0; ///< range in the first sequence

@@ -1,9 +1,11 @@
-#include "autodriver/gate/c_scan.hpp"
+#include "autodriver/csrc/scan.hpp"
+
+#include "autodriver/csrc/tokens.hpp"
 
 #include <algorithm>
 #include <cctype>
 
-namespace autodriver::gate::cscan {
+namespace autodriver::csrc {
 
 namespace {
 
@@ -13,54 +15,30 @@ bool space(char ch) { return std::isspace(static_cast<unsigned char>(ch)) != 0; 
 
 const std::string k_empty;
 
-/// Removes comments (collected per line) and blanks string/char literal contents, keeping
-/// every newline so that offsets and line numbers stay those of the source.
-void strip(std::string_view in, std::string& code, std::vector<std::string>& comments) {
-  enum class State { normal, line_comment, block_comment, string, chr } st = State::normal;
-  code.assign(in.size(), ' ');
-  comments.assign(1, std::string());
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    char ch = in[i];
-    char next = i + 1 < in.size() ? in[i + 1] : '\0';
-    if (ch == '\n') {
-      code[i] = '\n';
-      comments.emplace_back();
-      if (st == State::line_comment || st == State::string || st == State::chr) st = State::normal;
-      continue;
+/// The source with comments removed (their text collected per line) and string/char literal
+/// contents blanked, every newline kept so that offsets and line numbers stay those of the source;
+/// read from the one lexer (csrc/tokens.hpp).
+void strip(std::string_view in, const Lexed& lexed, std::string& code, std::vector<std::string>& comments) {
+  code.assign(in);
+  comments.assign(static_cast<std::size_t>(std::count(in.begin(), in.end(), '\n')) + 1, std::string());
+  for (const auto& c : lexed.comments) {
+    auto line = static_cast<std::size_t>(c.line - 1);
+    bool block = c.end - c.begin >= 2 && in[c.begin + 1] == '*';
+    std::size_t text_end = block && c.end - c.begin >= 4 && in.substr(c.end - 2, 2) == "*/" ? c.end - 2 : c.end;
+    for (std::size_t i = c.begin; i < c.end; ++i) {
+      if (in[i] == '\n') {
+        ++line;
+        continue;
+      }
+      code[i] = ' ';
+      if (i >= c.begin + 2 && i < text_end && line < comments.size()) comments[line] += in[i];
     }
-    switch (st) {
-    case State::normal:
-      if (ch == '/' && next == '/') {
-        st = State::line_comment;
-        ++i;
-      } else if (ch == '/' && next == '*') {
-        st = State::block_comment;
-        ++i;
-      } else {
-        code[i] = ch;
-        if (ch == '"') st = State::string;
-        else if (ch == '\'') st = State::chr;
-      }
-      break;
-    case State::line_comment: comments.back() += ch; break;
-    case State::block_comment:
-      if (ch == '*' && next == '/') {
-        st = State::normal;
-        ++i;
-      } else {
-        comments.back() += ch;
-      }
-      break;
-    case State::string:
-    case State::chr:
-      if (ch == '\\' && next != '\n' && next != '\0') {
-        ++i;
-      } else if ((st == State::string && ch == '"') || (st == State::chr && ch == '\'')) {
-        code[i] = ch;
-        st = State::normal;
-      }
-      break;
-    }
+  }
+  for (const auto& t : lexed.tokens) {
+    if (t.kind != TokKind::string && t.kind != TokKind::chr) continue;
+    bool closed = t.end - t.begin >= 2 && in[t.end - 1] == in[t.begin];
+    for (std::size_t i = t.begin + 1; i < (closed ? t.end - 1 : t.end); ++i)
+      if (in[i] != '\n') code[i] = ' ';
   }
 }
 
@@ -250,56 +228,34 @@ std::vector<std::string> identifiers(std::string_view code) {
 
 ScannedFile scan(std::string_view text) {
   ScannedFile f;
+  const Lexed lexed = lex(text);
   std::string code;
   std::vector<std::string> comments;
-  strip(text, code, comments);
+  strip(text, lexed, code, comments);
   f.raw = split(text);
   f.code = split(code);
   f.comment = std::move(comments);
   f.comment.resize(f.raw.size());
   f.code.resize(f.raw.size());
   f.preproc.assign(f.raw.size(), false);
-  for (std::size_t i = 0; i < f.code.size(); ++i) {
-    std::string_view t = f.code[i];
-    auto b = t.find_first_not_of(" \t\f\v");
-    if (b == std::string_view::npos || t[b] != '#') continue;
-    // A directive runs on while its lines end in a backslash.
-    for (std::size_t j = i; j < f.code.size(); ++j) {
-      f.preproc[j] = true;
-      std::string_view l = f.code[j];
-      while (!l.empty() && space(l.back())) l.remove_suffix(1);
-      if (l.empty() || l.back() != '\\') {
-        i = j;
-        break;
-      }
-      i = j;
+  // Lines of later #elif/#else branches: their brackets repeat the first branch's (`#if A`
+  // `if (x) {` `#else` `if (y) {` `#endif`) and are not counted, or every item after them would
+  // be taken for part of one function.
+  std::vector<bool> later(f.code.size(), false);
+  for (const auto& t : lexed.tokens) {
+    auto first = static_cast<std::size_t>(t.line - 1);
+    if (t.kind == TokKind::pp_line) {
+      auto last = first + static_cast<std::size_t>(std::count(text.begin() + static_cast<std::ptrdiff_t>(t.begin),
+                                                              text.begin() + static_cast<std::ptrdiff_t>(t.end), '\n'));
+      for (std::size_t l = first; l <= last && l < f.preproc.size(); ++l) f.preproc[l] = true;
+    } else if (t.later_branch && first < later.size()) {
+      later[first] = true;
     }
   }
   for (std::size_t i = 0; i < f.code.size(); ++i) {
     f.line_start.push_back(f.text.size());
     f.text += f.preproc[i] ? std::string(f.code[i].size(), ' ') : f.code[i];
     if (i + 1 < f.code.size()) f.text += '\n';
-  }
-
-  // Lines of later #elif/#else branches: their brackets repeat the first branch's (`#if A`
-  // `if (x) {` `#else` `if (y) {` `#endif`) and are not counted, or every item after them would
-  // be taken for part of one function.
-  std::vector<bool> later(f.code.size(), false);
-  {
-    std::vector<bool> stack;
-    for (std::size_t i = 0; i < f.code.size(); ++i) {
-      std::string_view l = f.code[i];
-      auto b = l.find_first_not_of(" \t");
-      if (f.preproc[i] && b != std::string_view::npos && l[b] == '#') {
-        auto w = l.find_first_not_of(" \t", b + 1);
-        std::string_view rest = w == std::string_view::npos ? std::string_view() : l.substr(w);
-        if (rest.starts_with("if")) stack.push_back(false);
-        else if ((rest.starts_with("elif") || rest.starts_with("else")) && !stack.empty()) stack.back() = true;
-        else if (rest.starts_with("endif") && !stack.empty()) stack.pop_back();
-        continue;
-      }
-      later[i] = std::find(stack.begin(), stack.end(), true) != stack.end();
-    }
   }
   auto counted = [&](std::size_t offset) {
     int line = f.line_of(offset);
@@ -419,4 +375,4 @@ std::vector<Assignment> member_assignments(const ScannedFile& f) {
   return out;
 }
 
-} // namespace autodriver::gate::cscan
+} // namespace autodriver::csrc

@@ -1,17 +1,68 @@
-#include "autodriver/propose/shared/c_tokens.hpp"
+#include "autodriver/csrc/tokens.hpp"
 
 #include <cctype>
 #include <map>
 #include <regex>
 #include <set>
 
-namespace autodriver::propose {
+namespace autodriver::csrc {
 
 static bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
 static bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
-std::vector<Token> tokenize(std::string_view s) {
-  std::vector<Token> out;
+namespace {
+
+/// End of the comment starting at `i` ("//" or "/*"), recorded in `comments`; `line` is advanced
+/// over its newlines. Returns the offset after it (a line comment stops before its newline).
+std::size_t skip_comment(std::string_view s, std::size_t i, int& line, std::vector<Comment>& comments) {
+  const std::size_t n = s.size();
+  Comment c;
+  c.begin = i;
+  c.line = line;
+  std::size_t j = i + 2;
+  if (s[i + 1] == '/') {
+    while (j < n && s[j] != '\n') ++j;
+  } else {
+    while (j + 1 < n && !(s[j] == '*' && s[j + 1] == '/')) {
+      if (s[j] == '\n') ++line;
+      ++j;
+    }
+    if (j + 1 >= n && j < n && s[j] == '\n') ++line; // unterminated: the last byte counts too
+    j = std::min(n, j + 2);
+  }
+  c.end = j;
+  comments.push_back(c);
+  return j;
+}
+
+/// End of the string or character literal starting at `i` (its closing quote included); stops at an
+/// unescaped newline. A backslash escapes the next byte (a newline too: a line splice).
+std::size_t skip_literal(std::string_view s, std::size_t i, int& line) {
+  const std::size_t n = s.size();
+  const char q = s[i];
+  std::size_t j = i + 1;
+  while (j < n && s[j] != q && s[j] != '\n') {
+    if (s[j] == '\\' && j + 1 < n) {
+      ++j;
+      if (s[j] == '\n') ++line;
+    }
+    ++j;
+  }
+  return std::min(n, j + 1);
+}
+
+/// A backslash ending a line (trailing blanks allowed, as gcc allows them with a warning):
+/// the offset of the newline it continues over, or npos.
+std::size_t continuation(std::string_view s, std::size_t i) {
+  std::size_t j = i + 1;
+  while (j < s.size() && (s[j] == ' ' || s[j] == '\t' || s[j] == '\r')) ++j;
+  return j < s.size() && s[j] == '\n' ? j : std::string_view::npos;
+}
+
+} // namespace
+
+Lexed lex(std::string_view s) {
+  Lexed out;
   std::size_t i = 0, n = s.size();
   int line = 1;
   bool at_line_start = true;
@@ -27,38 +78,34 @@ std::vector<Token> tokenize(std::string_view s) {
       ++i;
       continue;
     }
-    if (c == '/' && i + 1 < n && s[i + 1] == '/') {
-      while (i < n && s[i] != '\n') ++i;
-      continue;
-    }
-    if (c == '/' && i + 1 < n && s[i + 1] == '*') {
-      i += 2;
-      while (i + 1 < n && !(s[i] == '*' && s[i + 1] == '/')) {
-        if (s[i] == '\n') ++line;
-        ++i;
-      }
-      i = std::min(n, i + 2);
+    if (c == '/' && i + 1 < n && (s[i + 1] == '/' || s[i + 1] == '*')) {
+      int before = line;
+      i = skip_comment(s, i, line, out.comments);
+      if (line != before) at_line_start = true; // `/* ... \n */ #define` is a directive
       continue;
     }
     Token t;
     t.line = line;
     t.begin = i;
     if (c == '#' && at_line_start) {
-      // The whole directive, with backslash continuations, is one token.
-      std::size_t j = i;
+      // The whole directive, with backslash continuations, is one token; its comments are
+      // recorded like any other, its literals skipped (a quote or "//" in them is no comment).
+      std::size_t j = i + 1;
       while (j < n && s[j] != '\n') {
-        if (s[j] == '\\' && j + 1 < n && s[j + 1] == '\n') {
-          ++line;
-          j += 2;
+        if (s[j] == '\\') {
+          std::size_t nl = continuation(s, j);
+          if (nl != std::string_view::npos) {
+            ++line;
+            j = nl + 1;
+            continue;
+          }
+        }
+        if (s[j] == '/' && j + 1 < n && (s[j + 1] == '/' || s[j + 1] == '*')) {
+          j = skip_comment(s, j, line, out.comments);
           continue;
         }
-        if (s[j] == '/' && j + 1 < n && s[j + 1] == '*') {
-          j += 2;
-          while (j + 1 < n && !(s[j] == '*' && s[j + 1] == '/')) {
-            if (s[j] == '\n') ++line;
-            ++j;
-          }
-          j = std::min(n, j + 2);
+        if (s[j] == '"' || s[j] == '\'') {
+          j = skip_literal(s, j, line);
           continue;
         }
         ++j;
@@ -67,7 +114,7 @@ std::vector<Token> tokenize(std::string_view s) {
       t.text = std::string(s.substr(i, j - i));
       t.end = j;
       i = j;
-      out.push_back(std::move(t));
+      out.tokens.push_back(std::move(t));
       continue;
     }
     at_line_start = false;
@@ -86,12 +133,7 @@ std::vector<Token> tokenize(std::string_view s) {
       t.text = std::string(s.substr(i, j - i));
       i = j;
     } else if (c == '"' || c == '\'') {
-      std::size_t j = i + 1;
-      while (j < n && s[j] != c && s[j] != '\n') {
-        if (s[j] == '\\') ++j;
-        ++j;
-      }
-      j = std::min(n, j + 1);
+      std::size_t j = skip_literal(s, i, line);
       t.kind = c == '"' ? TokKind::string : TokKind::chr;
       t.text = std::string(s.substr(i, j - i));
       i = j;
@@ -110,13 +152,15 @@ std::vector<Token> tokenize(std::string_view s) {
       i += len;
     }
     t.end = i;
-    out.push_back(std::move(t));
+    out.tokens.push_back(std::move(t));
   }
   // Mark the tokens of later branches (#elif / #else) of preprocessor conditionals.
-  auto mask = first_branch_mask(out);
-  for (std::size_t k = 0; k < out.size(); ++k) out[k].later_branch = !mask[k];
+  auto mask = first_branch_mask(out.tokens);
+  for (std::size_t k = 0; k < out.tokens.size(); ++k) out.tokens[k].later_branch = !mask[k];
   return out;
 }
+
+std::vector<Token> tokenize(std::string_view src) { return lex(src).tokens; }
 
 std::string join_tokens(const std::vector<Token>& toks, std::size_t first, std::size_t last) {
   std::string out;
@@ -472,4 +516,4 @@ std::optional<std::pair<std::string, std::string>> define_alias(std::string_view
   return std::make_pair(m[1].str(), m[2].str());
 }
 
-} // namespace autodriver::propose
+} // namespace autodriver::csrc

@@ -1,5 +1,6 @@
 #pragma once
-// A small C scanner for the integrity gate: comments, literals, preprocessor lines, top-level
+// The line view of C source the integrity gate reads, over the one lexer (csrc/tokens.hpp): code
+// and comments per line, preprocessor lines, top-level
 // items (function definitions and declarations), their statements and member assignments.
 // Driver sources are data: nothing here preprocesses, compiles or runs them, and any input
 // (binary junk, unbalanced braces, unterminated comments) yields a result, never a throw.
@@ -8,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace autodriver::gate::cscan {
+namespace autodriver::csrc {
 
 enum class ItemKind { function, declaration };
 
@@ -65,4 +66,4 @@ std::string normalize_space(std::string_view s);
 /// Every member assignment and designated initializer, with the item it sits in.
 std::vector<Assignment> member_assignments(const ScannedFile& f);
 
-} // namespace autodriver::gate::cscan
+} // namespace autodriver::csrc

@@ -1,6 +1,8 @@
 #pragma once
-// A small C tokenizer and "unit" finder (top-level function definitions and initialized
-// declarations). Driver sources are data: this only reads them.
+// The one C reader below gate and propose: a lexer (tokens and comments), the top-level "units"
+// (function definitions and initialized declarations), calls, designated initializers and brace
+// nesting across #if/#else. Driver sources are data: this only reads them, and any bytes
+// (binary junk, unterminated comments or literals) yield a result, never a throw.
 
 #include <set>
 #include <optional>
@@ -8,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace autodriver::propose {
+namespace autodriver::csrc {
 
 enum class TokKind { ident, number, string, chr, punct, pp_line };
 
@@ -21,7 +23,25 @@ struct Token {
   bool later_branch = false; ///< inside an #elif / #else branch of a preprocessor conditional
 };
 
-/// Tokens of C source; comments dropped; a preprocessor directive is one pp_line token.
+/// A comment: bytes [begin, end) of the source, its delimiters included.
+struct Comment {
+  std::size_t begin = 0;
+  std::size_t end = 0;
+  int line = 0; ///< 1-based line of its start
+};
+
+/// The one lexical pass over C source.
+struct Lexed {
+  std::vector<Token> tokens;     ///< comments dropped; a directive with its continuations is one pp_line token
+  std::vector<Comment> comments; ///< every comment in source order, those inside directives too
+};
+
+/// Lexes C source: tokens and comments. String and character literals are skipped as a whole (a
+/// quote or "//" inside one is no comment), also inside directives; a backslash before the end of
+/// a directive's line (trailing blanks allowed) continues it.
+Lexed lex(std::string_view src);
+
+/// The tokens of lex(src).
 std::vector<Token> tokenize(std::string_view src);
 
 enum class UnitKind { function, initializer };
@@ -93,4 +113,4 @@ std::optional<std::pair<std::string, std::string>> define_alias(std::string_view
 std::string type_key(const std::vector<Token>& toks, std::size_t first, std::size_t last);
 std::string type_key(std::string_view type);
 
-} // namespace autodriver::propose
+} // namespace autodriver::csrc

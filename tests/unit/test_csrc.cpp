@@ -1,0 +1,81 @@
+// The one C reader (csrc): the lexer both the proposers' tokens and the integrity gate's line view
+// are read from.
+#include "autodriver/csrc/scan.hpp"
+#include "autodriver/csrc/tokens.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace autodriver;
+
+namespace {
+
+std::vector<std::string> texts(const std::vector<csrc::Token>& toks) {
+  std::vector<std::string> out;
+  for (const auto& t : toks) out.push_back(t.text);
+  return out;
+}
+
+} // namespace
+
+TEST(CsrcLex, CommentsInsideDirectivesAreCommentsAndLiteralsAreNot) {
+  std::string src = "#define URL \"http://x\" /* a */ // b\nint x; // c\n#error don't /* d */\n";
+  auto lexed = csrc::lex(src);
+  ASSERT_EQ(lexed.tokens.size(), 5u);
+  EXPECT_EQ(lexed.tokens[0].kind, csrc::TokKind::pp_line);
+  EXPECT_EQ(lexed.tokens[0].text, "#define URL \"http://x\" /* a */ // b");
+  EXPECT_EQ(lexed.tokens[4].kind, csrc::TokKind::pp_line);
+  EXPECT_EQ(lexed.tokens[4].line, 3);
+  std::vector<std::string> comments;
+  for (const auto& c : lexed.comments) comments.push_back(src.substr(c.begin, c.end - c.begin));
+  // As cpp lexes it: the unterminated ' of "don't" runs to the end of the line, /* d */ with it.
+  EXPECT_EQ(comments, (std::vector<std::string>{"/* a */", "// b", "// c"}));
+}
+
+TEST(CsrcLex, DirectiveContinuesOverBackslashWithTrailingBlanks) {
+  auto toks = csrc::tokenize("#define A(x) \\  \n\tdo { } while (0)\nint y;\n");
+  ASSERT_FALSE(toks.empty());
+  EXPECT_EQ(toks[0].kind, csrc::TokKind::pp_line);
+  EXPECT_NE(toks[0].text.find("while (0)"), std::string::npos);
+  EXPECT_EQ(texts(std::vector<csrc::Token>(toks.begin() + 1, toks.end())), (std::vector<std::string>{"int", "y", ";"}));
+  EXPECT_EQ(toks[1].line, 3);
+}
+
+TEST(CsrcLex, LineNumbersCountSplicedLiteralsAndMultiLineComments) {
+  auto toks = csrc::tokenize("char *s = \"a\\\nb\";\n/* one\ntwo */ int z;\n");
+  ASSERT_GE(toks.size(), 7u);
+  EXPECT_EQ(toks[4].kind, csrc::TokKind::string);
+  EXPECT_EQ(toks[4].text, "\"a\\\nb\"");
+  EXPECT_EQ(toks[6].text, "int");
+  EXPECT_EQ(toks[6].line, 4);
+}
+
+TEST(CsrcLex, DirectiveAfterAMultiLineCommentStartsAtLineStart) {
+  auto toks = csrc::tokenize("int a; /* x\n */ #define B 1\n");
+  ASSERT_EQ(toks.size(), 4u);
+  EXPECT_EQ(toks[3].kind, csrc::TokKind::pp_line);
+  EXPECT_EQ(toks[3].line, 2);
+}
+
+TEST(CsrcScan, LineViewIsReadFromTheLexer) {
+  auto f = csrc::scan("#if A /* on */\nint f(void) { // one\n#else\nint f(int a) {\n#endif\n"
+                      "  return \"}\"[0]; }\nint g;\n");
+  ASSERT_EQ(f.line_count(), 8);
+  EXPECT_TRUE(f.is_preproc(1));
+  EXPECT_EQ(f.comment_line(1), " on ");
+  EXPECT_EQ(f.comment_line(2), " one");
+  EXPECT_EQ(f.code_line(1), "#if A         ");
+  EXPECT_EQ(f.code_line(6), "  return \" \"[0]; }");
+  EXPECT_FALSE(f.is_preproc(4));
+  // The #else branch's '{' repeats the first branch's: f and g are two items, f balanced.
+  ASSERT_TRUE(f.balanced);
+  ASSERT_EQ(f.items.size(), 2u);
+  EXPECT_EQ(f.items[0].name, "f");
+  EXPECT_EQ(f.items[1].name, "g");
+}
+
+TEST(CsrcScan, UnterminatedCommentAndJunkNeverThrow) {
+  auto f = csrc::scan(std::string("#define X /* open\nint \xff\x00 y;\n\"", 28));
+  EXPECT_EQ(f.line_count(), 3);
+  EXPECT_TRUE(f.is_preproc(1));
+  EXPECT_FALSE(f.has_code(2)); // still inside the comment
+}
