@@ -22,6 +22,11 @@ pkg_check_modules(LIBGIT2 REQUIRED IMPORTED_TARGET libgit2>=1.5)
 add_library(dep_git2 INTERFACE)
 target_link_libraries(dep_git2 INTERFACE PkgConfig::LIBGIT2)
 
+# libelf (Debian libelf-dev, elfutils): crash/ reads module symbol tables with it.
+pkg_check_modules(LIBELF REQUIRED IMPORTED_TARGET libelf)
+add_library(dep_elf INTERFACE)
+target_link_libraries(dep_elf INTERFACE PkgConfig::LIBELF)
+
 find_package(SQLite3 REQUIRED)
 add_library(dep_sqlite INTERFACE)
 target_link_libraries(dep_sqlite INTERFACE SQLite::SQLite3)

@@ -25,8 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!toks.empty()) (void)type_key(toks, 0, toks.size() - 1);
   (void)changed_functions(src, src.substr(0, src.size() / 2));
   auto f = scan(src);
-  if (f.code.size() != f.raw.size() || f.comment.size() != f.raw.size() || f.preproc.size() != f.raw.size())
-    __builtin_trap();
+  if (f.code.size() != f.raw.size() || f.comment.size() != f.raw.size() || f.preproc.size() != f.raw.size()) __builtin_trap();
   (void)member_assignments(f);
   return 0;
 }

@@ -22,9 +22,11 @@ case "$target" in
                 seeds="tests/fixtures/console" ;;
   csrc)         sources="src/autodriver/csrc/tokens.cpp src/autodriver/csrc/scan.cpp"
                 seeds="tests/fixtures/drivers examples" ;;
+  crash)        sources="src/autodriver/crash/report.cpp"
+                seeds="tests/fixtures/crash tests/fixtures/console" ;;
   json)         sources="src/autodriver/core/diagnostic.cpp src/autodriver/util/strings.cpp"
                 seeds="tests/fixtures/kb" ;;
-  *) echo "run.sh: unknown target '$target' (build_output, console, csrc, json)" >&2; exit 2 ;;
+  *) echo "run.sh: unknown target '$target' (build_output, console, csrc, crash, json)" >&2; exit 2 ;;
 esac
 
 bin="$out/fuzz_$target"

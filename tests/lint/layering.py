@@ -2,7 +2,7 @@
 """The layering of src/autodriver (ARCHITECTURE.md), checked: a library includes headers of its own
 layer's libraries below it only, and links (CMake, transitively) every library it includes.
 
-  (util, csrc) <- core <- (kernel, store, apidiff) <- gate <- (corpus, propose) <- loop <- bench <- cli
+  (util, csrc) <- core <- (kernel, store, apidiff) <- gate <- (corpus, propose, crash) <- loop <- bench <- cli
 
 Exit 1 with one line per violation."""
 import collections
@@ -24,8 +24,9 @@ LAYERS = {
     "gate": {"csrc", "kernel", "core", "util"},
     "corpus": {"csrc", "gate", "kernel", "core", "util"},
     "propose": {"csrc", "gate", "kernel", "store", "core", "util"},
-    "loop": {"csrc", "propose", "gate", "kernel", "store", "apidiff", "core", "util"},
-    "bench": {"csrc", "loop", "propose", "gate", "kernel", "store", "apidiff", "core", "util"},
+    "crash": {"csrc", "kernel", "core", "util"},
+    "loop": {"crash", "csrc", "propose", "gate", "kernel", "store", "apidiff", "core", "util"},
+    "bench": {"crash", "csrc", "loop", "propose", "gate", "kernel", "store", "apidiff", "core", "util"},
 }
 
 problems = []

@@ -7,8 +7,8 @@
 
 #include <cstdlib>
 
-#define AD_SKIP(why)                                                                                     \
-  do {                                                                                                   \
-    if (std::getenv("AUTODRIVER_TEST_NO_SKIP")) FAIL() << why << " (nothing skips under ./setup.sh test)"; \
-    GTEST_SKIP() << why;                                                                                 \
+#define AD_SKIP(why)                                                                                                             \
+  do {                                                                                                                           \
+    if (std::getenv("AUTODRIVER_TEST_NO_SKIP")) FAIL() << why << " (nothing skips under ./setup.sh test)";                       \
+    GTEST_SKIP() << why;                                                                                                         \
   } while (0)

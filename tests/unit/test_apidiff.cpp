@@ -29,8 +29,8 @@ DeclSet parse(const std::string& line) {
 
 const core::ApiChange* find(const std::vector<core::ApiChange>& v, const std::string& symbol, ChangeKind kind,
                             const std::string& member = "") {
-  auto it = std::find_if(v.begin(), v.end(),
-                         [&](const auto& c) { return c.symbol == symbol && c.kind == kind && c.member == member; });
+  auto it =
+      std::find_if(v.begin(), v.end(), [&](const auto& c) { return c.symbol == symbol && c.kind == kind && c.member == member; });
   return it == v.end() ? nullptr : &*it;
 }
 
@@ -62,7 +62,7 @@ TEST(Apidiff, ReadsDeclarationsWithLibclang) {
   EXPECT_EQ(gu->header, "asm/unaligned.h");
   EXPECT_EQ(old.find("no_llseek")->kind, DeclKind::macro_object);
   EXPECT_EQ(old.find("u32")->kind, DeclKind::typedef_name); // the header #undefs its temporary macro
-  EXPECT_EQ(old.find("my_add"), nullptr); // the driver's own declarations are not the kernel's
+  EXPECT_EQ(old.find("my_add"), nullptr);                   // the driver's own declarations are not the kernel's
 
   DeclSet neu = parse("6.12");
   EXPECT_EQ(neu.find("class_create")->signature(), "struct class * class_create(const char *)");
@@ -150,7 +150,8 @@ TEST(Apidiff, ParsesKbuildVerboseOutputAndCmdFiles) {
   {
     std::ofstream f(dir / "sub" / ".x.o.cmd");
     f << "savedcmd_/tmp/t/sub/x.o := gcc-12 -Wp,-MMD,/tmp/t/sub/.x.o.d -nostdinc -I./include -DMODULE -c -o "
-         "/tmp/t/sub/x.o /tmp/t/sub/x.c ; ./tools/objtool/objtool --module /tmp/t/sub/x.o\n\nsource_/tmp/t/sub/x.o := /tmp/t/sub/x.c\n";
+         "/tmp/t/sub/x.o /tmp/t/sub/x.c ; ./tools/objtool/objtool --module /tmp/t/sub/x.o\n\nsource_/tmp/t/sub/x.o := "
+         "/tmp/t/sub/x.c\n";
   }
   auto saved = read_cmd_files(dir);
   std::filesystem::remove_all(dir);

@@ -20,8 +20,7 @@ TEST(OutsideReferences, ReadsThePathsThatLeaveTheFolder) {
   EXPECT_EQ(gate::outside_references("ccflags-y += -I$(src)/../include -I${PWD}/../../shared\n"),
             (Refs{"../include", "../../shared"}));
   EXPECT_EQ(gate::outside_references("EXTRA_CFLAGS += -I../inc\ninclude ../rules.mk\n"), (Refs{"../inc", "../rules.mk"}));
-  EXPECT_EQ(gate::outside_references("drv-y += $(patsubst %.c,%.o,$(wildcard $(src)/../lib/*.c))\n"),
-            (Refs{"../lib/*.c"}));
+  EXPECT_EQ(gate::outside_references("drv-y += $(patsubst %.c,%.o,$(wildcard $(src)/../lib/*.c))\n"), (Refs{"../lib/*.c"}));
 }
 
 TEST(OutsideReferences, IgnoresCommentsAndPathsThatStayInside) {

@@ -36,8 +36,10 @@ const std::string k_ported = "#include <linux/module.h>\n"
 
 TEST(CompatGuard, KbBoundaryBetweenTheKernelsIsUsed) {
   propose::Kb kb;
-  kb.entries.push_back(entry("kb-1", "6.4.0", "call-args", "class_create($0, $1)", "class_create($1)", {"class_create"}, "vpoll-dkms"));
-  kb.entries.push_back(entry("kb-2", "6.4.0", "call-args", "class_create($0, $1)", "class_create($1)", {"class_create"}, "evdi-dkms"));
+  kb.entries.push_back(
+      entry("kb-1", "6.4.0", "call-args", "class_create($0, $1)", "class_create($1)", {"class_create"}, "vpoll-dkms"));
+  kb.entries.push_back(
+      entry("kb-2", "6.4.0", "call-args", "class_create($0, $1)", "class_create($1)", {"class_create"}, "evdi-dkms"));
   std::vector<Guard> guards;
   auto merged = compat_merge(k_original, k_ported, kb_guards(kb, k_6_1_192, k_6_12_117, "6.12.0"), &guards);
   EXPECT_NE(merged.find("#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 4, 0)\n\tcls = class_create(\"vpoll\");\n#else\n"

@@ -169,7 +169,9 @@ TEST(CompatKbProposer, ProposesTheMaintainersNewFormAndHonoursLeaveOut) {
   ASSERT_TRUE(dir.has_value());
   fs::path tree = dir->path() / "tree";
   fs::create_directories(tree);
-  ASSERT_TRUE(util::write_file(tree / "ramdisk.c", "static int add(void)\n{\n\tdisk = blk_alloc_disk(NUMA_NO_NODE);\n\treturn 0;\n}\n").has_value());
+  ASSERT_TRUE(
+      util::write_file(tree / "ramdisk.c", "static int add(void)\n{\n\tdisk = blk_alloc_disk(NUMA_NO_NODE);\n\treturn 0;\n}\n")
+          .has_value());
   ASSERT_TRUE(save_kb(kb, dir->path() / "kb.json").has_value());
 
   core::Diagnostic d;

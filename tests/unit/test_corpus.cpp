@@ -82,7 +82,7 @@ TEST(KbuildMakefile, PrefixSharingModulesAndPerObjectFlags) {
   EXPECT_TRUE(has(codec->objects, "hda_codec.o"));
   EXPECT_TRUE(has(codec->objects, "hda_controller.o"));
   EXPECT_TRUE(has(codec->objects, "hda_proc.o"));
-  EXPECT_FALSE(has(codec->objects, "hda_hwdep.o")); // CONFIG_SND_HDA_HWDEP not set
+  EXPECT_FALSE(has(codec->objects, "hda_hwdep.o"));   // CONFIG_SND_HDA_HWDEP not set
   EXPECT_FALSE(has(codec->objects, "hda_generic.o")); // belongs to snd-hda-codec-generic
   ASSERT_NE(module(mk, "snd-hda-codec-realtek"), nullptr);
   EXPECT_EQ(module(mk, "snd-hda-codec-realtek")->objects, std::vector<std::string>{"patch_realtek.o"});
@@ -294,8 +294,9 @@ TEST(Taxonomy, RealW83793ErrorsAgainstHeaderTrees) {
                                "const struct i2c_device_id *id);\n\tint (*probe_new)(struct i2c_client *client);\n};\n"));
   ASSERT_TRUE(util::write_file(tmp->path() / "new/include/linux/i2c.h",
                                "struct i2c_driver {\n\tunsigned int class;\n\tint (*probe)(struct i2c_client *client);\n};\n"));
-  ASSERT_TRUE(util::write_file(tmp->path() / "old/include/linux/fs.h",
-                               "#define no_llseek NULL\nextern loff_t noop_llseek(struct file *file, loff_t offset, int whence);\n"));
+  ASSERT_TRUE(
+      util::write_file(tmp->path() / "old/include/linux/fs.h",
+                       "#define no_llseek NULL\nextern loff_t noop_llseek(struct file *file, loff_t offset, int whence);\n"));
   ASSERT_TRUE(util::write_file(tmp->path() / "new/include/linux/fs.h",
                                "extern loff_t noop_llseek(struct file *file, loff_t offset, int whence);\n"));
   HeaderIndex from(tmp->path() / "old"), to(tmp->path() / "new");
@@ -322,8 +323,8 @@ TEST(Taxonomy, RenameWhenTheSuggestionIsNew) {
   fs::create_directories(tmp->path() / "new/arch/x86/include/asm");
   fs::create_directories(tmp->path() / "old/include");
   fs::create_directories(tmp->path() / "new/include");
-  ASSERT_TRUE(util::write_file(tmp->path() / "old/arch/x86/include/asm/intel-family.h",
-                               "#define INTEL_FAM6_SAPPHIRERAPIDS_X\t0x8F\n"));
+  ASSERT_TRUE(
+      util::write_file(tmp->path() / "old/arch/x86/include/asm/intel-family.h", "#define INTEL_FAM6_SAPPHIRERAPIDS_X\t0x8F\n"));
   ASSERT_TRUE(util::write_file(tmp->path() / "new/arch/x86/include/asm/intel-family.h",
                                "#define INTEL_SAPPHIRERAPIDS_X\tIFM(6, 0x8F)\n"));
   auto c = classify({d}, HeaderIndex(tmp->path() / "old"), HeaderIndex(tmp->path() / "new"), {});

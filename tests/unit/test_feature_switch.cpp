@@ -44,13 +44,13 @@ std::vector<core::Diagnostic> acpi_errors() {
 } // namespace
 
 TEST(FeatureSwitchScan, TwoBranchTestsOnly) {
-  const std::string text = "#ifndef _X_H\n#define _X_H\n"          // 1-2 include guard
-                           "#ifdef HAVE_A\nint a;\n#else\nint b;\n#endif\n" // 3-7
-                           "#if !defined(HAVE_B)\nint c;\n#else\nint d;\n#endif\n" // 8-12
-                           "#ifdef HAVE_C\nint e;\n#endif\n"        // 13-15 no #else
+  const std::string text = "#ifndef _X_H\n#define _X_H\n"                                    // 1-2 include guard
+                           "#ifdef HAVE_A\nint a;\n#else\nint b;\n#endif\n"                  // 3-7
+                           "#if !defined(HAVE_B)\nint c;\n#else\nint d;\n#endif\n"           // 8-12
+                           "#ifdef HAVE_C\nint e;\n#endif\n"                                 // 13-15 no #else
                            "#ifdef HAVE_D\nint f;\n#elif X\nint g;\n#else\nint h;\n#endif\n" // 16-22 elif
-                           "#ifdef CONFIG_E\nint i;\n#else\nint j;\n#endif\n" // 23-27 kernel config
-                           "#if HAVE_F\nint k;\n#else\nint l;\n#endif\n" // 28-32 value test
+                           "#ifdef CONFIG_E\nint i;\n#else\nint j;\n#endif\n"                // 23-27 kernel config
+                           "#if HAVE_F\nint k;\n#else\nint l;\n#endif\n"                     // 28-32 value test
                            "#endif\n";
   auto tests = gate::switch_tests(text);
   ASSERT_EQ(tests.size(), 4u);
@@ -69,7 +69,7 @@ TEST(FeatureSwitchScan, TwoBranchTestsOnly) {
     return out;
   };
   EXPECT_EQ(off(6), std::vector<std::string>{"HAVE_A"}); // #else of #ifdef HAVE_A
-  EXPECT_TRUE(off(4).empty());                            // compiled only when HAVE_A is defined
+  EXPECT_TRUE(off(4).empty());                           // compiled only when HAVE_A is defined
   EXPECT_EQ(off(9), std::vector<std::string>{"HAVE_B"}); // first branch of !defined(HAVE_B)
   EXPECT_EQ(off(31), std::vector<std::string>{"HAVE_F"});
   EXPECT_TRUE(off(14).empty()); // one-sided, and HAVE_C has no two-branch test: an option, not a switch

@@ -32,9 +32,8 @@ const core::Diagnostic* find(const std::vector<core::Diagnostic>& ds, DiagKind k
 
 TEST(GccParser, PpdevClassCreateAndNoLlseek) {
   auto ds = parse("gcc/6.12-char-ppdev.txt", "/tmp/fixture-work/gcc/ppdev");
-  int errors = static_cast<int>(std::count_if(ds.begin(), ds.end(), [](const auto& d) {
-    return d.severity == core::Severity::error;
-  }));
+  int errors =
+      static_cast<int>(std::count_if(ds.begin(), ds.end(), [](const auto& d) { return d.severity == core::Severity::error; }));
   EXPECT_EQ(errors, 4);
   const auto* cc = find(ds, DiagKind::too_many_arguments, "class_create");
   ASSERT_NE(cc, nullptr);
@@ -104,8 +103,7 @@ TEST(GccParser, RemoveCallbackTypeChange) {
   bool found = false;
   for (const auto& d : ds) {
     if (d.kind != DiagKind::incompatible_pointer_type || d.symbols.size() < 2) continue;
-    if (d.symbols[0] == "void (*)(struct platform_device *)" && d.symbols[1] == "int (*)(struct platform_device *)")
-      found = true;
+    if (d.symbols[0] == "void (*)(struct platform_device *)" && d.symbols[1] == "int (*)(struct platform_device *)") found = true;
   }
   EXPECT_TRUE(found) << "platform_driver.remove int->void not recognised";
 }
@@ -140,8 +138,7 @@ TEST(GccParser, ClassifiesSingleMessages) {
   s.clear();
   EXPECT_EQ(gate::classify_message("unknown type name 'amd_iommu_invalid_ppr_cb'", s), DiagKind::unknown_type);
   s.clear();
-  EXPECT_EQ(gate::classify_message("'return' with a value, in function returning void", s),
-            DiagKind::incompatible_return_type);
+  EXPECT_EQ(gate::classify_message("'return' with a value, in function returning void", s), DiagKind::incompatible_return_type);
   s.clear();
   EXPECT_EQ(gate::classify_message("passing argument 1 of 'kfree' makes pointer from integer without a cast", s),
             DiagKind::int_conversion);
@@ -241,10 +238,9 @@ TEST(GccParser, AssemblerErrorsBelongToTheObjectBeingCompiled) {
 TEST(GccParser, AMissingFileTheMakefileNamesIsAnError) {
   // A vendor Makefile compiling a sibling folder the copy did not include: make's refusal is
   // the build's one error, not "0 error(s)".
-  const std::string out =
-      "make[2]: *** No rule to make target '/autodriver/tree/../common/hal/hal.o', needed by "
-      "'/autodriver/tree/drv.o'.  Stop.\n"
-      "make[1]: *** [Makefile:1234: /autodriver/tree] Error 2\n";
+  const std::string out = "make[2]: *** No rule to make target '/autodriver/tree/../common/hal/hal.o', needed by "
+                          "'/autodriver/tree/drv.o'.  Stop.\n"
+                          "make[1]: *** [Makefile:1234: /autodriver/tree] Error 2\n";
   gate::ParseOptions o;
   o.tree_root = "/autodriver/tree";
   auto ds = gate::parse_build_output(out, o);
@@ -274,12 +270,11 @@ TEST(Diagnostic, FromJsonOfAnyShapeNeverThrows) {
 TEST(GccParser, ABuildInASubfolderNamesFilesRelativeToTheTree) {
   // A driver under a root (gate/build_root.hpp) built with M=<tree>/drivers/tick: 7.x kbuild names
   // files relative to M=, 6.x absolute; kernel headers keep their absolute paths.
-  const std::string out =
-      "../../common/timer_helpers.c:6:9: error: implicit declaration of function 'del_timer_sync' "
-      "[-Wimplicit-function-declaration]\n"
-      "/autodriver/tree/drivers/tick/../../common/inc/h.h:2:1: error: unknown type name 'foo'\n"
-      "main.c:3:1: warning: unused variable 'x' [-Wunused-variable]\n"
-      "/usr/src/linux/include/linux/timer.h:10:5: note: declared here\n";
+  const std::string out = "../../common/timer_helpers.c:6:9: error: implicit declaration of function 'del_timer_sync' "
+                          "[-Wimplicit-function-declaration]\n"
+                          "/autodriver/tree/drivers/tick/../../common/inc/h.h:2:1: error: unknown type name 'foo'\n"
+                          "main.c:3:1: warning: unused variable 'x' [-Wunused-variable]\n"
+                          "/usr/src/linux/include/linux/timer.h:10:5: note: declared here\n";
   gate::ParseOptions o;
   o.tree_root = "/autodriver/tree";
   o.subdir = "drivers/tick";

@@ -28,8 +28,8 @@ std::vector<core::Diagnostic> diags_for(const std::string& driver) {
 
 fs::path scenario(const std::string& name) { return fs::path(AD_FIXTURES) / "integrity" / name; }
 
-gate::IntegrityReport check(const std::string& name, const std::string& driver = "ppdev",
-                            std::vector<std::string> removed = {}, bool with_diags = true) {
+gate::IntegrityReport check(const std::string& name, const std::string& driver = "ppdev", std::vector<std::string> removed = {},
+                            bool with_diags = true) {
   gate::IntegrityInput in;
   in.original = scenario(name) / "original";
   in.candidate = scenario(name) / "candidate";
@@ -62,8 +62,7 @@ bool fired(const gate::IntegrityReport& r, const std::string& rule, const std::s
 }
 
 int count(const gate::IntegrityReport& r, const std::string& rule) {
-  return static_cast<int>(std::count_if(r.violations.begin(), r.violations.end(),
-                                        [&](const auto& v) { return v.rule == rule; }));
+  return static_cast<int>(std::count_if(r.violations.begin(), r.violations.end(), [&](const auto& v) { return v.rule == rule; }));
 }
 
 } // namespace
@@ -93,9 +92,9 @@ TEST(IntegrityScan, PpdevItems) {
   EXPECT_TRUE(std::any_of(assigns.begin(), assigns.end(), [](const auto& a) {
     return a.scope == "pp_fops" && a.member == "llseek" && a.value == "no_llseek" && a.line == 789;
   }));
-  EXPECT_TRUE(std::any_of(assigns.begin(), assigns.end(), [](const auto& a) {
-    return a.scope == "pp_read" && a.member == "irqresponse" && a.value == "0";
-  }) || true); // pp_read has none; just make sure scanning bodies does not crash
+  EXPECT_TRUE(std::any_of(assigns.begin(), assigns.end(),
+                          [](const auto& a) { return a.scope == "pp_read" && a.member == "irqresponse" && a.value == "0"; }) ||
+              true); // pp_read has none; just make sure scanning bodies does not crash
 }
 
 TEST(IntegrityScan, CommentsStringsAndJunk) {
@@ -127,8 +126,7 @@ TEST(Integrity, LegitPortWithoutDiagnosticsIsRejected) {
   // The same honest edits with nothing to justify them: the diagnostics are what allow them.
   auto r = check("legit-ppdev", "ppdev", {}, false);
   EXPECT_FALSE(r.ok);
-  EXPECT_TRUE(fired(r, "ops-assignment-removed", "ppdev.c", line_of("legit-ppdev", "ppdev.c", ".read\t\t= pp_read")))
-      << dump(r);
+  EXPECT_TRUE(fired(r, "ops-assignment-removed", "ppdev.c", line_of("legit-ppdev", "ppdev.c", ".read\t\t= pp_read"))) << dump(r);
   EXPECT_TRUE(fired(r, "unrelated-change", "ppdev.c", line_of("legit-ppdev", "ppdev.c", "ppdev_class = class_create(CHRDEV);")))
       << dump(r);
 }
@@ -143,16 +141,14 @@ TEST(Integrity, RemovedSymbolsAllowDeletingTheirUses) {
 TEST(Integrity, FunctionDeleted) {
   auto r = check("function-deleted");
   EXPECT_FALSE(r.ok);
-  EXPECT_TRUE(fired(r, "function-deleted", "ppdev.c",
-                    line_of("function-deleted", "ppdev.c", "static int pp_set_timeout(")))
+  EXPECT_TRUE(fired(r, "function-deleted", "ppdev.c", line_of("function-deleted", "ppdev.c", "static int pp_set_timeout(")))
       << dump(r);
   EXPECT_NE(r.violations.front().detail.find("init_phase"), std::string::npos);
 }
 
 TEST(Integrity, FunctionStubbed) {
   auto r = check("function-stubbed");
-  EXPECT_TRUE(fired(r, "function-stubbed", "ppdev.c",
-                    line_of("function-stubbed", "ppdev.c", "static ssize_t pp_write(")))
+  EXPECT_TRUE(fired(r, "function-stubbed", "ppdev.c", line_of("function-stubbed", "ppdev.c", "static ssize_t pp_write(")))
       << dump(r);
   EXPECT_EQ(count(r, "function-stubbed"), 1);
 }
@@ -164,8 +160,7 @@ TEST(Integrity, CodeDisabledIf0) {
 
 TEST(Integrity, CodeDisabledComment) {
   auto r = check("code-disabled-comment");
-  EXPECT_TRUE(fired(r, "code-disabled", "ppdev.c",
-                    line_of("code-disabled-comment", "ppdev.c", "// pp->irqresponse = 0;")))
+  EXPECT_TRUE(fired(r, "code-disabled", "ppdev.c", line_of("code-disabled-comment", "ppdev.c", "// pp->irqresponse = 0;")))
       << dump(r);
 }
 
@@ -183,8 +178,7 @@ TEST(Integrity, WarningSuppressedInMakefile) {
 
 TEST(Integrity, WarningSuppressedByPragma) {
   auto r = check("warning-pragma");
-  EXPECT_TRUE(fired(r, "warning-suppressed", "ppdev.c",
-                    line_of("warning-pragma", "ppdev.c", "#pragma GCC diagnostic")))
+  EXPECT_TRUE(fired(r, "warning-suppressed", "ppdev.c", line_of("warning-pragma", "ppdev.c", "#pragma GCC diagnostic")))
       << dump(r);
 }
 
@@ -197,8 +191,7 @@ TEST(Integrity, SilencingCast) {
 
 TEST(Integrity, OpsAssignmentRemoved) {
   auto r = check("ops-assignment-removed");
-  EXPECT_TRUE(fired(r, "ops-assignment-removed", "ppdev.c",
-                    line_of("ops-assignment-removed", "ppdev.c", ".unlocked_ioctl")))
+  EXPECT_TRUE(fired(r, "ops-assignment-removed", "ppdev.c", line_of("ops-assignment-removed", "ppdev.c", ".unlocked_ioctl")))
       << dump(r);
   EXPECT_EQ(r.violations.size(), 1u) << dump(r);
 }
@@ -207,15 +200,14 @@ TEST(Integrity, NamedMemberButCallbackDropped) {
   // 'probe_new' is named by the diagnostic, but dropping it instead of renaming it to .probe
   // leaves w83793_probe unwired: the value must survive.
   auto r = check("ops-callback-dropped", "w83793");
-  EXPECT_TRUE(fired(r, "ops-assignment-removed", "w83793.c",
-                    line_of("ops-callback-dropped", "w83793.c", ".remove\t\t= w83793_remove")))
+  EXPECT_TRUE(
+      fired(r, "ops-assignment-removed", "w83793.c", line_of("ops-callback-dropped", "w83793.c", ".remove\t\t= w83793_remove")))
       << dump(r);
 }
 
 TEST(Integrity, UnrelatedChange) {
   auto r = check("unrelated-change");
-  EXPECT_TRUE(fired(r, "unrelated-change", "ppdev.c", line_of("unrelated-change", "ppdev.c", ": ioctl %u")))
-      << dump(r);
+  EXPECT_TRUE(fired(r, "unrelated-change", "ppdev.c", line_of("unrelated-change", "ppdev.c", ": ioctl %u"))) << dump(r);
   EXPECT_EQ(r.violations.size(), 1u) << dump(r);
 }
 
@@ -252,8 +244,7 @@ TEST(Integrity, NamespaceImportAnswersModpost) {
   auto tmp = util::TempDir::create(util::scratch_root(), "integrity-ns-");
   ASSERT_TRUE(tmp.has_value());
   for (const char* side : {"original", "candidate"}) fs::create_directories(tmp->path() / side);
-  ASSERT_TRUE(util::write_file(tmp->path() / "original/hw.c",
-                               "static int f(void)\n{\n\treturn 0;\n}\nMODULE_LICENSE(\"GPL\");\n")
+  ASSERT_TRUE(util::write_file(tmp->path() / "original/hw.c", "static int f(void)\n{\n\treturn 0;\n}\nMODULE_LICENSE(\"GPL\");\n")
                   .has_value());
   ASSERT_TRUE(util::write_file(tmp->path() / "candidate/hw.c",
                                "MODULE_IMPORT_NS(\"OTHER_NS\");\nstatic int f(void)\n{\n\tint y = 1;\n\treturn 0;\n}\n"

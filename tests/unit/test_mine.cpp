@@ -53,9 +53,7 @@ TEST(MineRules, SourceAndUnit) {
   EXPECT_EQ(driver_unit_of("Makefile"), ".");
 }
 
-static CommitKind kind(std::vector<ChangedFile> files, std::size_t threshold = 50) {
-  return classify_commit(files, threshold);
-}
+static CommitKind kind(std::vector<ChangedFile> files, std::size_t threshold = 50) { return classify_commit(files, threshold); }
 
 TEST(MineRules, CommitKinds) {
   EXPECT_EQ(kind({{"include/linux/foo.h"}, {"drivers/net/a.c"}, {"drivers/hwmon/b.c"}}), CommitKind::mined);
@@ -77,19 +75,18 @@ TEST(MineRules, CommitKinds) {
 }
 
 TEST(MineRules, Trailers) {
-  const char* msg =
-      "net: foo: convert to new bar_register() API\n"
-      "\n"
-      "bar_register() now takes a struct bar_config. Fixes: this word in prose is not a trailer.\n"
-      "Convert all users.\n"
-      "\n"
-      "Fixes: 1234567890ab (\"net: foo: add bar support\")\n"
-      "Reported-by: Some One <some@one.org>\n"
-      "Closes: https://lore.kernel.org/r/abc@def/\n"
-      "Link: https://lore.kernel.org/r/20240101.123@example.org\n"
-      "[ jdoe: rebased on net-next ]\n"
-      "Signed-off-by: Jane Doe <jane@example.org>\n"
-      "Signed-off-by: John Doe <john@example.org>\n";
+  const char* msg = "net: foo: convert to new bar_register() API\n"
+                    "\n"
+                    "bar_register() now takes a struct bar_config. Fixes: this word in prose is not a trailer.\n"
+                    "Convert all users.\n"
+                    "\n"
+                    "Fixes: 1234567890ab (\"net: foo: add bar support\")\n"
+                    "Reported-by: Some One <some@one.org>\n"
+                    "Closes: https://lore.kernel.org/r/abc@def/\n"
+                    "Link: https://lore.kernel.org/r/20240101.123@example.org\n"
+                    "[ jdoe: rebased on net-next ]\n"
+                    "Signed-off-by: Jane Doe <jane@example.org>\n"
+                    "Signed-off-by: John Doe <john@example.org>\n";
   Trailers t = parse_trailers(msg);
   ASSERT_EQ(t.fixes.size(), 1u);
   EXPECT_EQ(t.fixes[0], "1234567890ab (\"net: foo: add bar support\")");
@@ -120,9 +117,7 @@ namespace {
 /// A scratch git repository driven through the git CLI (tests only; the engine uses libgit2).
 class GitRepo {
 public:
-  explicit GitRepo(const util::fs::path& dir) : m_dir(dir) {
-    git({"init", "-q", "-b", "master"});
-  }
+  explicit GitRepo(const util::fs::path& dir) : m_dir(dir) { git({"init", "-q", "-b", "master"}); }
   void git(std::vector<std::string> args) {
     util::RunRequest r;
     r.argv = {"git", "-c", "user.name=T", "-c", "user.email=t@example.org", "-c", "commit.gpgsign=false"};

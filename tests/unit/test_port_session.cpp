@@ -21,7 +21,7 @@ namespace {
 /// BROKEN an undeclared identifier, a "(long)" cast an int-conversion warning. The enclosing
 /// function is the last "static int NAME(void)" above the line.
 class ScriptedBuilder final : public loop::Builder {
- public:
+public:
   int builds = 0;
   util::Expected<loop::BuildState> build(const core::Kernel&, const fs::path& tree, const loop::BuildLimit& limit,
                                          const std::vector<std::string>&) override {
@@ -55,8 +55,10 @@ class ScriptedBuilder final : public loop::Builder {
       if (s.find("BROKEN") != std::string::npos)
         add(core::Severity::error, core::DiagKind::undeclared_identifier, "'BROKEN' undeclared", "BROKEN");
       if (s.find("(long)") != std::string::npos)
-        add(core::Severity::warning, core::DiagKind::int_conversion, "returning 'long' from a function with return type "
-            "'int' makes integer from pointer without a cast", "");
+        add(core::Severity::warning, core::DiagKind::int_conversion,
+            "returning 'long' from a function with return type "
+            "'int' makes integer from pointer without a cast",
+            "");
     }
     bool errors = std::any_of(diags.begin(), diags.end(), [](const auto& d) { return d.severity == core::Severity::error; });
     auto s = loop::state_of(diags, !errors);
@@ -70,7 +72,7 @@ class ScriptedBuilder final : public loop::Builder {
 
 /// Offers the same edits every iteration (the loop settles what it accepted or rejected).
 class FixedProposer final : public propose::Proposer {
- public:
+public:
   explicit FixedProposer(std::vector<propose::Edit> edits) : m_edits(std::move(edits)) {}
   std::string_view id() const override { return "fixed"; }
   std::vector<propose::Edit> propose(const std::vector<core::Diagnostic>&, const propose::PortContext&) override {
@@ -79,7 +81,7 @@ class FixedProposer final : public propose::Proposer {
   }
   int asked = 0;
 
- private:
+private:
   std::vector<propose::Edit> m_edits;
 };
 
@@ -145,7 +147,8 @@ struct PortSessionTest : ::testing::Test {
     ASSERT_TRUE(util::write_file(kdir / "Makefile", "# a kernel build directory\n"));
   }
 
-  util::Expected<loop::PortReport> port(std::vector<propose::Edit> edits, std::chrono::seconds budget = std::chrono::seconds(600)) {
+  util::Expected<loop::PortReport> port(std::vector<propose::Edit> edits,
+                                        std::chrono::seconds budget = std::chrono::seconds(600)) {
     loop::PortRequest req;
     req.tree = drv;
     req.to = "test";
@@ -284,7 +287,8 @@ TEST_F(PortSessionTest, TheIntegrityGatesBlameDropsAnEditAndRebuildsTheSeries) {
   EXPECT_EQ(result_line(25), "\treturn 5;");
   bool repaired = false;
   for (const auto& s : r->steps)
-    if (s.value("step", "") == "integrity-repair" && s.value("dropped", "") == "a-tidy") repaired = s.value("integrity_ok", false);
+    if (s.value("step", "") == "integrity-repair" && s.value("dropped", "") == "a-tidy")
+      repaired = s.value("integrity_ok", false);
   EXPECT_TRUE(repaired) << r->steps.dump(1);
   EXPECT_EQ(r->patches.size(), 4u);
 }

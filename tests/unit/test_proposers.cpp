@@ -2,13 +2,13 @@
 // (tests/fixtures/learn), applied with spatch to the real 6.1 ppdev.c with its real 6.12 errors.
 
 #include "autodriver/core/kernel.hpp"
-#include "autodriver/gate/gcc_parser.hpp"
-#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/csrc/tokens.hpp"
+#include "autodriver/gate/gcc_parser.hpp"
 #include "autodriver/propose/callback_signature.hpp"
-#include "autodriver/propose/shared/call_merge.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/rules/rules.hpp"
+#include "autodriver/propose/shared/apply.hpp"
+#include "autodriver/propose/shared/call_merge.hpp"
 #include "autodriver/propose/shared/stmt_template.hpp"
 #include "autodriver/propose/shared/target_decls.hpp"
 #include "autodriver/util/files.hpp"
@@ -176,7 +176,8 @@ TEST_F(LearnFixture, FlagDroppedFromOrChains) {
   if (!have_spatch()) AD_SKIP("spatch not installed");
   // jc42's initializer in 6.1 (the flag first).
   ASSERT_TRUE(util::write_file(tree / "x.c", "static struct i2c_driver jc42_driver = {\n\t.class\t\t= I2C_CLASS_SPD | "
-                                             "I2C_CLASS_HWMON,\n\t.probe\t\t= jc42_probe,\n};\n").has_value());
+                                             "I2C_CLASS_HWMON,\n\t.probe\t\t= jc42_probe,\n};\n")
+                  .has_value());
   ASSERT_TRUE(propose::apply_edit(*e, tree, ctx.scratch));
   auto after = util::read_file(tree / "x.c");
   ASSERT_TRUE(after.has_value());
@@ -341,7 +342,7 @@ TEST(HeaderFix, HeaderGoneWithItsUsersIsCopiedFromTheOldKernel) {
   fs::path k_old = tmp->path() / "old", k_new = tmp->path() / "new", tree = tmp->path() / "tree";
   // cm4000_cs (6.1): <linux/cm4000_cs.h> includes the uapi half; 6.12 removed both with the driver.
   ASSERT_TRUE(put(k_old / "include/linux/cm4000_cs.h",
-                               "/* SPDX-License-Identifier: GPL-2.0 */\n#include <uapi/linux/cm4000_cs.h>\n#define DEVICE_NAME \"cmm\"\n"));
+                  "/* SPDX-License-Identifier: GPL-2.0 */\n#include <uapi/linux/cm4000_cs.h>\n#define DEVICE_NAME \"cmm\"\n"));
   ASSERT_TRUE(put(k_old / "include/uapi/linux/cm4000_cs.h", "#include <linux/types.h>\n#define MAX_ATR 33\n"));
   ASSERT_TRUE(put(k_old / "drivers/char/pcmcia/cm4000_cs.c", "#include <linux/cm4000_cs.h>\n"));
   ASSERT_TRUE(put(k_new / "include/linux/types.h", "\n"));
@@ -356,21 +357,24 @@ TEST(HeaderFix, HeaderGoneWithItsUsersIsCopiedFromTheOldKernel) {
   auto ds = gate::parse_build_output("cm4000_cs.c:2:10: fatal error: linux/cm4000_cs.h: No such file or directory\n", po);
   ASSERT_EQ(ds.size(), 1u);
   auto edits = propose::make_header_fix()->propose(ds, ctx);
-  auto it = std::find_if(edits.begin(), edits.end(), [](const auto& e) { return e.title.find("old kernel's copy") != std::string::npos; });
+  auto it = std::find_if(edits.begin(), edits.end(),
+                         [](const auto& e) { return e.title.find("old kernel's copy") != std::string::npos; });
   ASSERT_NE(it, edits.end());
   ASSERT_TRUE(propose::apply_edit(*it, tree, tmp->path() / "s"));
   EXPECT_NE(util::read_file(tree / "cm4000_cs.c")->find("#include \"cm4000_cs.h\"\n"), std::string::npos);
   auto h = *util::read_file(tree / "cm4000_cs.h");
-  EXPECT_TRUE(h.starts_with("/* SPDX-License-Identifier: GPL-2.0 */\n/* Copied from the old kernel's include/linux/cm4000_cs.h")) << h;
-  EXPECT_NE(h.find("#define MAX_ATR 33"), std::string::npos) << h;        // the vanished uapi half, inlined
-  EXPECT_NE(h.find("#include <linux/types.h>"), std::string::npos) << h;  // the target still has this one
+  EXPECT_TRUE(h.starts_with("/* SPDX-License-Identifier: GPL-2.0 */\n/* Copied from the old kernel's include/linux/cm4000_cs.h"))
+      << h;
+  EXPECT_NE(h.find("#define MAX_ATR 33"), std::string::npos) << h;       // the vanished uapi half, inlined
+  EXPECT_NE(h.find("#include <linux/types.h>"), std::string::npos) << h; // the target still has this one
   // A kernel file that included it and survives (an interface between modules): no copy.
   ASSERT_TRUE(put(k_old / "drivers/char/user.c", "#include <linux/cm4000_cs.h>\n"));
   ASSERT_TRUE(put(k_new / "drivers/char/user.c", "#include <linux/other.h>\n"));
   ASSERT_TRUE(put(tree / "cm4000_cs.c", "#include <linux/module.h>\n#include <linux/cm4000_cs.h>\nint x = MAX_ATR;\n"));
   fs::remove(tree / "cm4000_cs.h");
   auto again = propose::make_header_fix()->propose(ds, ctx);
-  EXPECT_TRUE(std::none_of(again.begin(), again.end(), [](const auto& e) { return e.title.find("old kernel's copy") != std::string::npos; }));
+  EXPECT_TRUE(std::none_of(again.begin(), again.end(),
+                           [](const auto& e) { return e.title.find("old kernel's copy") != std::string::npos; }));
 }
 
 TEST(RulePack, SysctlNestedDirectoryTablesBecomeAPath) {
@@ -395,9 +399,9 @@ TEST(RulePack, SysctlNestedDirectoryTablesBecomeAPath) {
                     "static int init(void)\n{\n\th = register_sysctl_table(ipmi_root_table);\n\treturn h ? 0 : -ENOMEM;\n}\n";
   ASSERT_TRUE(util::write_file(tree / "p.c", src));
   gate::ParseOptions po;
-  auto ds = gate::parse_build_output(
-      "p.c:25:13: error: implicit declaration of function 'register_sysctl_table'; did you mean "
-      "'unregister_sysctl_table'? [-Werror=implicit-function-declaration]\n", po);
+  auto ds = gate::parse_build_output("p.c:25:13: error: implicit declaration of function 'register_sysctl_table'; did you mean "
+                                     "'unregister_sysctl_table'? [-Werror=implicit-function-declaration]\n",
+                                     po);
   ASSERT_EQ(ds.size(), 1u);
   propose::PortContext ctx;
   ctx.new_src = k_new;
@@ -438,13 +442,15 @@ TEST(LearnedRewrite, ConstantFamilyRenamedWithItsCompanion) {
   for (int i = 0; i < 3; ++i) {
     std::string m = models[i];
     auto body = [&](const std::string& field, const std::string& c) {
-      return fmt::format("static int f{}(void)\n{{\n\tif (boot_cpu_data.{} == {})\n\t\treturn 1;\n\treturn 0;\n}}\n", i, field, c);
+      return fmt::format("static int f{}(void)\n{{\n\tif (boot_cpu_data.{} == {})\n\t\treturn 1;\n\treturn 0;\n}}\n", i, field,
+                         c);
     };
     ASSERT_TRUE(put(k_old / fmt::format("drivers/x/d{}.c", i), body("x86_model", "INTEL_FAM6_" + m)));
     ASSERT_TRUE(put(k_new / fmt::format("drivers/x/d{}.c", i), body("x86_vfm", "INTEL_" + m)));
   }
-  ASSERT_TRUE(put(k_new / "arch/x86/include/asm/intel-family.h",
-                  "#define INTEL_ICELAKE_X IFM(6, 0x6A)\n#define INTEL_ICELAKE_D IFM(6, 0x6C)\n#define INTEL_ATOM_AIRMONT IFM(6, 0x4C)\n"));
+  ASSERT_TRUE(put(
+      k_new / "arch/x86/include/asm/intel-family.h",
+      "#define INTEL_ICELAKE_X IFM(6, 0x6A)\n#define INTEL_ICELAKE_D IFM(6, 0x6C)\n#define INTEL_ATOM_AIRMONT IFM(6, 0x4C)\n"));
   // The driver uses members no kernel file used: the family's rule still covers them.
   ASSERT_TRUE(put(tree / "drv.c", "static int g(void)\n{\n\tif (boot_cpu_data.x86_model == INTEL_FAM6_ATOM_AIRMONT)\n"
                                   "\t\treturn 2;\n\tswitch (boot_cpu_data.x86_model) {\n\tcase INTEL_FAM6_ICELAKE_D:\n"
@@ -460,7 +466,8 @@ TEST(LearnedRewrite, ConstantFamilyRenamedWithItsCompanion) {
   gate::ParseOptions po;
   auto ds = gate::parse_build_output(
       "drv.c:3:35: error: 'INTEL_FAM6_ATOM_AIRMONT' undeclared (first use in this function); did you mean "
-      "'INTEL_ATOM_AIRMONT'?\n", po);
+      "'INTEL_ATOM_AIRMONT'?\n",
+      po);
   ASSERT_EQ(ds.size(), 1u);
   auto edits = propose::make_learned_rewrite()->propose(ds, ctx);
   auto it = std::find_if(edits.begin(), edits.end(), [](const auto& e) { return e.change_id == "family:INTEL_FAM6_"; });
@@ -543,8 +550,8 @@ TEST(CallbackSignature, UnusedParameterDropped) {
   EXPECT_NE(out.find("static int drv_add(struct device *dev)\n{\n\tput_device(dev);"), std::string::npos) << out;
 
   // A parameter the body uses is not dropped.
-  ASSERT_TRUE(util::write_file(tmp->path() / "d.c", std::string(src).replace(src.find("put_device(dev)"), 15,
-                                                                           "put_device(intf->dev)")));
+  ASSERT_TRUE(
+      util::write_file(tmp->path() / "d.c", std::string(src).replace(src.find("put_device(dev)"), 15, "put_device(intf->dev)")));
   EXPECT_TRUE(propose::make_callback_signature()->propose(ds, ctx).empty());
 }
 
@@ -576,12 +583,11 @@ TEST(CallbackSignature, ParameterAddedBeforeOneOfItsTypeFollowsTheKernelsNames) 
 
 TEST(CallbackSignature, ParametersFoldedIntoStruct) {
   // 6.8 folded ethtool's get_rxfh(dev, indir, key, hfunc) into struct ethtool_rxfh_param.
-  std::vector<propose::Param> old = {{"struct net_device *", "netdev"}, {"u32 *", "p"}, {"u8 *", "key"},
-                                     {"u8 *", "hfunc"}};
+  std::vector<propose::Param> old = {{"struct net_device *", "netdev"}, {"u32 *", "p"}, {"u8 *", "key"}, {"u8 *", "hfunc"}};
   auto members = [](const std::string& tag) {
     EXPECT_EQ(tag, "ethtool_rxfh_param");
-    return std::vector<propose::Param>{{"u8", "hfunc"}, {"u32", "indir_size"}, {"u32 *", "indir"},
-                                       {"u32", "key_size"}, {"u8 *", "key"}};
+    return std::vector<propose::Param>{
+        {"u8", "hfunc"}, {"u32", "indir_size"}, {"u32 *", "indir"}, {"u32", "key_size"}, {"u8 *", "key"}};
   };
   // vmxnet3 calls the table "p": the one u32 * member takes it.
   auto by_type = propose::plan_param_reshape(old, {"struct net_device *", "struct ethtool_rxfh_param *"}, {}, members);
@@ -594,17 +600,16 @@ TEST(CallbackSignature, ParametersFoldedIntoStruct) {
   EXPECT_TRUE(drop->prologue.empty());
   EXPECT_EQ(drop->unused, (std::vector<std::string>{"p", "key", "hfunc"}));
   old[1] = {"u32 *", "indir"};
-  auto plan = propose::plan_param_reshape(old, {"struct net_device *", "struct ethtool_rxfh_param *"},
-                                          {"dev", "rxfh"}, members);
+  auto plan = propose::plan_param_reshape(old, {"struct net_device *", "struct ethtool_rxfh_param *"}, {"dev", "rxfh"}, members);
   ASSERT_TRUE(plan);
   EXPECT_EQ(plan->params, (std::vector<std::string>{"struct net_device *netdev", "struct ethtool_rxfh_param *rxfh"}));
-  EXPECT_EQ(plan->prologue, (std::vector<std::string>{"u32 *indir = rxfh->indir;", "u8 *key = rxfh->key;",
-                                                      "u8 *hfunc = &rxfh->hfunc;"}));
+  EXPECT_EQ(plan->prologue,
+            (std::vector<std::string>{"u32 *indir = rxfh->indir;", "u8 *key = rxfh->key;", "u8 *hfunc = &rxfh->hfunc;"}));
   // set_rxfh also gained an extack the driver does not use.
-  std::vector<propose::Param> set = {{"struct net_device *", "netdev"}, {"const u32 *", "indir"},
-                                     {"const u8 *", "key"}, {"const u8", "hfunc"}};
-  plan = propose::plan_param_reshape(
-      set, {"struct net_device *", "struct ethtool_rxfh_param *", "struct netlink_ext_ack *"}, {}, members);
+  std::vector<propose::Param> set = {
+      {"struct net_device *", "netdev"}, {"const u32 *", "indir"}, {"const u8 *", "key"}, {"const u8", "hfunc"}};
+  plan = propose::plan_param_reshape(set, {"struct net_device *", "struct ethtool_rxfh_param *", "struct netlink_ext_ack *"}, {},
+                                     members);
   ASSERT_TRUE(plan);
   EXPECT_EQ(plan->params.back(), "struct netlink_ext_ack *netlink_ext_ack");
   EXPECT_EQ(plan->prologue.back(), "const u8 hfunc = ethtool_rxfh_param->hfunc;");
@@ -623,8 +628,7 @@ TEST(ApplyTextEdits, RelocatedAfterOtherEditsMovedLines) {
   EXPECT_EQ(*e.text_edits[0].expect, "static int f(int x, int y)\n");
   EXPECT_EQ(*e.text_edits[1].expect, "{\n");
   // Another accepted edit added two lines above: the edit follows its lines.
-  ASSERT_TRUE(util::write_file(tmp->path() / "a.c",
-                               "int a;\nint b;\nint c;\nstatic int f(int x, int y)\n{\n\treturn x;\n}\n"));
+  ASSERT_TRUE(util::write_file(tmp->path() / "a.c", "int a;\nint b;\nint c;\nstatic int f(int x, int y)\n{\n\treturn x;\n}\n"));
   ASSERT_TRUE(propose::apply_edit(e, tmp->path(), tmp->path() / "s"));
   EXPECT_EQ(*util::read_file(tmp->path() / "a.c"),
             "int a;\nint b;\nint c;\nstatic int f(int x)\n{\n\tint y = 0;\n\treturn x;\n}\n");
@@ -650,12 +654,12 @@ TEST(CallbackSignature, DroppedParameterComputedLikeTheTargetsOwnImplementations
   fs::create_directories(src / "drivers/hwmon");
   fs::create_directories(tmp->path() / "tree");
   for (auto [file, fn] : {std::pair{"lm75.c", "lm75_probe"}, std::pair{"tmp102.c", "tmp102_probe"}})
-    ASSERT_TRUE(util::write_file(
-        src / "drivers/hwmon" / file,
-        fmt::format("static int {0}(struct i2c_client *client)\n{{\n\tstruct device *dev = &client->dev;\n"
-                    "\tconst struct i2c_device_id *id = i2c_client_get_device_id(client);\n\treturn 0;\n}}\n"
-                    "static struct i2c_driver d = {{\n\t.probe = {0},\n}};\n",
-                    fn)));
+    ASSERT_TRUE(
+        util::write_file(src / "drivers/hwmon" / file,
+                         fmt::format("static int {0}(struct i2c_client *client)\n{{\n\tstruct device *dev = &client->dev;\n"
+                                     "\tconst struct i2c_device_id *id = i2c_client_get_device_id(client);\n\treturn 0;\n}}\n"
+                                     "static struct i2c_driver d = {{\n\t.probe = {0},\n}};\n",
+                                     fn)));
   fs::path tree = tmp->path() / "tree";
   std::string drv = "static int drv_probe(struct i2c_client *c, const struct i2c_device_id *id)\n{\n"
                     "\treturn id->driver_data;\n}\n\nstatic struct i2c_driver drv = {\n\t.probe = drv_probe,\n};\n";
@@ -717,11 +721,10 @@ TEST(StmtTemplate, AntiUnifiesTheKernelsOwnRewrites) {
                                tok_texts("vm_flags_set(vma, VM_IO | VM_DONTEXPAND);"), "vm_flags");
   ASSERT_TRUE(t);
   EXPECT_EQ(t->key(), "$0 -> vm_flags |= $1 ; => vm_flags_set ( $0 , $1 ) ;");
-  EXPECT_EQ(propose::template_smpl(*t),
-            "@@\nexpression E0, E1;\n@@\n- E0->vm_flags |= E1;\n+ vm_flags_set(E0, E1);\n");
+  EXPECT_EQ(propose::template_smpl(*t), "@@\nexpression E0, E1;\n@@\n- E0->vm_flags |= E1;\n+ vm_flags_set(E0, E1);\n");
   // 6.6's ctime accessors: the same operand twice is one hole.
-  t = propose::anti_unify(tok_texts("inode->i_ctime = current_time(inode);"),
-                          tok_texts("inode_set_ctime_current(inode);"), "i_ctime");
+  t = propose::anti_unify(tok_texts("inode->i_ctime = current_time(inode);"), tok_texts("inode_set_ctime_current(inode);"),
+                          "i_ctime");
   ASSERT_TRUE(t);
   EXPECT_EQ(t->key(), "$0 -> i_ctime = current_time ( $0 ) ; => inode_set_ctime_current ( $0 ) ;");
   // A read narrows to the expression, so it applies wherever the member is read.
@@ -745,8 +748,7 @@ TEST(StmtTemplate, AntiUnifiesTheKernelsOwnRewrites) {
 
 TEST(StmtTemplate, FlagVariantsFollowTheFlagIntoOrChains) {
   // 6.12's NETIF_F_LLTX -> dev->lltx (drivers/net/amt.c and 14 more in the kernel's own diff).
-  auto t = propose::anti_unify(tok_texts("dev->features |= NETIF_F_LLTX;"), tok_texts("dev->lltx = true;"),
-                               "NETIF_F_LLTX");
+  auto t = propose::anti_unify(tok_texts("dev->features |= NETIF_F_LLTX;"), tok_texts("dev->lltx = true;"), "NETIF_F_LLTX");
   ASSERT_TRUE(t);
   std::string smpl = propose::flag_variants_smpl(*t, "NETIF_F_LLTX");
   ASSERT_FALSE(smpl.empty());
@@ -790,11 +792,10 @@ static void d(struct net_device *dev)
   auto after = util::read_file(tmp->path() / "x.c");
   ASSERT_TRUE(after.has_value());
   EXPECT_EQ(after->find("NETIF_F_LLTX"), std::string::npos) << *after;
-  EXPECT_NE(after->find("dev->features = dev->hw_features;\n\tdev->lltx = true;\n\tdev->vlan_features"),
-            std::string::npos) << *after;
-  EXPECT_NE(after->find("NETIF_F_GSO;\n\tdev->lltx = true;"), std::string::npos) << *after;
-  EXPECT_NE(after->find("dev->features |= feat;\n\tdev->lltx = true;\n\tdev->hw_features |= feat;"), std::string::npos)
+  EXPECT_NE(after->find("dev->features = dev->hw_features;\n\tdev->lltx = true;\n\tdev->vlan_features"), std::string::npos)
       << *after;
+  EXPECT_NE(after->find("NETIF_F_GSO;\n\tdev->lltx = true;"), std::string::npos) << *after;
+  EXPECT_NE(after->find("dev->features |= feat;\n\tdev->lltx = true;\n\tdev->hw_features |= feat;"), std::string::npos) << *after;
   EXPECT_NE(after->find("dev->features |= NETIF_F_HW_CSUM;\n\tdev->lltx = true;"), std::string::npos) << *after;
 }
 
@@ -830,9 +831,8 @@ TEST(InlineRemoved, CallBecomesTheOldHeadersBody) {
 TEST(CTokens, FirstBranchMaskKeepsBraceNesting) {
   // Both branches open a block (as in falcosecurity-scap's main.c): counting every brace would
   // leave the next function one level deep.
-  auto toks = csrc::tokenize(
-      "void a(void)\n{\n#if X\n\tif (p) {\n#else\n\tif (q) {\n#endif\n\t}\n}\n"
-      "static char *b(struct device *dev)\n{\n\treturn 0;\n}\n");
+  auto toks = csrc::tokenize("void a(void)\n{\n#if X\n\tif (p) {\n#else\n\tif (q) {\n#endif\n\t}\n}\n"
+                             "static char *b(struct device *dev)\n{\n\treturn 0;\n}\n");
   auto mask = csrc::first_branch_mask(toks);
   int depth = 0, naive = 0;
   std::size_t b = 0;
@@ -871,8 +871,7 @@ TEST(Apply, SpatchReadsOnlyFilesNamingWhatARuleRemoves) {
   // Every identifier of a removed line is in the code it matches: a.c has foo without bar, b.c
   // bar without foo; either line of a disjunction may match.
   EXPECT_TRUE(propose::files_for_smpl("@@\nexpression E;\n@@\n- foo(E, bar)\n", tmp->path(), all).empty());
-  EXPECT_EQ(propose::files_for_smpl("@@\nexpression E;\n@@\n(\n- foo(E)\n|\n- bar(E)\n)\n", tmp->path(), all),
-            (V{"a.c", "b.c"}));
+  EXPECT_EQ(propose::files_for_smpl("@@\nexpression E;\n@@\n(\n- foo(E)\n|\n- bar(E)\n)\n", tmp->path(), all), (V{"a.c", "b.c"}));
 }
 
 namespace {
@@ -972,10 +971,12 @@ TEST(TargetApi, MemberSuccessorKeepsTheOldType) {
   for (const auto& d : {old_src / "include/linux", new_src / "include/linux", tree}) fs::create_directories(d);
   ASSERT_TRUE(util::write_file(old_src / "include/linux/blk_types.h",
                                "struct block_device {\n\tsector_t bd_start_sect;\n\tstruct inode *bd_inode;\n"
-                               "\tvoid *bd_holder;\n};\n").has_value());
+                               "\tvoid *bd_holder;\n};\n")
+                  .has_value());
   ASSERT_TRUE(util::write_file(new_src / "include/linux/blk_types.h",
                                "struct block_device {\n\tsector_t bd_start_sect;\n\tvoid *bd_holder;\n"
-                               "\tstruct inode *bd_inodes;\n};\n").has_value());
+                               "\tstruct inode *bd_inodes;\n};\n")
+                  .has_value());
   ASSERT_TRUE(util::write_file(tree / "x.c", "sector_t size(struct block_device *b)\n{\n\treturn i_size_read(b->bd_inode);\n}\n")
                   .has_value());
   core::Kernel from, to;
@@ -1038,10 +1039,9 @@ TEST(RulePack, OldDefinitionsWithoutAnOldKernel) {
   auto tmp = util::TempDir::create(util::scratch_root(), "legacy-");
   ASSERT_TRUE(tmp.has_value());
   fs::create_directories(tmp->path() / "tree");
-  ASSERT_TRUE(util::write_file(tmp->path() / "tree/x.c",
-                               "static void rel(struct xtrx_dev *d, struct buf *b, unsigned len)\n{\n"
-                               "\tpci_free_consistent(d->pdev, len, b->virt, b->phys);\n"
-                               "\tpci_unmap_single(d->pdev, b->phys, len, PCI_DMA_TODEVICE);\n}\n")
+  ASSERT_TRUE(util::write_file(tmp->path() / "tree/x.c", "static void rel(struct xtrx_dev *d, struct buf *b, unsigned len)\n{\n"
+                                                         "\tpci_free_consistent(d->pdev, len, b->virt, b->phys);\n"
+                                                         "\tpci_unmap_single(d->pdev, b->phys, len, PCI_DMA_TODEVICE);\n}\n")
                   .has_value());
   TargetOnly port(root / "new", tmp->path() / "tree", tmp->path() / "s");
   auto& ctx = port.ctx;
@@ -1064,7 +1064,8 @@ TEST(RulePack, OldDefinitionsWithoutAnOldKernel) {
   ASSERT_EQ(edits.size(), 3u);
   for (const auto& e : edits) {
     EXPECT_EQ(e.proposer, "rule-pack");
-    EXPECT_NE(e.description.find("Rule: rules/pci-dma-compat.rule (Linux 5.18; include/linux/pci-dma-compat.h"), std::string::npos)
+    EXPECT_NE(e.description.find("Rule: rules/pci-dma-compat.rule (Linux 5.18; include/linux/pci-dma-compat.h"),
+              std::string::npos)
         << e.description;
   }
   EXPECT_TRUE(edits[2].change_id.starts_with("inline-header:")) << edits[2].change_id;
@@ -1098,7 +1099,8 @@ TEST(OpsSwap, FileOperationsTableBecomesProcOps) {
 	long	(*proc_ioctl)(struct file *, unsigned int, unsigned long);
 	int	(*proc_mmap)(struct file *, struct vm_area_struct *);
 } __randomize_layout;
-)").has_value());
+)")
+                  .has_value());
   ASSERT_TRUE(util::write_file(tree / "bbswitch.c", R"(static struct file_operations bbswitch_fops = {
     .owner  = THIS_MODULE,
     .open   = bbswitch_proc_open,
@@ -1112,7 +1114,8 @@ static int __init bbswitch_init(void)
     acpi_entry = proc_create("bbswitch", 0664, acpi_root_dir, &bbswitch_fops);
     return 0;
 }
-)").has_value());
+)")
+                  .has_value());
   TargetOnly port(src, tree, tmp->path() / "s");
   const auto& ctx = port.ctx;
   core::Diagnostic d;
@@ -1140,7 +1143,7 @@ static int __init bbswitch_init(void)
 TEST(CTokens, CallInsideAnElseBranchClosesThere) {
   // falcosecurity-scap's main.c: the call sits in the #else branch of a version check.
   auto toks = csrc::tokenize("if (close_fd < 0 ||\n#if A\n    !FD_ISSET(close_fd, fdt->open_fds)\n#else\n"
-                                "    !fd_is_open(close_fd, fdt)\n#endif\n    ) {\n\tdrop = true;\n}\n");
+                             "    !fd_is_open(close_fd, fdt)\n#endif\n    ) {\n\tdrop = true;\n}\n");
   auto calls = csrc::find_calls(toks, 0, toks.size() - 1);
   auto it = std::find_if(calls.begin(), calls.end(), [](const auto& c) { return c.callee == "fd_is_open"; });
   ASSERT_NE(it, calls.end());
@@ -1223,7 +1226,8 @@ TEST(TargetApi, AliasOfAnOldKernelsNameIsRemoved) {
   // rtpengine-kernel-dkms maps the 2.6.35 name onto the old one for older kernels:
   // `#define xt_action_param xt_target_param`; on a kernel without xt_target_param gcc names the
   // old struct where the driver wrote the new one.
-  MiniPort m("alias-", {{"include/linux/netfilter/x_tables.h", "struct xt_action_param {\n\tconst void *targinfo;\n\tint hotdrop;\n};\n"}},
+  MiniPort m("alias-",
+             {{"include/linux/netfilter/x_tables.h", "struct xt_action_param {\n\tconst void *targinfo;\n\tint hotdrop;\n};\n"}},
              {{"xt_X.c", "#include <linux/netfilter/x_tables.h>\n"
                          "#define xt_action_param xt_target_param\n"
                          "#define my_flag other_flag\n"
@@ -1260,14 +1264,14 @@ TEST(RulePack, SetFsSaveSwitchRestoreLinesGo) {
   auto& tmp = m.tmp;
   const fs::path &src = m.src, &tree = m.tree;
   const std::string text = "int setup(char *path)\n{\n"
-                           "    mm_segment_t fs;\n"                       // 3
-                           "    fs = get_fs();\n"                         // 4
-                           "    set_fs(KERNEL_DS);\n"                     // 5
-                           "    f = filp_open(path, O_WRONLY, 0444);\n"   // 6
+                           "    mm_segment_t fs;\n"                     // 3
+                           "    fs = get_fs();\n"                       // 4
+                           "    set_fs(KERNEL_DS);\n"                   // 5
+                           "    f = filp_open(path, O_WRONLY, 0444);\n" // 6
                            "#if LINUX_VERSION_CODE < KERNEL_VERSION(2,6,8)\n"
-                           "    set_fs(fs);\n"                            // 8: dead on the target
+                           "    set_fs(fs);\n" // 8: dead on the target
                            "#endif\n"
-                           "    set_fs(fs);\n"                            // 10
+                           "    set_fs(fs);\n" // 10
                            "    return 0;\n}\n";
   ASSERT_TRUE(util::write_file(tree / "disk.c", text));
   TargetOnly port(src, tree, tmp->path() / "s");
@@ -1321,7 +1325,9 @@ TEST(TargetApi, FunctionPointerDeclarationAndDefinitionAreSynced) {
   d.line = 2;
   d.message = "conflicting types for 'nat_hook'; have 'unsigned int (*)(struct sk_buff *, unsigned int)'";
   d.symbols = {"nat_hook"};
-  d.notes.push_back({"hook.h", 1, 28, "previous declaration of 'nat_hook' with type 'unsigned int (*)(struct sk_buff *, unsigned int,  unsigned int)'"});
+  d.notes.push_back(
+      {"hook.h", 1, 28,
+       "previous declaration of 'nat_hook' with type 'unsigned int (*)(struct sk_buff *, unsigned int,  unsigned int)'"});
   auto edits = propose::make_target_api()->propose({d}, port.ctx);
   std::vector<const propose::Edit*> sync;
   for (const auto& e : edits)
@@ -1331,8 +1337,9 @@ TEST(TargetApi, FunctionPointerDeclarationAndDefinitionAreSynced) {
   EXPECT_EQ(sync[0]->text_edits[0].file, "hook.c");
   EXPECT_EQ(sync[0]->text_edits[0].line, 2);
   EXPECT_EQ(sync[0]->text_edits[0].remove, 2);
-  EXPECT_EQ(sync[0]->text_edits[0].text, "unsigned int (*nat_hook)(struct sk_buff *skb,\n#if LINUX_VERSION_CODE >= KERNEL_VERSION(3,7,0)\n"
-                                         "\t\tunsigned int protoff,\n#endif\n\t\tunsigned int matchoff);\n");
+  EXPECT_EQ(sync[0]->text_edits[0].text,
+            "unsigned int (*nat_hook)(struct sk_buff *skb,\n#if LINUX_VERSION_CODE >= KERNEL_VERSION(3,7,0)\n"
+            "\t\tunsigned int protoff,\n#endif\n\t\tunsigned int matchoff);\n");
   ASSERT_EQ(sync[1]->text_edits.size(), 1u);
   EXPECT_EQ(sync[1]->text_edits[0].file, "hook.h");
   EXPECT_EQ(sync[1]->text_edits[0].remove, 5);
@@ -1388,7 +1395,7 @@ TEST(TargetApi, TypeDefinitionsTheKernelNowHasGo) {
     return {it->text_edits[0].line, it->text_edits[0].remove};
   };
   EXPECT_EQ(span("shim:struct timeout_t"), std::make_pair(2, 3));
-  EXPECT_EQ(span("shim:enum at tpm.h:5"), std::make_pair(5, 4));  // once for both enumerators
+  EXPECT_EQ(span("shim:enum at tpm.h:5"), std::make_pair(5, 4)); // once for both enumerators
   EXPECT_EQ(span("shim:cap_t"), std::make_pair(9, 3));
   EXPECT_EQ(span("shim:struct used_t"), std::make_pair(0, 0));
   EXPECT_EQ(std::count_if(edits.begin(), edits.end(), [](const auto& e) { return e.change_id.starts_with("shim:enum"); }), 1);
@@ -1402,7 +1409,8 @@ TEST(TargetApi, TypeDefinitionsTheKernelNowHasGo) {
 TEST(TargetApi, NameTheDriverDeclaresIsNeverRenamed) {
   // `static DEFINE_SEMAPHORE(pr_sem);` fails on a target whose macro takes two arguments; gcc
   // then calls pr_sem undeclared, which is not a reason to use the kernel's pr_sem_lock instead.
-  MiniPort m("declares-", {{"include/linux/sem.h", "#define pr_sem_lock (global_lock)\n"}, {"drivers/a.c", "int y = pr_sem_lock;\n"}},
+  MiniPort m("declares-",
+             {{"include/linux/sem.h", "#define pr_sem_lock (global_lock)\n"}, {"drivers/a.c", "int y = pr_sem_lock;\n"}},
              {{"d.c", "static DEFINE_SEMAPHORE(pr_sem);\nstatic void f(void)\n{\n\tdown(&pr_sem);\n}\n"}});
   ASSERT_TRUE(m.tmp.has_value());
   TargetOnly port(m.src, m.tree, m.tmp->path() / "s");
@@ -1461,34 +1469,35 @@ TEST(TargetApi, PortingNotesSayWhatBecameOfAName) {
   EXPECT_EQ(idx.porting_notes().size(), 2u);
   // A use that is no table entry or flag term is not half dropped: no edit.
   ASSERT_TRUE(util::write_file(m.tree / "d.c", "static int z(struct file *f)\n{\n\treturn f->f_op->llseek == no_llseek;\n}\n"));
-  edits = propose::make_target_api()->propose({diag_at(core::DiagKind::undeclared_identifier, "d.c", 3, {"no_llseek"})},
-                                              port.ctx);
+  edits =
+      propose::make_target_api()->propose({diag_at(core::DiagKind::undeclared_identifier, "d.c", 3, {"no_llseek"})}, port.ctx);
   EXPECT_FALSE(has_change(edits, "ident:no_llseek"));
 }
 
 TEST(TargetApi, MemberGoneBehindAccessorsIsAccessedThroughThem) {
   // 6.6-6.7's inode timestamps and 6.3's read-only vm_flags, as the target declares them.
   MiniPort m("accessors-",
-             {{"include/linux/fs.h", "struct inode {\n\tlong i_mtime_sec;\n\tlong i_mtime_nsec;\n};\n"
-                                     "static inline struct timespec64 inode_get_mtime(const struct inode *inode)\n{\n}\n"
-                                     "static inline time64_t inode_get_mtime_sec(const struct inode *inode)\n{\n}\n"
-                                     "static inline struct timespec64 inode_set_mtime_to_ts(struct inode *inode,\n"
-                                     "\t\t\t\t\t\t      struct timespec64 ts)\n{\n}\n"
-                                     "static inline struct timespec64 inode_set_mtime(struct inode *inode, time64_t sec, long nsec)\n{\n}\n"},
-              {"include/linux/mm.h", "struct vm_area_struct {\n\tconst vm_flags_t vm_flags;\n};\n"
-                                     "static inline void vm_flags_init(struct vm_area_struct *vma, vm_flags_t flags)\n{\n}\n"
-                                     "static inline void vm_flags_reset(struct vm_area_struct *vma, vm_flags_t flags)\n{\n}\n"
-                                     "static inline void vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)\n{\n}\n"
-                                     "static inline void vm_flags_clear(struct vm_area_struct *vma, vm_flags_t flags)\n{\n}\n"
-                                     "static inline void vm_flags_mod(struct vm_area_struct *vma, vm_flags_t set, vm_flags_t clear)\n{\n}\n"}},
+             {{"include/linux/fs.h",
+               "struct inode {\n\tlong i_mtime_sec;\n\tlong i_mtime_nsec;\n};\n"
+               "static inline struct timespec64 inode_get_mtime(const struct inode *inode)\n{\n}\n"
+               "static inline time64_t inode_get_mtime_sec(const struct inode *inode)\n{\n}\n"
+               "static inline struct timespec64 inode_set_mtime_to_ts(struct inode *inode,\n"
+               "\t\t\t\t\t\t      struct timespec64 ts)\n{\n}\n"
+               "static inline struct timespec64 inode_set_mtime(struct inode *inode, time64_t sec, long nsec)\n{\n}\n"},
+              {"include/linux/mm.h",
+               "struct vm_area_struct {\n\tconst vm_flags_t vm_flags;\n};\n"
+               "static inline void vm_flags_init(struct vm_area_struct *vma, vm_flags_t flags)\n{\n}\n"
+               "static inline void vm_flags_reset(struct vm_area_struct *vma, vm_flags_t flags)\n{\n}\n"
+               "static inline void vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)\n{\n}\n"
+               "static inline void vm_flags_clear(struct vm_area_struct *vma, vm_flags_t flags)\n{\n}\n"
+               "static inline void vm_flags_mod(struct vm_area_struct *vma, vm_flags_t set, vm_flags_t clear)\n{\n}\n"}},
              {{"d.c", "static void t(struct inode *inode, struct vm_area_struct *vma)\n{\n"
                       "\tinode->i_mtime = current_time(inode);\n\tvma->vm_flags |= VM_IO;\n}\n"}});
   ASSERT_TRUE(m.tmp.has_value());
   TargetOnly port(m.src, m.tree, m.tmp->path() / "s");
-  auto edits = propose::make_target_api()->propose(
-      {diag_at(core::DiagKind::no_member, "d.c", 3, {"struct inode", "i_mtime"}),
-       diag_at(core::DiagKind::read_only_member, "d.c", 4, {"vm_flags"})},
-      port.ctx);
+  auto edits = propose::make_target_api()->propose({diag_at(core::DiagKind::no_member, "d.c", 3, {"struct inode", "i_mtime"}),
+                                                    diag_at(core::DiagKind::read_only_member, "d.c", 4, {"vm_flags"})},
+                                                   port.ctx);
   auto find = [&](const std::string& id) {
     auto it = std::find_if(edits.begin(), edits.end(), [&](const auto& e) { return e.change_id == id && e.rank == 1; });
     return it == edits.end() ? std::string() : it->smpl;
@@ -1531,7 +1540,8 @@ TEST(TargetApi, MemberMovedIntoAPointedToStruct) {
   ASSERT_TRUE(util::write_file(m.src / "drivers/c.c", "int c;\n"));
   edits = propose::make_target_api()->propose(
       {diag_at(core::DiagKind::no_member, "d.c", 3, {"struct net_device", "wol_enabled"})}, port.ctx);
-  EXPECT_TRUE(std::none_of(edits.begin(), edits.end(), [](const auto& e) { return e.title.find("moved to") != std::string::npos; }));
+  EXPECT_TRUE(
+      std::none_of(edits.begin(), edits.end(), [](const auto& e) { return e.title.find("moved to") != std::string::npos; }));
 }
 
 TEST(TargetApi, MemberMovedIntoAnEmbeddedStructDroppingAPrefixWord) {
@@ -1571,8 +1581,7 @@ TEST(CallbackSignature, AddedParameterKeepsTheDriversSpellingAndItsDirectCallsPa
   std::vector<std::string> to = {"long unsigned int", "long unsigned int", "void *"};
   auto plan = propose::plan_param_reshape(old, to, {"error", "unsup", "context"}, none);
   ASSERT_TRUE(plan);
-  EXPECT_EQ(plan->params,
-            (std::vector<std::string>{"unsigned long error", "long unsigned int unsup", "void *context"}));
+  EXPECT_EQ(plan->params, (std::vector<std::string>{"unsigned long error", "long unsigned int unsup", "void *context"}));
   const std::string text = "static void endio(unsigned long error, long unsigned int unsup, void *context)\n{\n"
                            "\tcomplete(context);\n}\n\nstatic void go(struct wb *wb)\n{\n"
                            "\tif (submit(wb, endio))\n\t\tendio(1, wb);\n\tendio(f(a, b),\n\t      wb);\n}\n";
@@ -1581,8 +1590,8 @@ TEST(CallbackSignature, AddedParameterKeepsTheDriversSpellingAndItsDirectCallsPa
   EXPECT_NE(out->find("\t\tendio(1, 0, wb);"), std::string::npos) << *out;
   EXPECT_NE(out->find("\tendio(f(a, b), 0,\n\t      wb);"), std::string::npos) << *out;
   EXPECT_NE(out->find("submit(wb, endio)"), std::string::npos) << "a reference is not a call";
-  EXPECT_NE(out->find("static void endio(unsigned long error, long unsigned int unsup, void *context)"),
-            std::string::npos) << "the definition is not a call";
+  EXPECT_NE(out->find("static void endio(unsigned long error, long unsigned int unsup, void *context)"), std::string::npos)
+      << "the definition is not a call";
   // A pointer gets NULL, first position included; a struct by value has no neutral value.
   out = propose::pass_added_arguments("void g(void)\n{\n\th(3);\n}\n", "h", {1}, {"struct device *", "int"});
   ASSERT_TRUE(out);
@@ -1601,7 +1610,8 @@ TEST(LearnedRewrite, AnAddedLiteralIsNotACopyOfAnEqualOldArgument) {
       tmp->path(), "drivers/md",
       [](const std::string& f) {
         return fmt::format("static int {0}_read(struct {0} *x)\n{{\n\treturn dm_io(&x->req, 1, &x->loc, NULL, "
-                           "IOPRIO_DEFAULT);\n}}\n", f);
+                           "IOPRIO_DEFAULT);\n}}\n",
+                           f);
       },
       "NULL,", "NULL, NULL,");
   ASSERT_TRUE(kernels.has_value());
@@ -1659,7 +1669,8 @@ TEST(LearnedRewrite, FileScopeMacroTakesAStringLiteral) {
   for (const char* f : {"a", "b", "c"}) {
     std::string ns = std::string(f) == "a" ? "I2C_X" : std::string(f) == "b" ? "SPI_Y" : "HWMON_Z";
     std::string t = fmt::format("static int {0}_probe(void)\n{{\n\treturn 0;\n}}\nMODULE_LICENSE(\"GPL\");\n"
-                                "MODULE_IMPORT_NS({1});\n", f, ns);
+                                "MODULE_IMPORT_NS({1});\n",
+                                f, ns);
     ASSERT_TRUE(put(old_src / "drivers/hwmon" / (std::string(f) + ".c"), t));
     t.replace(t.find("NS(") + 3, ns.size(), "\"" + ns + "\"");
     ASSERT_TRUE(put(new_src / "drivers/hwmon" / (std::string(f) + ".c"), t));
@@ -1778,8 +1789,9 @@ TEST(CallbackSignature, VoidCallbackNowReturnsAValueAndOwnDefinitionsFollowTheKe
   wd.symbols = {"watchdog_init_timeout"};
   wd.message = "conflicting types for 'watchdog_init_timeout'; have 'int(struct watchdog_device *, unsigned int,  "
                "struct device *)'";
-  wd.notes.push_back({header, 1, 5, "previous declaration of 'watchdog_init_timeout' with type 'int(struct "
-                                    "watchdog_device *, unsigned int,  const struct device *)'"});
+  wd.notes.push_back({header, 1, 5,
+                      "previous declaration of 'watchdog_init_timeout' with type 'int(struct "
+                      "watchdog_device *, unsigned int,  const struct device *)'"});
   core::Diagnostic ip = wd;
   ip.line = 17;
   ip.symbols = {"ipmi_destroy_user"};
@@ -1794,11 +1806,17 @@ TEST(CallbackSignature, VoidCallbackNowReturnsAValueAndOwnDefinitionsFollowTheKe
   auto after = util::read_file(tree / "core.c");
   ASSERT_TRUE(after);
   EXPECT_NE(after->find("static int sender(void *info, struct msg *m)\n{\n\tif (!m)\n\t\treturn 0;\n\tsend(m);\n"
-                        "\treturn 0;\n}\n"), std::string::npos) << *after;
+                        "\treturn 0;\n}\n"),
+            std::string::npos)
+      << *after;
   EXPECT_NE(after->find("int watchdog_init_timeout(struct watchdog_device *wdd, unsigned int t, const struct device "
-                        "*dev)\n"), std::string::npos) << *after;
+                        "*dev)\n"),
+            std::string::npos)
+      << *after;
   EXPECT_NE(after->find("void ipmi_destroy_user(struct ipmi_user *user)\n{\n\tif (!user)\n\t\treturn;\n"
-                          "\tkfree(user);\n}\n"), std::string::npos) << *after;
+                        "\tkfree(user);\n}\n"),
+            std::string::npos)
+      << *after;
   // Without the old kernel declaring it, a definition that clashes with a kernel name is not the
   // kernel's API: no edit.
   ASSERT_TRUE(put(old_src / "include/linux/watchdog.h", "\n"));
@@ -1877,12 +1895,12 @@ TEST(CallbackSignature, FunctionsPassedAsAnArgumentFollowTheTypedef) {
   ASSERT_TRUE(propose::apply_edit(*e, tree, ctx.scratch));
   auto after = util::read_file(tree / "cache.c");
   ASSERT_TRUE(after);
-  EXPECT_NE(after->find("static void a_cb(unsigned long error, long unsigned int unsup, void *context);\n"),
-            std::string::npos) << *after;
-  EXPECT_NE(after->find("static void a_cb(unsigned long error, long unsigned int unsup, void *context)\n{"),
-            std::string::npos) << *after;
-  EXPECT_NE(after->find("static void b_cb(unsigned long error, long unsigned int unsup, void *context)\n{"),
-            std::string::npos) << *after;
+  EXPECT_NE(after->find("static void a_cb(unsigned long error, long unsigned int unsup, void *context);\n"), std::string::npos)
+      << *after;
+  EXPECT_NE(after->find("static void a_cb(unsigned long error, long unsigned int unsup, void *context)\n{"), std::string::npos)
+      << *after;
+  EXPECT_NE(after->find("static void b_cb(unsigned long error, long unsigned int unsup, void *context)\n{"), std::string::npos)
+      << *after;
 }
 
 TEST(EntryPoints, MagicNamesRegisteredWithTheMacrosTheTargetDefinesThemWith) {
@@ -1945,8 +1963,7 @@ TEST(ArgumentCast, ACastToTheParametersOldTypeFollowsItsNewType) {
   ASSERT_TRUE(propose::apply_edit(edits[0], tree, ctx.scratch));
   auto after = util::read_file(tree / "tcp.c");
   ASSERT_TRUE(after);
-  EXPECT_NE(after->find("kernel_bind(control,(struct sockaddr_unsized *) &saddr,sizeof(saddr));"), std::string::npos)
-      << *after;
+  EXPECT_NE(after->find("kernel_bind(control,(struct sockaddr_unsized *) &saddr,sizeof(saddr));"), std::string::npos) << *after;
   EXPECT_NE(after->find("kernel_bind(control, addr, sizeof(saddr));"), std::string::npos) << "no cast, no edit";
 }
 
@@ -1955,8 +1972,9 @@ TEST(ArgumentCast, AnArrayAMemberNowWantsConstGainsTheQualifiers) {
   auto tmp = util::TempDir::create(util::scratch_root(), "qualified-array-");
   ASSERT_TRUE(tmp.has_value());
   const fs::path tree = tmp->path() / "tree";
-  ASSERT_TRUE(put(tree / "core.c", "static struct bin_attribute *c2port_bin_attrs[] = {\n\t&bin_attr_flash_data,\n\tNULL,\n};\n\n"
-                                   "static const struct attribute_group c2port_group = {\n\t.bin_attrs = c2port_bin_attrs,\n};\n"));
+  ASSERT_TRUE(put(tree / "core.c",
+                  "static struct bin_attribute *c2port_bin_attrs[] = {\n\t&bin_attr_flash_data,\n\tNULL,\n};\n\n"
+                  "static const struct attribute_group c2port_group = {\n\t.bin_attrs = c2port_bin_attrs,\n};\n"));
   propose::PortContext ctx;
   ctx.tree = tree;
   ctx.original_tree = tree;
@@ -1986,7 +2004,8 @@ TEST(CallbackSignature, MacroWiredCallbackOnAContinuationLineFoundByGccsColumn) 
   const std::string fn = "(struct file *filp, struct kobject *kobj,\n\t\tstruct bin_attribute *attr, char *buffer, loff_t "
                          "offset, size_t count)\n{\n\treturn 0;\n}\n";
   ASSERT_TRUE(put(tree / "core.c", "static BIN_ATTR(flash_data, 0644, c2port_read_flash_data,\n\t\tc2port_write_flash_data, 0);\n"
-                                   "static ssize_t c2port_read_flash_data" + fn + "static ssize_t c2port_write_flash_data" + fn));
+                                   "static ssize_t c2port_read_flash_data" +
+                                       fn + "static ssize_t c2port_write_flash_data" + fn));
   propose::PortContext ctx;
   ctx.tree = tree;
   ctx.original_tree = tree;
@@ -2078,7 +2097,8 @@ TEST(LearnedRewrite, DroppedArgumentKeepsTheFormTheKernelDropped) {
       tmp->path(), "drivers/misc",
       [](const std::string& f) {
         return fmt::format("static void {0}_name(struct {0} *x, const char *s)\n{{\n\tstrncpy(x->name, s, "
-                           "sizeof(x->name));\n}}\n", f);
+                           "sizeof(x->name));\n}}\n",
+                           f);
       },
       "strncpy(x->name, s, sizeof(x->name))", "strscpy(x->name, s)");
   ASSERT_TRUE(kernels.has_value());

@@ -45,10 +45,12 @@ TEST(Rules, ShippedRulesParseAndStateTheirProvenance) {
 
 TEST(Rules, BadFilesAreNamedWithWhatIsWrong) {
   EXPECT_EQ(error_of(k_header + "---\n@@\n@@\n- old_call()\n+ new_call()\n"), "");
-  EXPECT_NE(error_of(k_header + "@@\n").find("mine/x.rule:6: expected `key: value`"), std::string::npos) << error_of(k_header + "@@\n");
+  EXPECT_NE(error_of(k_header + "@@\n").find("mine/x.rule:6: expected `key: value`"), std::string::npos)
+      << error_of(k_header + "@@\n");
   EXPECT_NE(error_of(k_header).find("no `---` line"), std::string::npos);
-  EXPECT_NE(error_of("kind: nonsense\nkernel: 1.0\nsource: s\nkernel-definition: no\n---\nx\n").find("kind `nonsense` is not one of"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of("kind: nonsense\nkernel: 1.0\nsource: s\nkernel-definition: no\n---\nx\n").find("kind `nonsense` is not one of"),
+      std::string::npos);
   // provenance is required
   EXPECT_NE(error_of("kind: smpl\nkernel: 6.8\nkernel-definition: no\nsymbols: a\n---\nx\n").find("`source:` is missing"),
             std::string::npos);
@@ -58,10 +60,12 @@ TEST(Rules, BadFilesAreNamedWithWhatIsWrong) {
   EXPECT_NE(error_of(k_header + "kind: smpl\n---\nx\n").find("given twice"), std::string::npos);
   EXPECT_NE(error_of(k_header + "---\n\n").find("needs a body"), std::string::npos);
   EXPECT_NE(error_of(k_header + "target-from: six\n---\nx\n").find("not a kernel version"), std::string::npos);
-  EXPECT_NE(error_of("kind: remove-statements\nkernel: 5.10\nsource: s\nkernel-definition: no\nsymbols: a\n---\n^ok$\n(unclosed\n")
-                .find("mine/x.rule:8: not a regular expression"),
-            std::string::npos);
-  EXPECT_NE(error_of("kind: typed-variant\nkernel: any\nsource: s\nkernel-definition: no\n---\nmin = min_t\n").find("`NAME -> TYPED_NAME`"),
+  EXPECT_NE(
+      error_of("kind: remove-statements\nkernel: 5.10\nsource: s\nkernel-definition: no\nsymbols: a\n---\n^ok$\n(unclosed\n")
+          .find("mine/x.rule:8: not a regular expression"),
+      std::string::npos);
+  EXPECT_NE(error_of("kind: typed-variant\nkernel: any\nsource: s\nkernel-definition: no\n---\nmin = min_t\n")
+                .find("`NAME -> TYPED_NAME`"),
             std::string::npos);
 }
 
@@ -116,8 +120,9 @@ TEST(Rules, SmplRuleIsProposedWhenADiagnosticNamesItAndTheTargetLacksIt) {
   fs::create_directories(src / "include/linux");
   fs::create_directories(tree);
   ASSERT_TRUE(util::write_file(src / "include/linux/x.h", "int new_call(void);\n"));
-  auto r = propose::parse_rule(k_header + "target-lacks: old_call\nwhy: old_call() became new_call() in 6.8\n---\n@@\n@@\n- old_call()\n+ new_call()\n",
-                               "mine/old-call.rule");
+  auto r = propose::parse_rule(
+      k_header + "target-lacks: old_call\nwhy: old_call() became new_call() in 6.8\n---\n@@\n@@\n- old_call()\n+ new_call()\n",
+      "mine/old-call.rule");
   ASSERT_TRUE(r) << r.error().message;
   std::vector<propose::Rule> rules = {*r};
   core::Kernel to;

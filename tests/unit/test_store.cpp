@@ -144,12 +144,19 @@ TEST(StoreSteps, LoopStepsKeepKindComponentDiagnosticsAndTiming) {
   auto st = open_ok(d.db());
   auto id = st.begin_run({"port", {{"to", "6.12"}}, "/tmp/drv", "", std::nullopt});
   ASSERT_TRUE(id);
-  ASSERT_TRUE(st.add_loop_step(*id, {{"step", "build-target"}, {"t_ms", 1500}, {"kernel", "6.12"}, {"ok", false},
-                                      {"errors", {diag("a.c", 3, "too many arguments to function 'class_create'")}}}));
-  ASSERT_TRUE(st.add_loop_step(*id, {{"step", "propose"}, {"t_ms", 1700}, {"iteration", 1}, {"proposer", "learned-rewrite"},
-                                      {"edits", 2}, {"ms", 150}}));
-  ASSERT_TRUE(st.add_loop_step(*id, {{"step", "try"}, {"t_ms", 2900}, {"change", "call:class_create"}, {"errors_before", 1},
-                                      {"errors_after", 0}, {"proposer", "learned-rewrite"}}));
+  ASSERT_TRUE(st.add_loop_step(*id, {{"step", "build-target"},
+                                     {"t_ms", 1500},
+                                     {"kernel", "6.12"},
+                                     {"ok", false},
+                                     {"errors", {diag("a.c", 3, "too many arguments to function 'class_create'")}}}));
+  ASSERT_TRUE(st.add_loop_step(
+      *id, {{"step", "propose"}, {"t_ms", 1700}, {"iteration", 1}, {"proposer", "learned-rewrite"}, {"edits", 2}, {"ms", 150}}));
+  ASSERT_TRUE(st.add_loop_step(*id, {{"step", "try"},
+                                     {"t_ms", 2900},
+                                     {"change", "call:class_create"},
+                                     {"errors_before", 1},
+                                     {"errors_after", 0},
+                                     {"proposer", "learned-rewrite"}}));
   auto steps = st.steps(*id);
   ASSERT_TRUE(steps);
   ASSERT_EQ(steps->size(), 3u);
@@ -217,7 +224,10 @@ TEST(StoreConcurrency, ProcessesAndThreadsWriteOneStore) {
     if (pid == 0) {
       std::vector<std::thread> ts;
       std::atomic<bool> ok{true};
-      for (int t = 0; t < k_threads; ++t) ts.emplace_back([&, t] { if (!writer(p * 10 + t)) ok = false; });
+      for (int t = 0; t < k_threads; ++t)
+        ts.emplace_back([&, t] {
+          if (!writer(p * 10 + t)) ok = false;
+        });
       for (auto& t : ts) t.join();
       _exit(ok ? 0 : 1);
     }
@@ -323,8 +333,20 @@ TEST(StoreExplain, ErrorNoAlternativeFixedIsAWrongMapping) {
   auto id = record(st,
                    {{{"step", "build-target"}, {"t_ms", 1000}, {"ok", false}, {"errors", {e}}},
                     {{"step", "propose"}, {"t_ms", 1100}, {"proposer", "learned-rewrite"}, {"edits", 2}, {"ms", 100}},
-                    {{"step", "try"}, {"t_ms", 2000}, {"change", "call:class_create"}, {"rank", 0}, {"proposer", "learned-rewrite"}, {"errors_before", 1}, {"errors_after", 2}},
-                    {{"step", "try"}, {"t_ms", 3000}, {"change", "call:class_create"}, {"rank", 1}, {"proposer", "learned-rewrite"}, {"errors_before", 1}, {"errors_after", 1}},
+                    {{"step", "try"},
+                     {"t_ms", 2000},
+                     {"change", "call:class_create"},
+                     {"rank", 0},
+                     {"proposer", "learned-rewrite"},
+                     {"errors_before", 1},
+                     {"errors_after", 2}},
+                    {{"step", "try"},
+                     {"t_ms", 3000},
+                     {"change", "call:class_create"},
+                     {"rank", 1},
+                     {"proposer", "learned-rewrite"},
+                     {"errors_before", 1},
+                     {"errors_after", 1}},
                     {{"step", "reject"}, {"t_ms", 3001}, {"change", "call:class_create"}}},
                    store::RunStatus::failed, {{"outcome", "no-progress"}});
   auto doc = explain(st, id);
@@ -357,8 +379,17 @@ TEST(StoreExplain, ErrorThatAppearedAfterAnAcceptIsThatEditsRegression) {
   auto id = record(st,
                    {{{"step", "build-target"}, {"t_ms", 1000}, {"ok", false}, {"errors", {old_e}}},
                     {{"step", "propose"}, {"t_ms", 1100}, {"proposer", "target-api"}, {"edits", 1}, {"ms", 100}},
-                    {{"step", "try"}, {"t_ms", 2000}, {"change", "ident:no_llseek"}, {"proposer", "target-api"}, {"errors_before", 1}, {"errors_after", 1}},
-                    {{"step", "accept"}, {"t_ms", 2001}, {"change", "ident:no_llseek"}, {"proposer", "target-api"}, {"title", "rename no_llseek"}},
+                    {{"step", "try"},
+                     {"t_ms", 2000},
+                     {"change", "ident:no_llseek"},
+                     {"proposer", "target-api"},
+                     {"errors_before", 1},
+                     {"errors_after", 1}},
+                    {{"step", "accept"},
+                     {"t_ms", 2001},
+                     {"change", "ident:no_llseek"},
+                     {"proposer", "target-api"},
+                     {"title", "rename no_llseek"}},
                     {{"step", "build-target"}, {"t_ms", 2002}, {"iteration", 1}, {"ok", false}, {"errors", {new_e}}}},
                    store::RunStatus::failed, {{"outcome", "no-progress"}});
   auto doc = explain(st, id);
@@ -373,14 +404,18 @@ TEST(StoreExplain, ErrorThatAppearedAfterAnAcceptIsThatEditsRegression) {
 TEST(StoreExplain, IntegrityRejectionIsAttributedToTheEditNamedByTheViolation) {
   StoreDir d;
   auto st = open_ok(d.db());
-  auto id = record(st,
-                   {{{"step", "build-target"}, {"t_ms", 1000}, {"ok", false}, {"errors", {diag("a.c", 1, "x")}}},
-                    {{"step", "accept"}, {"t_ms", 2000}, {"change", "call:class_create"}, {"proposer", "learned-rewrite"}},
-                    {{"step", "accept"}, {"t_ms", 2001}, {"change", "member:struct i2c_driver.probe_new"}, {"proposer", "target-api"}},
-                    {{"step", "build-target"}, {"t_ms", 3000}, {"ok", true}, {"errors", nlohmann::json::array()}},
-                    {{"step", "integrity"}, {"t_ms", 3001}, {"ok", false}, {"violations", 1}}},
-                   store::RunStatus::failed, {{"outcome", "integrity-rejected"}});
-  nlohmann::json verdict = {{"integrity", {{"ok", false}, {"violations", {{{"rule", "removed-call"}, {"file", "a.c"}, {"line", 5}, {"detail", "call to class_create removed"}}}}}}};
+  auto id =
+      record(st,
+             {{{"step", "build-target"}, {"t_ms", 1000}, {"ok", false}, {"errors", {diag("a.c", 1, "x")}}},
+              {{"step", "accept"}, {"t_ms", 2000}, {"change", "call:class_create"}, {"proposer", "learned-rewrite"}},
+              {{"step", "accept"}, {"t_ms", 2001}, {"change", "member:struct i2c_driver.probe_new"}, {"proposer", "target-api"}},
+              {{"step", "build-target"}, {"t_ms", 3000}, {"ok", true}, {"errors", nlohmann::json::array()}},
+              {{"step", "integrity"}, {"t_ms", 3001}, {"ok", false}, {"violations", 1}}},
+             store::RunStatus::failed, {{"outcome", "integrity-rejected"}});
+  nlohmann::json verdict = {
+      {"integrity",
+       {{"ok", false},
+        {"violations", {{{"rule", "removed-call"}, {"file", "a.c"}, {"line", 5}, {"detail", "call to class_create removed"}}}}}}};
   auto doc = explain(st, id, verdict);
   ASSERT_EQ(doc["attribute"].size(), 1u);
   EXPECT_EQ(doc["attribute"][0]["cause"], "integrity");
@@ -402,7 +437,8 @@ TEST(StoreKb, ExportScrubsAndImportRoundTrips) {
   const char* user = std::getenv("USER");
   std::string who = user && std::string(user).size() > 1 && std::string(user) != "root" ? user : "";
   store::KbEntry e;
-  e.signature = store::diagnostic_signature(diag("/home/alice/drv/ppdev.c", 3, "too many  arguments to function \u2018class_create\u2019"));
+  e.signature =
+      store::diagnostic_signature(diag("/home/alice/drv/ppdev.c", 3, "too many  arguments to function \u2018class_create\u2019"));
   EXPECT_EQ(e.signature, "other: too many arguments to function 'class_create'");
   e.change_id = "call:class_create";
   e.label = "arguments-changed";
@@ -465,8 +501,8 @@ TEST(StoreKb, ExplainSuggestsAKnownFixForAnUnsolvedDiagnostic) {
   k.change_id = "call:foo_bar";
   k.title = "foo_bar became foo_baz";
   ASSERT_TRUE(store::add_kb_entry(st, k));
-  auto id = record(st, {{{"step", "build-target"}, {"t_ms", 1000}, {"ok", false}, {"errors", {e}}}},
-                   store::RunStatus::failed, {{"outcome", "no-progress"}});
+  auto id = record(st, {{{"step", "build-target"}, {"t_ms", 1000}, {"ok", false}, {"errors", {e}}}}, store::RunStatus::failed,
+                   {{"outcome", "no-progress"}});
   auto doc = explain(st, id);
   ASSERT_EQ(doc["recover"].size(), 1u);
   EXPECT_EQ(doc["recover"][0]["action"], "kb");

@@ -53,9 +53,8 @@ store::KbEntry entry(const core::Diagnostic& solved, nlohmann::json edit, nlohma
   return e;
 }
 
-std::vector<propose::Edit> propose_with(const fs::path& store, const std::vector<core::Diagnostic>& diags,
-                                        const fs::path& tree, const std::string& case_id = "",
-                                        std::vector<std::string> leave_out = {}) {
+std::vector<propose::Edit> propose_with(const fs::path& store, const std::vector<core::Diagnostic>& diags, const fs::path& tree,
+                                        const std::string& case_id = "", std::vector<std::string> leave_out = {}) {
   propose::PortContext ctx;
   ctx.store = store;
   ctx.tree = tree;
@@ -83,7 +82,9 @@ TEST(StoreKbProposer, ReplaysTheRecordedEditOfTheSameSignatureFirst) {
   {
     auto st = f.open();
     nlohmann::json call = {{"from", "class_create"}, {"arity", 2}, {"to", "class_create"}, {"args", {"$1"}}};
-    ASSERT_TRUE(store::add_kb_entry(st, entry(k_too_many, {{"smpl", k_smpl}, {"call", call}, {"renames", nlohmann::json::array({nlohmann::json::array({"a", "b"})})}})));
+    ASSERT_TRUE(store::add_kb_entry(
+        st, entry(k_too_many,
+                  {{"smpl", k_smpl}, {"call", call}, {"renames", nlohmann::json::array({nlohmann::json::array({"a", "b"})})}})));
   }
   // Another driver, another file and line: the same signature.
   auto other = error("bravo.c", 15, core::DiagKind::too_many_arguments, "too many arguments to function 'class_create'");
@@ -144,7 +145,7 @@ TEST(StoreKbProposer, LeavesOutEntriesOfTheSameCaseFilesOrRuns) {
     auto run = st.begin_run({"bench", nlohmann::json::object(), "/cases/c1/before", "c1", std::nullopt});
     ASSERT_TRUE(run);
     auto by_run = entry(k_too_many, {{"smpl", k_smpl}});
-    by_run.run_id = *run;                        // recorded by a run of case c1
+    by_run.run_id = *run; // recorded by a run of case c1
     ASSERT_TRUE(store::add_kb_entry(st, by_run));
     auto by_case = entry(k_too_many, {{"smpl", k_smpl + "\n"}}, {{"case", "c2"}});
     by_case.change_id = "call:class_create/b"; // three changes: at most two alternatives per change
@@ -200,9 +201,12 @@ TEST(StoreKbData, ScriptRulesAreRefusedOnImportAndNeverReplayed) {
   EXPECT_FALSE(store::kb_edit_is_data({{"smpl", "using \"other.iso\"\n@@\n@@\n- f()\n"}}));
   EXPECT_TRUE(store::kb_edit_is_data({{"smpl", k_smpl}}));
   auto st = f.open();
-  nlohmann::json bundle = {{"schema", "autodriver.kb-bundle"}, {"schema_version", 1},
-                           {"entries", {{{"signature", store::diagnostic_signature(core::to_json(k_too_many))},
-                                         {"change_id", "call:class_create"}, {"edit", {{"smpl", script}}}}}}};
+  nlohmann::json bundle = {{"schema", "autodriver.kb-bundle"},
+                           {"schema_version", 1},
+                           {"entries",
+                            {{{"signature", store::diagnostic_signature(core::to_json(k_too_many))},
+                              {"change_id", "call:class_create"},
+                              {"edit", {{"smpl", script}}}}}}};
   auto r = store::import_kb_bundle(st, bundle, "evil.json");
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("script"), std::string::npos) << r.error().message;
@@ -233,7 +237,12 @@ std::int64_t regression_run(store::RunStore& st, const fs::path& tree, const nlo
   std::vector<nlohmann::json> steps = {
       {{"step", "build-target"}, {"t_ms", 1}, {"ok", false}, {"errors", {old_e}}},
       {{"step", "propose"}, {"t_ms", 2}, {"proposer", "store-kb"}, {"edits", 1}, {"ms", 1}},
-      {{"step", "try"}, {"t_ms", 3}, {"change", "call:class_create"}, {"proposer", "store-kb"}, {"errors_before", 1}, {"errors_after", 1}},
+      {{"step", "try"},
+       {"t_ms", 3},
+       {"change", "call:class_create"},
+       {"proposer", "store-kb"},
+       {"errors_before", 1},
+       {"errors_after", 1}},
       {{"step", "accept"}, {"t_ms", 4}, {"change", "call:class_create"}, {"proposer", "store-kb"}, {"title", "t"}},
       {{"step", "build-target"}, {"t_ms", 5}, {"iteration", 1}, {"ok", false}, {"errors", {new_e}}}};
   for (const auto& s : steps) EXPECT_TRUE(st.add_loop_step(*id, s));
@@ -281,8 +290,12 @@ TEST(StoreReplay, RegressionConfirmedWhenTheErrorComesWithTheEdit) {
   Fixture f;
   ASSERT_TRUE(util::write_file(f.tree() / "d.c", "int f(void) { return 0; }\n"));
   auto st = f.open();
-  nlohmann::json old_e = {{"file", "d.c"}, {"line", 1}, {"kind", "too-many-arguments"}, {"message", "too many arguments to function 'class_create'"}};
-  nlohmann::json new_e = {{"file", "d.c"}, {"line", 1}, {"kind", "implicit-function-declaration"}, {"message", "implicit declaration of function 'bogus'"}};
+  nlohmann::json old_e = {
+      {"file", "d.c"}, {"line", 1}, {"kind", "too-many-arguments"}, {"message", "too many arguments to function 'class_create'"}};
+  nlohmann::json new_e = {{"file", "d.c"},
+                          {"line", 1},
+                          {"kind", "implicit-function-declaration"},
+                          {"message", "implicit declaration of function 'bogus'"}};
   auto id = regression_run(st, f.tree(), old_e, new_e);
   auto run = st.run(id).value().value();
   auto ex = store::explain_run(run, st.steps(id).value(), nullptr, &st);
@@ -299,9 +312,8 @@ TEST(StoreReplay, RegressionConfirmedWhenTheErrorComesWithTheEdit) {
   // The edit is innocent when the error is there before it too.
   auto ex2 = store::explain_run(run, st.steps(id).value(), nullptr, &st);
   std::string sig = store::diagnostic_signature(new_e);
-  loop::replay_attributions(st, run, ex2.doc, {}, [&](const fs::path&) -> util::Expected<std::set<std::string>> {
-    return std::set<std::string>{sig};
-  });
+  loop::replay_attributions(st, run, ex2.doc, {},
+                            [&](const fs::path&) -> util::Expected<std::set<std::string>> { return std::set<std::string>{sig}; });
   EXPECT_EQ(ex2.doc["attribute"][0]["replay"]["result"], "refuted");
   // Bounded: no replay at all with max_replays 0, and nothing when the tree is gone.
   auto ex3 = store::explain_run(run, st.steps(id).value(), nullptr, &st);
@@ -328,11 +340,16 @@ TEST(StoreKbExplain, AnEntryStoreKbAlreadyTriedIsNotSuggestedAgain) {
   ASSERT_TRUE(store::add_kb_entry(st, other));
   auto id = st.begin_run({"port", {{"to", "6.12"}}, "/tmp/drv", "", std::nullopt});
   ASSERT_TRUE(id);
-  for (const auto& s : std::vector<nlohmann::json>{
-           {{"step", "build-target"}, {"t_ms", 1}, {"ok", false}, {"errors", {d}}},
-           {{"step", "propose"}, {"t_ms", 2}, {"proposer", "store-kb"}, {"edits", 1}, {"ms", 1}},
-           {{"step", "try"}, {"t_ms", 3}, {"change", "call:class_create"}, {"proposer", "store-kb"}, {"errors_before", 1}, {"errors_after", 1}},
-           {{"step", "reject"}, {"t_ms", 4}, {"change", "call:class_create"}}})
+  for (const auto& s :
+       std::vector<nlohmann::json>{{{"step", "build-target"}, {"t_ms", 1}, {"ok", false}, {"errors", {d}}},
+                                   {{"step", "propose"}, {"t_ms", 2}, {"proposer", "store-kb"}, {"edits", 1}, {"ms", 1}},
+                                   {{"step", "try"},
+                                    {"t_ms", 3},
+                                    {"change", "call:class_create"},
+                                    {"proposer", "store-kb"},
+                                    {"errors_before", 1},
+                                    {"errors_after", 1}},
+                                   {{"step", "reject"}, {"t_ms", 4}, {"change", "call:class_create"}}})
     ASSERT_TRUE(st.add_loop_step(*id, s));
   ASSERT_TRUE(st.end_run(*id, store::RunStatus::failed, {{"outcome", "no-progress"}}));
   auto ex = store::explain_run(st.run(*id).value().value(), st.steps(*id).value(), nullptr, &st);

@@ -2,11 +2,11 @@
 // kernel's own drivers converted theirs (a synthetic pair of kernel trees shaped like 7.x's
 // acpi_driver -> platform_driver conversions).
 
-#include "autodriver/gate/integrity.hpp"
-#include "autodriver/propose/shared/apply.hpp"
-#include "autodriver/propose/proposer.hpp"
-#include "autodriver/propose/struct_convert.hpp"
 #include "autodriver/csrc/tokens.hpp"
+#include "autodriver/gate/integrity.hpp"
+#include "autodriver/propose/proposer.hpp"
+#include "autodriver/propose/shared/apply.hpp"
+#include "autodriver/propose/struct_convert.hpp"
 #include "autodriver/util/files.hpp"
 
 #include <gtest/gtest.h>
@@ -20,7 +20,8 @@ namespace {
 
 int line_of(const std::string& text, const std::string& needle) {
   auto pos = text.find(needle);
-  return pos == std::string::npos ? -1 : 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(pos), '\n'));
+  return pos == std::string::npos ? -1
+                                  : 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(pos), '\n'));
 }
 
 core::Diagnostic diag(const std::string& text, const std::string& needle, const std::string& message) {
@@ -259,9 +260,8 @@ TEST(StructConvert, MemberPathsFlattenNestedAndChainedDesignators) {
 TEST(StructConvert, FunctionWithVersionedPrototypesIsOneUnit) {
   auto toks = csrc::tokenize(k_driver);
   auto units = csrc::find_units(toks);
-  EXPECT_TRUE(std::any_of(units.begin(), units.end(), [](const auto& u) {
-    return u.kind == csrc::UnitKind::function && u.name == "ec_remove";
-  }));
+  EXPECT_TRUE(std::any_of(units.begin(), units.end(),
+                          [](const auto& u) { return u.kind == csrc::UnitKind::function && u.name == "ec_remove"; }));
 }
 
 TEST(StructConvert, ConvertsAsTheKernelsDriversDid) {
@@ -274,7 +274,8 @@ TEST(StructConvert, ConvertsAsTheKernelsDriversDid) {
   ASSERT_TRUE(put(root / "new/drivers/acpi/beta.c", k_new_b));
   ASSERT_TRUE(put(root / "tree/ec.c", k_driver));
   // The target's declarations the devres group needs.
-  ASSERT_TRUE(put(root / "new/include/linux/device.h", "struct device {\n\tvoid *p;\n};\n"
+  ASSERT_TRUE(put(root / "new/include/linux/device.h",
+                  "struct device {\n\tvoid *p;\n};\n"
                   "void *devres_open_group(struct device *dev, void *id, gfp_t gfp);\n"
                   "void devres_close_group(struct device *dev, void *id);\n"
                   "int devres_release_group(struct device *dev, void *id);\n"
@@ -301,7 +302,9 @@ TEST(StructConvert, ConvertsAsTheKernelsDriversDid) {
   auto after = util::read_file(ctx.tree / "ec.c");
   ASSERT_TRUE(after.has_value());
   // The driver's callbacks are untouched; adapters with the new types call them.
-  EXPECT_NE(after->find("static int ec_add(struct acpi_device *acpi_dev)\n{\n\tvoid *p = devm_kzalloc(&acpi_dev->dev"), std::string::npos) << *after;
+  EXPECT_NE(after->find("static int ec_add(struct acpi_device *acpi_dev)\n{\n\tvoid *p = devm_kzalloc(&acpi_dev->dev"),
+            std::string::npos)
+      << *after;
   // The pm callback gets the platform device's struct device: it reaches the ACPI device as the
   // bridge does, not by container_of.
   EXPECT_NE(after->find("\treturn ec_wake(acpi_driver_data(ACPI_COMPANION(dev)));\n"), std::string::npos) << *after;
@@ -309,9 +312,12 @@ TEST(StructConvert, ConvertsAsTheKernelsDriversDid) {
   EXPECT_NE(after->find("static void ec_driver_release_devres(void *data)\n{\n\tstruct platform_device *pdev = data;\n"
                         "\tstruct acpi_device *acpi_dev = ACPI_COMPANION(&pdev->dev);\n\n"
                         "\tdevres_release_group(&acpi_dev->dev, pdev);\n}\n"),
-            std::string::npos) << *after;
-  EXPECT_NE(after->find("static void ec_driver_notify(acpi_handle handle, u32 event, void *data)\n{\n\tec_notify(data, event);\n}"),
-            std::string::npos) << *after;
+            std::string::npos)
+      << *after;
+  EXPECT_NE(
+      after->find("static void ec_driver_notify(acpi_handle handle, u32 event, void *data)\n{\n\tec_notify(data, event);\n}"),
+      std::string::npos)
+      << *after;
   EXPECT_NE(after->find("static int ec_driver_probe(struct platform_device *pdev)\n{\n"
                         "\tstruct acpi_device *acpi_dev = ACPI_COMPANION(&pdev->dev);\n\tint ret;\n\n"
                         "\tif (!devres_open_group(&acpi_dev->dev, pdev, GFP_KERNEL))\n\t\treturn -ENOMEM;\n"
@@ -319,19 +325,22 @@ TEST(StructConvert, ConvertsAsTheKernelsDriversDid) {
                         "\tif (ret)\n\t\treturn ret;\n"
                         "\tret = ec_add(acpi_dev);\n\tdevres_close_group(&acpi_dev->dev, pdev);\n\tif (ret)\n\t\treturn ret;\n"
                         "\tret = acpi_dev_install_notify_handler(acpi_dev, ACPI_DEVICE_NOTIFY,\n"),
-            std::string::npos) << *after;
+            std::string::npos)
+      << *after;
   EXPECT_NE(after->find("\tif (ret)\n\t\tec_remove(acpi_dev);\n\treturn ret;\n}"), std::string::npos) << *after;
   EXPECT_NE(after->find("static void ec_driver_remove(struct platform_device *pdev)\n{\n"
                         "\tstruct acpi_device *acpi_dev = ACPI_COMPANION(&pdev->dev);\n\n"
                         "\tacpi_dev_remove_notify_handler(acpi_dev, ACPI_DEVICE_NOTIFY,\n\t\t\t\t       ec_driver_notify);\n"
                         "\tec_remove(acpi_dev);\n}"),
-            std::string::npos) << *after;
+            std::string::npos)
+      << *after;
   // Members mapped by value, the version-dead .owner and .class dropped, .drv.pm followed.
   EXPECT_NE(after->find("static struct platform_driver ec_driver = {\n\t.driver = {\n\t\t.name = \"ec\",\n"
                         "\t\t.acpi_match_table = ec_ids,\n\t\t.pm = &ec_pm,\n\t},\n"
                         "\t.probe = ec_driver_probe,\n\t.remove = ec_driver_remove,\n};\n"
                         "module_platform_driver(ec_driver);\n"),
-            std::string::npos) << *after;
+            std::string::npos)
+      << *after;
   EXPECT_EQ(after->find("struct acpi_driver"), std::string::npos) << *after;
   EXPECT_EQ(after->find("module_acpi_driver"), std::string::npos) << *after;
   EXPECT_NE(after->find("#include <linux/acpi.h>\n#include <linux/platform_device.h>\n"), std::string::npos) << *after;
@@ -342,8 +351,7 @@ TEST(StructConvert, ConvertsAsTheKernelsDriversDid) {
   gate::IntegrityInput in;
   in.original = root / "orig";
   in.candidate = ctx.tree;
-  in.diagnostics = {d,
-                    diag(k_driver, ".ops = {", "'struct acpi_driver' has no member named 'ops'"),
+  in.diagnostics = {d, diag(k_driver, ".ops = {", "'struct acpi_driver' has no member named 'ops'"),
                     diag(k_driver, ".drv.pm", "'struct acpi_driver' has no member named 'drv'"),
                     diag(k_driver, "module_acpi_driver(", "implicit declaration of function 'module_acpi_driver'")};
   auto ok = gate::check_integrity(in);
@@ -354,8 +362,9 @@ TEST(StructConvert, ConvertsAsTheKernelsDriversDid) {
   ASSERT_TRUE(put(ctx.tree / "ec.c", dropped));
   auto bad = gate::check_integrity(in);
   EXPECT_FALSE(bad.ok);
-  EXPECT_TRUE(std::any_of(bad.violations.begin(), bad.violations.end(), [](const auto& v) { return v.rule == "ops-assignment-removed"; }))
-      << gate::to_json(bad).dump(1);
+  EXPECT_TRUE(std::any_of(bad.violations.begin(), bad.violations.end(), [](const auto& v) {
+    return v.rule == "ops-assignment-removed";
+  })) << gate::to_json(bad).dump(1);
 
   // Without any kernel driver that made the conversion there is nothing to learn.
   fs::remove_all(root / "new/drivers");

@@ -83,11 +83,10 @@ TEST_F(TrialObjectsTest, TheWholeModuleDecidesWhenTheSampleWouldNotSaveMuch) {
 }
 
 TEST(TrialObjects, ReportingUnitIsTheOutermostFileOfTheIncludeChain) {
-  core::Diagnostic d = error_in("././include/osdep.h",
-                                "In file included from ././include/osdep_service.h:57,\n"
-                                "                 from /autodriver/tree/hal/phydm/../phydm_types.h:257,\n"
-                                "                 from /autodriver/tree/hal/phydm/x.c:28:\n"
-                                "././include/osdep.h:3:9: error: boom\n");
+  core::Diagnostic d = error_in("././include/osdep.h", "In file included from ././include/osdep_service.h:57,\n"
+                                                       "                 from /autodriver/tree/hal/phydm/../phydm_types.h:257,\n"
+                                                       "                 from /autodriver/tree/hal/phydm/x.c:28:\n"
+                                                       "././include/osdep.h:3:9: error: boom\n");
   EXPECT_EQ(loop::reporting_unit(d, "/autodriver/tree"), "hal/phydm/x.c");
   EXPECT_EQ(loop::reporting_unit(error_in("./core/a.c"), "/autodriver/tree"), "core/a.c");
   EXPECT_EQ(loop::tree_relative("././include/osdep.h", ""), "include/osdep.h");

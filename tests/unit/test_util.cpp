@@ -8,9 +8,9 @@
 #include "autodriver/util/strings.hpp"
 #include "autodriver/util/subprocess.hpp"
 
+#include "skip.hpp"
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include "skip.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -114,13 +114,12 @@ TEST(Strings, SplitCommandAndSubstitute) {
 }
 
 TEST(ModulesDep, LoadOrderPutsDependenciesFirst) {
-  auto md = kernel::ModulesDep::parse(
-      "kernel/drivers/net/mii.ko.xz:\n"
-      "kernel/drivers/net/ethernet/realtek/8139cp.ko.xz: kernel/drivers/net/mii.ko.xz\n"
-      "kernel/drivers/media/v4l2-core/videodev.ko.xz: kernel/drivers/media/mc/mc.ko.xz\n"
-      "kernel/drivers/media/mc/mc.ko.xz:\n"
-      "kernel/drivers/misc/pvpanic/pvpanic-pci.ko.xz: kernel/drivers/misc/pvpanic/pvpanic.ko.xz\n"
-      "kernel/drivers/misc/pvpanic/pvpanic.ko.xz:\n");
+  auto md = kernel::ModulesDep::parse("kernel/drivers/net/mii.ko.xz:\n"
+                                      "kernel/drivers/net/ethernet/realtek/8139cp.ko.xz: kernel/drivers/net/mii.ko.xz\n"
+                                      "kernel/drivers/media/v4l2-core/videodev.ko.xz: kernel/drivers/media/mc/mc.ko.xz\n"
+                                      "kernel/drivers/media/mc/mc.ko.xz:\n"
+                                      "kernel/drivers/misc/pvpanic/pvpanic-pci.ko.xz: kernel/drivers/misc/pvpanic/pvpanic.ko.xz\n"
+                                      "kernel/drivers/misc/pvpanic/pvpanic.ko.xz:\n");
   std::vector<std::string> missing;
   auto order = md.load_order({"videodev", "8139cp", "pvpanic-pci", "nosuch"}, missing);
   EXPECT_EQ(order, (std::vector<std::string>{"mc", "videodev", "mii", "8139cp", "pvpanic", "pvpanic_pci"}));
@@ -247,7 +246,8 @@ TEST(Files, ScratchFoldersOfDeadRunsAreRemovedOthersKept) {
   std::string saved = old ? old : "";
   setenv("TMPDIR", r.c_str(), 1);
   auto live = util::TempDir::create(util::scratch_root(), "check-");
-  if (old) setenv("TMPDIR", saved.c_str(), 1); else unsetenv("TMPDIR");
+  if (old) setenv("TMPDIR", saved.c_str(), 1);
+  else unsetenv("TMPDIR");
   ASSERT_TRUE(live);
   ASSERT_TRUE(fs::exists(live->path() / ".autodriver-owner"));
 

@@ -1,7 +1,7 @@
 // The one reader of `#if LINUX_VERSION_CODE ...` conditions and of `#define A B` aliases.
 
-#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/csrc/tokens.hpp"
+#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/propose/shared/version_cond.hpp"
 
 #include <gtest/gtest.h>

@@ -26,8 +26,8 @@ struct KernelBuild {
 util::Expected<KernelBuild> build_for(const ApidiffRequest& req, const core::Kernel& k) {
   if (!k.has_headers())
     return util::unexpected(util::ErrorKind::not_found,
-                            fmt::format("kernel {} has no build directory at {}: run `autodriver kernel fetch {}`",
-                                        k.name, k.build_dir.string(), k.name));
+                            fmt::format("kernel {} has no build directory at {}: run `autodriver kernel fetch {}`", k.name,
+                                        k.build_dir.string(), k.name));
   auto scratch = util::TempDir::create(util::scratch_root(), "apidiff-");
   if (!scratch) return util::unexpected(scratch.error());
   KernelBuild kb;
@@ -96,8 +96,8 @@ util::Expected<ApidiffReport> run_apidiff(const ApidiffRequest& request) {
     auto a = built_from->by_rel.find(rel);
     auto b = built_to->by_rel.find(rel);
     if (a == built_from->by_rel.end() || b == built_to->by_rel.end()) {
-      report.skipped.push_back(fmt::format("{}: no compile command on {}", rel,
-                                           a == built_from->by_rel.end() ? req.from.name : req.to.name));
+      report.skipped.push_back(
+          fmt::format("{}: no compile command on {}", rel, a == built_from->by_rel.end() ? req.from.name : req.to.name));
       continue;
     }
     util::log_info("apidiff: parsing {} for {} and {}", rel, req.from.release, req.to.release);
@@ -134,12 +134,19 @@ nlohmann::json to_json(const ApidiffReport& r) {
     return nlohmann::json{{"name", k.name}, {"release", k.release}, {"build_dir", k.build_dir.string()}, {"build", build}};
   };
   auto parse = [](const KernelParse& p) {
-    return nlohmann::json{{"release", p.release}, {"declarations", p.declarations}, {"parse_errors", p.parse_errors},
-                          {"error_samples", p.error_samples}, {"clang_args", p.clang_args}};
+    return nlohmann::json{{"release", p.release},
+                          {"declarations", p.declarations},
+                          {"parse_errors", p.parse_errors},
+                          {"error_samples", p.error_samples},
+                          {"clang_args", p.clang_args}};
   };
-  nlohmann::json j = {{"schema", "autodriver.apidiff"}, {"schema_version", k_json_schema_version},
-                      {"tree", r.tree.string()}, {"from", kernel(r.from, r.build_from)}, {"to", kernel(r.to, r.build_to)},
-                      {"elapsed_ms", r.elapsed.count()}, {"skipped", r.skipped}};
+  nlohmann::json j = {{"schema", "autodriver.apidiff"},
+                      {"schema_version", k_json_schema_version},
+                      {"tree", r.tree.string()},
+                      {"from", kernel(r.from, r.build_from)},
+                      {"to", kernel(r.to, r.build_to)},
+                      {"elapsed_ms", r.elapsed.count()},
+                      {"skipped", r.skipped}};
   j["files"] = nlohmann::json::array();
   for (const auto& f : r.files) {
     nlohmann::json fj = {{"file", f.file}, {"identifiers", f.identifiers}, {"from", parse(f.from)}, {"to", parse(f.to)}};

@@ -19,13 +19,13 @@ namespace autodriver::apidiff {
 inline constexpr int k_json_schema_version = 1;
 
 struct ApidiffRequest {
-  std::filesystem::path tree;        ///< never written: builds run in scratch copies
+  std::filesystem::path tree; ///< never written: builds run in scratch copies
   core::Kernel from;
   core::Kernel to;
-  std::string build_cmd;             ///< empty: kbuild M=; {kdir} {kver} substituted
+  std::string build_cmd; ///< empty: kbuild M=; {kdir} {kver} substituted
   std::chrono::seconds build_timeout{300};
   ParseOptions parse;
-  std::filesystem::path subdir;      ///< the driver's folder inside `tree` when tree is a root (gate/build_root.hpp)
+  std::filesystem::path subdir; ///< the driver's folder inside `tree` when tree is a root (gate/build_root.hpp)
 };
 
 struct KernelParse {
@@ -37,8 +37,8 @@ struct KernelParse {
 };
 
 struct FileReport {
-  std::string file;                  ///< relative to the tree
-  std::size_t identifiers = 0;       ///< distinct identifiers in the file
+  std::string file;            ///< relative to the tree
+  std::size_t identifiers = 0; ///< distinct identifiers in the file
   KernelParse from, to;
   std::vector<core::ApiChange> changes;
 };
@@ -46,9 +46,9 @@ struct FileReport {
 struct ApidiffReport {
   std::filesystem::path tree;
   core::Kernel from, to;
-  std::string build_from, build_to;  ///< the build commands that gave the compile flags
+  std::string build_from, build_to; ///< the build commands that gave the compile flags
   std::vector<FileReport> files;
-  std::vector<std::string> skipped;  ///< "x.c: no compile command on 6.12 (...)", "y.c: too large"
+  std::vector<std::string> skipped;     ///< "x.c: no compile command on 6.12 (...)", "y.c: too large"
   std::vector<core::ApiChange> changes; ///< union over the files, without duplicates
   std::chrono::milliseconds elapsed{0};
 };

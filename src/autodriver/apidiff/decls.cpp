@@ -130,7 +130,8 @@ bool undefined_later(Visit& v, CXCursor c, const std::string& name) {
     if (hash == std::string::npos || t.find_first_not_of(" \t", hash + 1) != pos) continue;
     auto n = t.find_first_not_of(" \t", pos + 5);
     if (n != std::string::npos && t.compare(n, name.size(), name) == 0 &&
-        (n + name.size() == t.size() || !(std::isalnum(static_cast<unsigned char>(t[n + name.size()])) || t[n + name.size()] == '_')))
+        (n + name.size() == t.size() ||
+         !(std::isalnum(static_cast<unsigned char>(t[n + name.size()])) || t[n + name.size()] == '_')))
       return true;
   }
   return false;
@@ -332,16 +333,16 @@ util::Expected<DeclSet> read_declarations(const fs::path& source, const std::vec
   auto size = fs::file_size(source, ec);
   if (ec) return util::unexpected(util::ErrorKind::io, fmt::format("{}: {}", source.string(), ec.message()));
   if (size > options.max_source_bytes)
-    return util::unexpected(util::ErrorKind::config, fmt::format("{}: {} bytes is over the {} byte parse limit",
-                                                                 source.string(), size, options.max_source_bytes));
+    return util::unexpected(util::ErrorKind::config, fmt::format("{}: {} bytes is over the {} byte parse limit", source.string(),
+                                                                 size, options.max_source_bytes));
   std::unique_ptr<void, IndexDeleter> index(clang_createIndex(0, 0));
   std::vector<const char*> argv;
   for (const auto& a : clang_args) argv.push_back(a.c_str());
   CXTranslationUnit raw = nullptr;
-  unsigned flags = CXTranslationUnit_DetailedPreprocessingRecord | CXTranslationUnit_SkipFunctionBodies |
-                   CXTranslationUnit_KeepGoing;
-  auto rc = clang_parseTranslationUnit2(index.get(), source.c_str(), argv.data(), static_cast<int>(argv.size()),
-                                        nullptr, 0, flags, &raw);
+  unsigned flags =
+      CXTranslationUnit_DetailedPreprocessingRecord | CXTranslationUnit_SkipFunctionBodies | CXTranslationUnit_KeepGoing;
+  auto rc = clang_parseTranslationUnit2(index.get(), source.c_str(), argv.data(), static_cast<int>(argv.size()), nullptr, 0,
+                                        flags, &raw);
   if (rc != CXError_Success || !raw)
     return util::unexpected(util::ErrorKind::parse,
                             fmt::format("libclang could not parse {} (error {})", source.string(), static_cast<int>(rc)));
@@ -354,8 +355,8 @@ util::Expected<DeclSet> read_declarations(const fs::path& source, const std::vec
     if (clang_getDiagnosticSeverity(d) >= CXDiagnostic_Error) {
       ++set.parse_errors;
       if (set.error_samples.size() < 5)
-        set.error_samples.push_back(take(clang_formatDiagnostic(d, CXDiagnostic_DisplaySourceLocation |
-                                                                       CXDiagnostic_DisplayColumn)));
+        set.error_samples.push_back(
+            take(clang_formatDiagnostic(d, CXDiagnostic_DisplaySourceLocation | CXDiagnostic_DisplayColumn)));
     }
     clang_disposeDiagnostic(d);
   }

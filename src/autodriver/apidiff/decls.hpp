@@ -24,15 +24,15 @@ struct Member {
 };
 
 struct Decl {
-  std::string name;                ///< ordinary identifier, or "struct x" / "union x"
+  std::string name; ///< ordinary identifier, or "struct x" / "union x"
   DeclKind kind = DeclKind::function;
-  std::string header;              ///< include-relative path of the declaring file ("linux/i2c.h")
+  std::string header; ///< include-relative path of the declaring file ("linux/i2c.h")
   unsigned line = 0;
   std::string result;              ///< function: return type
   std::vector<std::string> params; ///< function: parameter types; macro_function: parameter names
   bool variadic = false;
-  std::string type;                ///< typedef: underlying type; variable: type; enum constant: value; object macro: body
-  std::vector<Member> members;     ///< record (anonymous struct/union members flattened)
+  std::string type;            ///< typedef: underlying type; variable: type; enum constant: value; object macro: body
+  std::vector<Member> members; ///< record (anonymous struct/union members flattened)
 
   /// One line: "int f(struct device *, int)", "#define M(a, b)", "struct x { 12 members }", ...
   std::string signature() const;
@@ -43,10 +43,10 @@ struct Decl {
 /// share a name the macro is kept (it is what the driver's code sees).
 struct DeclSet {
   std::map<std::string, Decl> decls;
-  std::set<std::string> used;           ///< identifiers in the driver file itself (clang_tokenize)
+  std::set<std::string> used; ///< identifiers in the driver file itself (clang_tokenize)
   /// Header key -> header keys it #includes (every directive, also those skipped by include guards).
   std::map<std::string, std::set<std::string>> includes;
-  int parse_errors = 0;                 ///< clang errors (gcc-isms clang rejects); declarations still come
+  int parse_errors = 0;                   ///< clang errors (gcc-isms clang rejects); declarations still come
   std::vector<std::string> error_samples; ///< the first few, "file:line:col: message"
 
   /// The declaration `identifier` refers to: the ordinary name, else "struct x", else "union x".

@@ -90,8 +90,7 @@ void diff_members(const Decl& a, const Decl& b, const std::set<std::string>& use
   }
 }
 
-void diff_pair(const Decl& a, const Decl& b, const DeclSet& to, const std::set<std::string>& used,
-               std::vector<ApiChange>& out) {
+void diff_pair(const Decl& a, const Decl& b, const DeclSet& to, const std::set<std::string>& used, std::vector<ApiChange>& out) {
   // A move the old header still covers (linux/mutex.h now includes linux/mutex_types.h) is no change
   // for the driver.
   if (!a.header.empty() && !b.header.empty() && a.header != b.header && !to.reaches(a.header, b.header)) {
@@ -110,8 +109,7 @@ void diff_pair(const Decl& a, const Decl& b, const DeclSet& to, const std::set<s
                 (a.variadic && a.params.size() <= b.params.size());
     if (fits) return false;
     push(a.params.size() < b.params.size() ? ChangeKind::args_added : ChangeKind::args_removed,
-         fmt::format("{}: {} {} -> {} ({} -> {})", a.name, what, a.params.size(), b.params.size(), a.signature(),
-                     b.signature()));
+         fmt::format("{}: {} {} -> {} ({} -> {})", a.name, what, a.params.size(), b.params.size(), a.signature(), b.signature()));
     return true;
   };
   if (a.kind != b.kind) {
@@ -119,8 +117,8 @@ void diff_pair(const Decl& a, const Decl& b, const DeclSet& to, const std::set<s
     // An object-like macro that became an enum constant (ethtool's TCP_V4_FLOW) is used the same way.
     auto constant = [](DeclKind k) { return k == DeclKind::macro_object || k == DeclKind::enum_constant; };
     if (constant(a.kind) && constant(b.kind)) return;
-    push(ChangeKind::kind_changed, fmt::format("{}: {} -> {} ({} -> {})", a.name, to_string(a.kind), to_string(b.kind),
-                                               a.signature(), b.signature()));
+    push(ChangeKind::kind_changed,
+         fmt::format("{}: {} -> {} ({} -> {})", a.name, to_string(a.kind), to_string(b.kind), a.signature(), b.signature()));
     return;
   }
   switch (a.kind) {
@@ -128,7 +126,8 @@ void diff_pair(const Decl& a, const Decl& b, const DeclSet& to, const std::set<s
     if (!arity("arguments")) {
       std::string which;
       for (std::size_t i = 0; i < a.params.size(); ++i)
-        if (a.params[i] != b.params[i]) which += fmt::format("{}#{} {} -> {}", which.empty() ? "" : ", ", i + 1, a.params[i], b.params[i]);
+        if (a.params[i] != b.params[i])
+          which += fmt::format("{}#{} {} -> {}", which.empty() ? "" : ", ", i + 1, a.params[i], b.params[i]);
       if (!which.empty()) push(ChangeKind::arg_retyped, fmt::format("{}: argument {}", a.name, which));
     }
     if (a.result != b.result)
@@ -137,16 +136,15 @@ void diff_pair(const Decl& a, const Decl& b, const DeclSet& to, const std::set<s
   }
   case DeclKind::macro_function:
     if (a.params.size() != b.params.size() || a.variadic != b.variadic) {
-      push(ChangeKind::macro_arity_changed,
-           fmt::format("{}: macro parameters {} -> {} ({} -> {})", a.name, a.params.size(), b.params.size(),
-                       a.signature(), b.signature()));
+      push(ChangeKind::macro_arity_changed, fmt::format("{}: macro parameters {} -> {} ({} -> {})", a.name, a.params.size(),
+                                                        b.params.size(), a.signature(), b.signature()));
     }
     break;
   case DeclKind::typedef_name:
     if (a.type != b.type) push(ChangeKind::typedef_changed, fmt::format("{}: typedef {} -> {}", a.name, a.type, b.type));
     break;
   case DeclKind::record: diff_members(a, b, used, out); break;
-  case DeclKind::macro_object:  // bodies and values change without breaking users; not reported
+  case DeclKind::macro_object: // bodies and values change without breaking users; not reported
   case DeclKind::enum_constant:
   case DeclKind::variable: break;
   }

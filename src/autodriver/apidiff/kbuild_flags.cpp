@@ -19,8 +19,8 @@ namespace {
 
 bool is_compiler(std::string_view word) {
   auto name = fs::path(std::string(word)).filename().string();
-  return name == "cc" || name == "gcc" || name == "clang" || name.find("-gcc") != std::string::npos ||
-         name.starts_with("gcc-") || name.starts_with("clang-");
+  return name == "cc" || name == "gcc" || name == "clang" || name.find("-gcc") != std::string::npos || name.starts_with("gcc-") ||
+         name.starts_with("clang-");
 }
 
 /// The argv of a compile command line, or empty: the C file is the last word ending in ".c".
@@ -50,8 +50,7 @@ CompileCommands parse_verbose_build(std::string_view make_output) {
 CompileCommands read_cmd_files(const fs::path& tree) {
   CompileCommands out;
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(tree, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
+  for (auto it = fs::recursive_directory_iterator(tree, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     auto name = it->path().filename().string();
     if (!it->is_regular_file() || !name.starts_with(".") || !name.ends_with(".o.cmd")) continue;
     auto text = util::read_file(it->path());
@@ -69,18 +68,39 @@ std::vector<std::string> to_clang_args(const std::vector<std::string>& gcc_argv,
   // Flags gcc accepts and clang 14 rejects (or that only drive code generation) in kbuild's command
   // lines of the 6.1 and 6.12 Debian kernels; prefix match.
   static constexpr std::array<std::string_view, 24> k_drop_prefix = {
-      "-W",  // warnings, -Wp,-MMD deps file, -Wa assembler flags: none change declarations
-      "-fconserve-stack", "-mrecord-mcount", "-fno-allow-store-data-races", "-mindirect-branch",
-      "-fzero-call-used-regs", "-ftrivial-auto-var-init", "-mfunction-return", "-fmin-function-alignment",
-      "-fplugin", "-fno-var-tracking", "-fno-ipa-", "-mharden-sls", "-mskip-rax-setup", "-fpatchable-function-entry",
-      "-falign-jumps", "-falign-loops", "-fno-stack-clash-protection", "-fmacro-prefix-map", "-fsanitize",
-      "-fno-inline-functions-called-once", "-mpreferred-stack-boundary", "-fcf-protection", "-g"};
+      "-W", // warnings, -Wp,-MMD deps file, -Wa assembler flags: none change declarations
+      "-fconserve-stack",
+      "-mrecord-mcount",
+      "-fno-allow-store-data-races",
+      "-mindirect-branch",
+      "-fzero-call-used-regs",
+      "-ftrivial-auto-var-init",
+      "-mfunction-return",
+      "-fmin-function-alignment",
+      "-fplugin",
+      "-fno-var-tracking",
+      "-fno-ipa-",
+      "-mharden-sls",
+      "-mskip-rax-setup",
+      "-fpatchable-function-entry",
+      "-falign-jumps",
+      "-falign-loops",
+      "-fno-stack-clash-protection",
+      "-fmacro-prefix-map",
+      "-fsanitize",
+      "-fno-inline-functions-called-once",
+      "-mpreferred-stack-boundary",
+      "-fcf-protection",
+      "-g"};
   auto absolute = [&](const std::string& p) { return fs::path(p).is_absolute() ? p : (cwd / p).lexically_normal().string(); };
   std::vector<std::string> out;
   for (std::size_t i = 1; i < gcc_argv.size(); ++i) {
     const std::string& a = gcc_argv[i];
     if (a == "-c" || (i + 1 == gcc_argv.size() && a.ends_with(".c"))) continue;
-    if (a == "-o" || a == "-MF" || a == "-MT") { ++i; continue; }
+    if (a == "-o" || a == "-MF" || a == "-MT") {
+      ++i;
+      continue;
+    }
     bool drop = false;
     for (auto p : k_drop_prefix) drop = drop || a.starts_with(p);
     if (drop) continue;
@@ -100,8 +120,7 @@ std::vector<std::string> to_clang_args(const std::vector<std::string>& gcc_argv,
   return out;
 }
 
-util::Expected<Capture> capture_compile_commands(const core::Kernel& kernel, const fs::path& tree,
-                                                 const CaptureSpec& spec) {
+util::Expected<Capture> capture_compile_commands(const core::Kernel& kernel, const fs::path& tree, const CaptureSpec& spec) {
   util::RunRequest req;
   const fs::path driver_dir = spec.subdir.empty() ? tree : (tree / spec.subdir).lexically_normal();
   req.cwd = driver_dir;
@@ -113,8 +132,10 @@ util::Expected<Capture> capture_compile_commands(const core::Kernel& kernel, con
   if (spec.build_cmd.empty()) {
     req.argv = {"make", "-k", "-j2", "-C", kernel.build_dir.string(), "M=" + driver_dir.string(), "V=1", "modules"};
   } else {
-    const std::vector<std::pair<std::string, std::string>> vars = {
-        {"kdir", kernel.build_dir.string()}, {"kver", kernel.release}, {"tree", driver_dir.string()}, {"src", driver_dir.string()}};
+    const std::vector<std::pair<std::string, std::string>> vars = {{"kdir", kernel.build_dir.string()},
+                                                                   {"kver", kernel.release},
+                                                                   {"tree", driver_dir.string()},
+                                                                   {"src", driver_dir.string()}};
     for (auto& w : util::split_command(spec.build_cmd)) req.argv.push_back(util::substitute(w, vars));
     if (req.argv.empty()) return util::unexpected(util::ErrorKind::config, "empty --build-cmd");
     if (fs::path(req.argv[0]).filename() == "make") {

@@ -30,14 +30,14 @@ CompileCommands read_cmd_files(const std::filesystem::path& tree);
 std::vector<std::string> to_clang_args(const std::vector<std::string>& gcc_argv, const std::filesystem::path& cwd);
 
 struct CaptureSpec {
-  std::string build_cmd;             ///< empty: make -C {kdir} M={tree} modules; else the user's command
+  std::string build_cmd; ///< empty: make -C {kdir} M={tree} modules; else the user's command
   std::chrono::seconds timeout{300};
-  std::filesystem::path subdir;      ///< the driver's folder inside `tree` (a root); empty: tree itself
+  std::filesystem::path subdir; ///< the driver's folder inside `tree` (a root); empty: tree itself
 };
 
 struct Capture {
-  CompileCommands commands;          ///< keyed by the path inside `tree`
-  std::string command;               ///< rendered argv of the build
+  CompileCommands commands; ///< keyed by the path inside `tree`
+  std::string command;      ///< rendered argv of the build
   int exit_code = 0;
 };
 

@@ -1,9 +1,9 @@
 #include "autodriver/bench/bench.hpp"
 
+#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/gate/check.hpp"
 #include "autodriver/loop/port.hpp"
 #include "autodriver/loop/record.hpp"
-#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
@@ -13,13 +13,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <map>
 #include <mutex>
 #include <set>
 #include <thread>
 #include <unistd.h>
-#include <array>
 
 namespace autodriver::bench {
 
@@ -77,8 +77,11 @@ double median(std::vector<double> v) {
 
 nlohmann::json run_case(const fs::path& case_dir, const nlohmann::json& meta, const BenchRequest& req) {
   std::string id = meta.value("id", case_dir.filename().string());
-  nlohmann::json row = {{"v", 1}, {"id", id}, {"origin", meta.value("origin", "")},
-                        {"subsystem", meta.value("subsystem", "")}, {"split", meta.value("split", "")},
+  nlohmann::json row = {{"v", 1},
+                        {"id", id},
+                        {"origin", meta.value("origin", "")},
+                        {"subsystem", meta.value("subsystem", "")},
+                        {"split", meta.value("split", "")},
                         {"change_types", meta.value("change_types", nlohmann::json::array())}};
   auto start = std::chrono::steady_clock::now();
   loop::PortRequest pr;
@@ -133,8 +136,7 @@ nlohmann::json run_case(const fs::path& case_dir, const nlohmann::json& meta, co
         auto j = gate::to_json(*chk, base);
         std::string outcome;
         if (j.contains("gates") && j["gates"].contains("boot"))
-          for (const auto& [rel, g] : j["gates"]["boot"]["by_kernel"].items())
-            outcome = g["details"].value("outcome", "");
+          for (const auto& [rel, g] : j["gates"]["boot"]["by_kernel"].items()) outcome = g["details"].value("outcome", "");
         row["probe_baseline"] = outcome;
         if (outcome == "not-bound") pr.device.clear();
       }
@@ -201,7 +203,8 @@ util::Expected<nlohmann::json> run_bench(const BenchRequest& req, const BenchPro
   std::error_code ec;
   fs::path cases_dir = req.corpus / "cases";
   if (!fs::is_directory(cases_dir, ec))
-    return unexpected(ErrorKind::not_found, fmt::format("{}: not a corpus (no cases/ directory; see docs/case-format.md)", req.corpus.string()));
+    return unexpected(ErrorKind::not_found,
+                      fmt::format("{}: not a corpus (no cases/ directory; see docs/case-format.md)", req.corpus.string()));
   if (!req.split.empty() && req.split != "dev" && req.split != "test")
     return unexpected(ErrorKind::config, "--split must be dev or test");
   fs::create_directories(req.out, ec);
@@ -269,14 +272,15 @@ util::Expected<nlohmann::json> run_bench(const BenchRequest& req, const BenchPro
         std::fclose(f);
       }
       if (progress)
-        progress(fmt::format("[{}/{}] {}: {} ({:.0f} s)", finished, total, id, row.value("status", ""),
-                             row.value("seconds", 0.0)));
+        progress(
+            fmt::format("[{}/{}] {}: {} ({:.0f} s)", finished, total, id, row.value("status", ""), row.value("seconds", 0.0)));
     }
   };
   std::vector<std::thread> threads;
   for (int t = 0; t < std::max(1, req.jobs); ++t) threads.emplace_back(worker);
   for (auto& t : threads) t.join();
-  if (util::interrupted()) return unexpected(ErrorKind::interrupted, "interrupted: finished cases are kept in " + results.string());
+  if (util::interrupted())
+    return unexpected(ErrorKind::interrupted, "interrupted: finished cases are kept in " + results.string());
 
   // Aggregate over the selected cases.
   int n = 0, compiled = 0, comp_integ = 0, rejected = 0, testable = 0, loaded = 0, with_golden = 0, exact = 0, norm = 0;

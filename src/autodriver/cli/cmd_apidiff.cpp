@@ -25,16 +25,14 @@ struct ApidiffOptions {
 core::Kernel kernel_or_throw(const std::string& name, const char* option) {
   auto k = kernel::resolve_kernel(name);
   if (!k)
-    throw util::FatalError{util::make_error(util::ErrorKind::config,
-                                            fmt::format("{} {}: {}", option, name, k.error().message))};
+    throw util::FatalError{util::make_error(util::ErrorKind::config, fmt::format("{} {}: {}", option, name, k.error().message))};
   return *k;
 }
 
 void print_human(const apidiff::ApidiffReport& r) {
   for (const auto& f : r.files)
-    fmt::print("{}: {} identifiers; {} declarations on {} ({} clang errors), {} on {} ({} clang errors)\n", f.file,
-               f.identifiers, f.from.declarations, f.from.release, f.from.parse_errors, f.to.declarations,
-               f.to.release, f.to.parse_errors);
+    fmt::print("{}: {} identifiers; {} declarations on {} ({} clang errors), {} on {} ({} clang errors)\n", f.file, f.identifiers,
+               f.from.declarations, f.from.release, f.from.parse_errors, f.to.declarations, f.to.release, f.to.parse_errors);
   for (const auto& s : r.skipped) fmt::print("skipped {}\n", s);
   for (const auto& c : r.changes) fmt::print("  {:<22} {}\n", core::to_string(c.kind), c.summary);
   fmt::print("{} API changes between {} and {} in {:.1f} s\n", r.changes.size(), r.from.release, r.to.release,
@@ -44,43 +42,40 @@ void print_human(const apidiff::ApidiffReport& r) {
 } // namespace
 
 Command apidiff_command() {
-  return {"apidiff",
-          "API differences between two kernels for the symbols a driver uses: prototypes, macros, struct members, "
-          "ops callbacks, enums, typedefs and their headers, parsed with libclang using kbuild's own flags",
-          [](CLI::App& sub) -> std::function<int()> {
-            auto o = std::make_shared<ApidiffOptions>();
-            sub.add_option("dir", o->dir, "Driver source tree with a kbuild Makefile (never written)")->required();
-            sub.add_option("--from", o->from, "Kernel the driver builds on: 6.1, 6.12 or a kernel build dir")
-                ->capture_default_str();
-            sub.add_option("--to", o->to, "Target kernel")->capture_default_str();
-            sub.add_option("--build-cmd", o->build_cmd,
-                           "Build command run in a copy of the tree instead of kbuild M= ({kdir}, {kver}); "
-                           "make gets -k and V=1 so the compile commands can be read");
-            sub.add_option("--build-timeout", o->build_timeout, "Seconds before a build is killed")->capture_default_str();
-            sub.add_option("--max-file-bytes", o->max_bytes, "Driver C files larger than this are not parsed")
-                ->capture_default_str();
-            sub.add_flag("--json", o->json, "Print the versioned JSON document (docs/apidiff.md)");
-            return [o]() -> int {
-              apidiff::ApidiffRequest req;
-              req.tree = o->dir;
-              req.from = kernel_or_throw(o->from, "--from");
-              req.to = kernel_or_throw(o->to, "--to");
-              req.build_cmd = o->build_cmd;
-              req.build_timeout = std::chrono::seconds(o->build_timeout);
-              req.parse.max_source_bytes = o->max_bytes;
-              if (o->json && util::log_level() != util::LogLevel::debug) util::set_log_level(util::LogLevel::quiet);
-              auto report = apidiff::run_apidiff(req);
-              if (!report) {
-                std::fprintf(stderr, "autodriver: error: %s\n", report.error().message.c_str());
-                return report.error().kind == util::ErrorKind::interrupted ? k_exit_interrupted : k_exit_error;
-              }
-              if (o->json)
-                std::cout << apidiff::to_json(*report).dump(2, ' ', false, util::json_bytes) << "\n";
-              else
-                print_human(*report);
-              return k_exit_ok;
-            };
-          }};
+  return {
+      "apidiff",
+      "API differences between two kernels for the symbols a driver uses: prototypes, macros, struct members, "
+      "ops callbacks, enums, typedefs and their headers, parsed with libclang using kbuild's own flags",
+      [](CLI::App& sub) -> std::function<int()> {
+        auto o = std::make_shared<ApidiffOptions>();
+        sub.add_option("dir", o->dir, "Driver source tree with a kbuild Makefile (never written)")->required();
+        sub.add_option("--from", o->from, "Kernel the driver builds on: 6.1, 6.12 or a kernel build dir")->capture_default_str();
+        sub.add_option("--to", o->to, "Target kernel")->capture_default_str();
+        sub.add_option("--build-cmd", o->build_cmd,
+                       "Build command run in a copy of the tree instead of kbuild M= ({kdir}, {kver}); "
+                       "make gets -k and V=1 so the compile commands can be read");
+        sub.add_option("--build-timeout", o->build_timeout, "Seconds before a build is killed")->capture_default_str();
+        sub.add_option("--max-file-bytes", o->max_bytes, "Driver C files larger than this are not parsed")->capture_default_str();
+        sub.add_flag("--json", o->json, "Print the versioned JSON document (docs/apidiff.md)");
+        return [o]() -> int {
+          apidiff::ApidiffRequest req;
+          req.tree = o->dir;
+          req.from = kernel_or_throw(o->from, "--from");
+          req.to = kernel_or_throw(o->to, "--to");
+          req.build_cmd = o->build_cmd;
+          req.build_timeout = std::chrono::seconds(o->build_timeout);
+          req.parse.max_source_bytes = o->max_bytes;
+          if (o->json && util::log_level() != util::LogLevel::debug) util::set_log_level(util::LogLevel::quiet);
+          auto report = apidiff::run_apidiff(req);
+          if (!report) {
+            std::fprintf(stderr, "autodriver: error: %s\n", report.error().message.c_str());
+            return report.error().kind == util::ErrorKind::interrupted ? k_exit_interrupted : k_exit_error;
+          }
+          if (o->json) std::cout << apidiff::to_json(*report).dump(2, ' ', false, util::json_bytes) << "\n";
+          else print_human(*report);
+          return k_exit_ok;
+        };
+      }};
 }
 
 } // namespace autodriver::cli

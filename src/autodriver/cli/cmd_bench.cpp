@@ -32,8 +32,10 @@ Command bench_command() {
             sub.add_option("-o,--out", req->out, "Results directory (resumable: finished cases are kept)")->required();
             sub.add_flag("--no-boot", *no_boot, "Skip the load/probe test of runtime-testable cases");
             sub.add_flag("--no-from", *no_from, "Do not tell the loop the old kernel (target-only repair)");
-            sub.add_flag("--no-store-kb", *no_store_kb, "store-kb: do not replay KB entries (a case never gets entries of its own runs)");
-            sub.add_flag("--no-reference", *no_reference, "With --no-from: no older reference kernel either (target kernel only)");
+            sub.add_flag("--no-store-kb", *no_store_kb,
+                         "store-kb: do not replay KB entries (a case never gets entries of its own runs)");
+            sub.add_flag("--no-reference", *no_reference,
+                         "With --no-from: no older reference kernel either (target kernel only)");
             sub.add_flag("--no-rule-packs", *no_rule_packs, "rule-pack: leave out the shipped rules (as port --no-rule-packs)");
             sub.add_option("--rules", req->rule_dirs, "rule-pack: a folder of your own rule files (as port --rules; repeatable)")
                 ->check(CLI::ExistingDirectory);
@@ -59,10 +61,8 @@ Command bench_command() {
                 std::fprintf(stderr, "autodriver: error: %s\n", rep.error().message.c_str());
                 return rep.error().kind == util::ErrorKind::interrupted ? k_exit_interrupted : k_exit_error;
               }
-              if (*json)
-                std::cout << rep->dump(2, ' ', false, util::json_bytes) << "\n";
-              else
-                std::cout << bench::report_markdown(*rep);
+              if (*json) std::cout << rep->dump(2, ' ', false, util::json_bytes) << "\n";
+              else std::cout << bench::report_markdown(*rep);
               return k_exit_ok;
             };
           }};

@@ -50,7 +50,8 @@ static void print_progress(const corpus::Progress& p, bool tty) {
 static void print_table(const std::string& title, const nlohmann::json& counts) {
   std::vector<std::pair<int, std::string>> rows;
   for (auto it = counts.begin(); it != counts.end(); ++it) rows.push_back({it.value().get<int>(), it.key()});
-  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
   fmt::print("{}\n", title);
   if (rows.empty()) fmt::print("  (none)\n");
   for (const auto& [n, k] : rows) fmt::print("  {:<32} {:>6}\n", k, n);
@@ -64,7 +65,8 @@ static void print_summary(const nlohmann::json& s) {
     fmt::print("this run: {} units decided in {} ({:.1f} units/min, --jobs {}), {} already decided, {} tool errors\n",
                r.value("decided", 0), format_duration(r.value("seconds", 0.0)), r.value("units_per_minute", 0.0),
                r.value("jobs", 0), r.value("already_decided", 0), r.value("tool_errors", 0));
-    for (const auto& e : r.value("tool_error_samples", nlohmann::json::array())) fmt::print("  error: {}\n", e.get<std::string>());
+    for (const auto& e : r.value("tool_error_samples", nlohmann::json::array()))
+      fmt::print("  error: {}\n", e.get<std::string>());
   }
   fmt::print("units decided: {}   cases: {} ({} from DKMS)   runtime-testable: {}\n", s.value("units_decided", 0),
              s.value("cases", 0), s.value("dkms_cases", 0), s.value("runtime_testable", 0));
@@ -123,7 +125,10 @@ Command corpus_command() {
                 opt->build_timeout = std::chrono::seconds(*timeout);
                 bool tty = isatty(2) != 0;
                 auto s = corpus::build_corpus(
-                    *opt, [&](const corpus::Progress& p) { if (util::log_level() >= util::LogLevel::info || !*json) print_progress(p, tty); },
+                    *opt,
+                    [&](const corpus::Progress& p) {
+                      if (util::log_level() >= util::LogLevel::info || !*json) print_progress(p, tty);
+                    },
                     [](const std::string& m) { std::fprintf(stderr, "autodriver: %s\n", m.c_str()); });
                 if (tty) std::fprintf(stderr, "\n");
                 if (!s) {

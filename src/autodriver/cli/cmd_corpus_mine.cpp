@@ -44,9 +44,8 @@ std::function<int()> setup_corpus_mine(CLI::App& mine) {
     opts.max_file_bytes = o->max_file;
     opts.limit = o->limit;
     opts.include_treewide = o->include_treewide ? corpus::IncludeTreewide::yes : corpus::IncludeTreewide::no;
-    auto summary = corpus::mine(opts, [](const corpus::MineProgress& p) {
-      util::log_info("mine: {}/{} commits, {} cases", p.done, p.total, p.cases);
-    });
+    auto summary = corpus::mine(
+        opts, [](const corpus::MineProgress& p) { util::log_info("mine: {}/{} commits, {} cases", p.done, p.total, p.cases); });
     if (!summary) {
       std::fprintf(stderr, "autodriver: error: %s\n", summary.error().message.c_str());
       return util::interrupted() ? k_exit_interrupted : k_exit_error;
@@ -56,8 +55,8 @@ std::function<int()> setup_corpus_mine(CLI::App& mine) {
       return k_exit_ok;
     }
     fmt::print("{} commits in {}: {} new cases, {} already present, {} treewide (listed, {}), {} unreadable\n",
-               summary->commits_walked, summary->range, summary->cases_written, summary->cases_present,
-               summary->treewide.size(), o->include_treewide ? "written" : "not written", summary->failed.size());
+               summary->commits_walked, summary->range, summary->cases_written, summary->cases_present, summary->treewide.size(),
+               o->include_treewide ? "written" : "not written", summary->failed.size());
     for (const auto& [kind, n] : summary->by_kind) fmt::print("  {:<16} {}\n", kind, n);
     for (const auto& t : summary->treewide)
       fmt::print("  treewide {} {} ({} driver files)\n", t.commit.substr(0, 12), t.subject, t.driver_files);

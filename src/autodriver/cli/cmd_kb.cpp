@@ -2,15 +2,15 @@
 // `#if LINUX_VERSION_CODE` blocks, and the collapsed-block benchmark cases made from them.
 
 #include "autodriver/cli/commands.hpp"
-#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/cli/kb_sources.hpp"
 #include "autodriver/corpus/dkms.hpp"
+#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/kernel/source.hpp"
 #include "autodriver/kernel/target.hpp"
-#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/propose/kb/kb_cases.hpp"
 #include "autodriver/propose/kb/kb_file.hpp"
 #include "autodriver/propose/kb/kb_rewrite.hpp"
+#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
@@ -51,7 +51,8 @@ std::string package_of(const fs::path& dir) {
 util::Expected<std::vector<KbSource>> gather(const SourceOptions& o, const std::string& default_suite) {
   std::vector<KbSource> out;
   for (const auto& d : o.source_dirs) {
-    if (!fs::is_directory(d)) return util::unexpected(util::ErrorKind::not_found, fmt::format("--source {}: no such directory", d));
+    if (!fs::is_directory(d))
+      return util::unexpected(util::ErrorKind::not_found, fmt::format("--source {}: no such directory", d));
     out.push_back({package_of(d), "", d});
   }
   std::vector<std::string> pkgs = o.packages;
@@ -108,7 +109,8 @@ int run_build(const SourceOptions& so, const std::vector<std::string>& trees, co
   for (auto& s : *sources)
     if (std::find(leave_out.begin(), leave_out.end(), s.package) == leave_out.end()) kept.push_back(s);
   if (kept.empty()) {
-    std::fprintf(stderr, "autodriver: error: nothing to learn from: give --source DIR, --package PKG, --dkms or --kernel-tree K\n");
+    std::fprintf(stderr,
+                 "autodriver: error: nothing to learn from: give --source DIR, --package PKG, --dkms or --kernel-tree K\n");
     return k_exit_error;
   }
   Kb kb = propose::build_kb(kept);
@@ -129,8 +131,8 @@ int run_build(const SourceOptions& so, const std::vector<std::string>& trees, co
   const auto& s = kb.stats;
   fmt::print("{}: {} entries from {} source(s)\n", out.string(), kb.entries.size(), kb.sources.size());
   for (const auto& [k, n] : by_kind) fmt::print("  {:14} {}\n", k, n);
-  fmt::print("  conditionals {}, blocks {}, skipped: complex {}, nested {}, big {}, unclassified {}\n", s.conditionals,
-             s.blocks, s.complex, s.nested, s.big, s.unclassified);
+  fmt::print("  conditionals {}, blocks {}, skipped: complex {}, nested {}, big {}, unclassified {}\n", s.conditionals, s.blocks,
+             s.complex, s.nested, s.big, s.unclassified);
   return k_exit_ok;
 }
 
@@ -154,7 +156,9 @@ int run_compare(const fs::path& case_dir, const fs::path& ported_tree) {
     c.after = j.value("after", "");
     identical = propose::matches_new_branch(*ported, c, j.value("new_code", ""));
   }
-  std::cout << nlohmann::json({{"id", j.value("id", "")}, {"file", file}, {"identical", identical}}).dump(-1, ' ', false, util::json_bytes) << "\n";
+  std::cout << nlohmann::json({{"id", j.value("id", "")}, {"file", file}, {"identical", identical}})
+                   .dump(-1, ' ', false, util::json_bytes)
+            << "\n";
   return identical ? k_exit_ok : k_exit_failed;
 }
 
@@ -174,7 +178,8 @@ int run_eval(const SourceOptions& so, const fs::path& kb_path) {
   }
   auto tokens = [](const std::string& t) {
     std::string o;
-    for (const auto& x : csrc::tokenize(t)) o += (x.kind == csrc::TokKind::pp_line ? propose::normalize_ws(x.text) : x.text) + " ";
+    for (const auto& x : csrc::tokenize(t))
+      o += (x.kind == csrc::TokKind::pp_line ? propose::normalize_ws(x.text) : x.text) + " ";
     return o;
   };
   int blocks = 0, with_rule = 0, best_same = 0, top3_same = 0;
@@ -204,7 +209,8 @@ int run_eval(const SourceOptions& so, const fs::path& kb_path) {
         ++with_rule;
         std::vector<std::string> keys;
         for (const auto& [k, _] : rule) keys.push_back(k);
-        std::stable_sort(keys.begin(), keys.end(), [&](const auto& a, const auto& c) { return support[a].size() > support[c].size(); });
+        std::stable_sort(keys.begin(), keys.end(),
+                         [&](const auto& a, const auto& c) { return support[a].size() > support[c].size(); });
         std::string expected = propose::normalize_ws(b.new_code);
         // Like the proposer: rules that find nothing to rewrite are not alternatives.
         std::vector<std::string> applying;
@@ -249,7 +255,8 @@ Command kb_command() {
             auto leave_out = std::make_shared<std::vector<std::string>>();
             auto out = std::make_shared<fs::path>();
             auto json = std::make_shared<bool>(false);
-            auto* build = sub.add_subcommand("build", "Extract KB entries (old form, new form, boundary, provenance) into a versioned JSON file");
+            auto* build = sub.add_subcommand(
+                "build", "Extract KB entries (old form, new form, boundary, provenance) into a versioned JSON file");
             add_source_options(*build, *so);
             build->add_option("--kernel-tree", *trees, "Also learn from a kernel's source tree (6.1, 6.12)");
             build->add_option("--leave-out", *leave_out, "Never learn from this package (repeatable)");
@@ -257,8 +264,9 @@ Command kb_command() {
             build->add_flag("--json", *json, "Print a JSON summary");
 
             auto co = std::make_shared<CasesOptions>();
-            auto* cases = sub.add_subcommand("cases", "Collapsed-block cases: each block whose boundary lies in (FROM, TO] "
-                                                      "(or, with --older-than-target, every change TO compiles) collapsed to its old branch");
+            auto* cases = sub.add_subcommand(
+                "cases", "Collapsed-block cases: each block whose boundary lies in (FROM, TO] "
+                         "(or, with --older-than-target, every change TO compiles) collapsed to its old branch");
             add_source_options(*cases, co->sources);
             cases->add_option("--from", co->from, "Kernel whose branch the case keeps")->capture_default_str();
             cases->add_option("--to", co->to, "Kernel whose branch is the expected answer")->capture_default_str();
@@ -267,20 +275,23 @@ Command kb_command() {
                             "no --from kernel needed");
             cases->add_flag("--check-build", co->check_build,
                             "Keep only eligible cases: the package as shipped builds on TO and the collapsed tree does not");
-            cases->add_option("--max-per-package", co->max_per_package, "With --check-build: at most N eligible cases per package (0: all)");
+            cases->add_option("--max-per-package", co->max_per_package,
+                              "With --check-build: at most N eligible cases per package (0: all)");
             cases->add_option("--max-package-build-s", co->max_package_build_s,
                               "With --check-build: skip packages whose own build on TO takes longer (0: no limit)");
             cases->add_option("-o,--out", co->out, "Directory of cases (<id>/tree, <id>/case.json, summary.json)")->required();
 
             auto case_dir = std::make_shared<fs::path>();
             auto ported = std::make_shared<fs::path>();
-            auto* compare = sub.add_subcommand("compare", "Is the maintainers' new branch where the block was? (exit 0 yes, 1 no)");
+            auto* compare =
+                sub.add_subcommand("compare", "Is the maintainers' new branch where the block was? (exit 0 yes, 1 no)");
             compare->add_option("case", *case_dir, "A case directory from `kb cases`")->required();
             compare->add_option("tree", *ported, "The ported tree")->required();
 
             auto eso = std::make_shared<SourceOptions>();
             auto eval_kb = std::make_shared<fs::path>();
-            auto* eval = sub.add_subcommand("eval", "Leave-one-source-out replay of the KB on the blocks it came from (no kernel needed)");
+            auto* eval =
+                sub.add_subcommand("eval", "Leave-one-source-out replay of the KB on the blocks it came from (no kernel needed)");
             add_source_options(*eval, *eso);
             eval->add_option("--kb", *eval_kb, "KB file (default: the cache's compat-kb.json)");
 
@@ -288,7 +299,8 @@ Command kb_command() {
             return [=, &sub]() -> int {
               if (int rc = store_kb(); rc >= 0) return rc;
               if (eval->parsed()) return run_eval(*eso, eval_kb->empty() ? propose::default_kb_path() : *eval_kb);
-              if (build->parsed()) return run_build(*so, *trees, *leave_out, out->empty() ? propose::default_kb_path() : *out, *json);
+              if (build->parsed())
+                return run_build(*so, *trees, *leave_out, out->empty() ? propose::default_kb_path() : *out, *json);
               if (cases->parsed()) return run_cases(*co);
               if (compare->parsed()) return run_compare(*case_dir, *ported);
               (void)sub;

@@ -90,6 +90,41 @@ double seconds_of(std::chrono::milliseconds ms) { return static_cast<double>(ms.
 
 } // namespace
 
+/// One case: the package's tree with the block collapsed to its old form, and case.json beside it,
+/// in OUT/ID; returns the ID.
+util::Expected<std::string> write_case(const CasesOptions& o, const propose::KbSource& src, const Candidate& c,
+                                       const propose::CollapsedCase& collapsed, const std::string& build_cmd,
+                                       std::set<std::string>& ids) {
+  std::error_code ec;
+  std::string id = fmt::format("{}--{}--L{}", src.package, std::regex_replace(c.rel.string(), std::regex("[^A-Za-z0-9_.-]"), "_"),
+                               c.block.line);
+  // Two pairs of one `#elif` chain share the `#if` line.
+  if (!ids.insert(id).second) id += fmt::format("-{}", c.block.boundary.str());
+  fs::path dir = o.out / id;
+  fs::remove_all(dir, ec);
+  if (auto cp = util::copy_tree(src.root, dir / "tree", util::SkipBuildProducts::yes); !cp) return util::unexpected(cp.error());
+  (void)util::write_file(dir / "tree" / c.rel, collapsed.old_text);
+  const auto& b = c.block;
+  nlohmann::json j = {{"schema", "autodriver.kb-case"},
+                      {"build_cmd", build_cmd},
+                      {"schema_version", 1},
+                      {"id", id},
+                      {"package", src.package},
+                      {"version", src.version},
+                      {"file", c.rel.string()},
+                      {"line", b.line},
+                      {"end_line", b.end_line},
+                      {"boundary", b.boundary.str()},
+                      {"from", o.older_than_target ? std::string() : o.from},
+                      {"to", o.to},
+                      {"old_code", b.old_code},
+                      {"new_code", b.new_code},
+                      {"before", collapsed.before},
+                      {"after", collapsed.after}};
+  (void)util::write_file_atomic(dir / "case.json", j.dump(2, ' ', false, util::json_bytes) + "\n");
+  return id;
+}
+
 int run_cases(const CasesOptions& o) {
   auto to = kernel::resolve_kernel(o.to);
   if (!to) {
@@ -180,31 +215,20 @@ int run_cases(const CasesOptions& o) {
           continue;
         }
       }
-      std::string id = fmt::format("{}--{}--L{}", src.package, std::regex_replace(c.rel.string(), std::regex("[^A-Za-z0-9_.-]"), "_"),
-                                   c.block.line);
-      // Two pairs of one `#elif` chain share the `#if` line.
-      if (!ids.insert(id).second) id += fmt::format("-{}", c.block.boundary.str());
-      fs::path dir = o.out / id;
-      fs::remove_all(dir, ec);
-      if (auto cp = util::copy_tree(src.root, dir / "tree", util::SkipBuildProducts::yes); !cp) {
-        std::fprintf(stderr, "autodriver: error: %s\n", cp.error().message.c_str());
+      auto id = write_case(o, src, c, collapsed, build_cmd, ids);
+      if (!id) {
+        std::fprintf(stderr, "autodriver: error: %s\n", id.error().message.c_str());
         return k_exit_error;
       }
-      (void)util::write_file(dir / "tree" / c.rel, collapsed.old_text);
-      const auto& b = c.block;
-      nlohmann::json j = {{"schema", "autodriver.kb-case"}, {"build_cmd", build_cmd}, {"schema_version", 1}, {"id", id},
-                          {"package", src.package}, {"version", src.version}, {"file", c.rel.string()},
-                          {"line", b.line}, {"end_line", b.end_line}, {"boundary", b.boundary.str()},
-                          {"from", o.older_than_target ? std::string() : o.from}, {"to", o.to},
-                          {"old_code", b.old_code}, {"new_code", b.new_code}, {"before", collapsed.before},
-                          {"after", collapsed.after}};
-      (void)util::write_file_atomic(dir / "case.json", j.dump(2, ' ', false, util::json_bytes) + "\n");
-      fmt::print("{}\n", id);
+      fmt::print("{}\n", *id);
       ++t.cases;
     }
     int selected = static_cast<int>(cands.size());
-    nlohmann::json pj = {{"package", src.package}, {"version", src.version}, {"selected_blocks", selected},
-                         {"cases", t.cases}, {"excluded", t.excluded}};
+    nlohmann::json pj = {{"package", src.package},
+                         {"version", src.version},
+                         {"selected_blocks", selected},
+                         {"cases", t.cases},
+                         {"excluded", t.excluded}};
     if (o.check_build) pj["build_s"] = pb.seconds;
     packages.push_back(pj);
     util::log_info("{}: {} block(s), {} case(s){}", src.package, selected, t.cases,
@@ -214,11 +238,17 @@ int run_cases(const CasesOptions& o) {
   }
   int selected = all.cases;
   for (const auto& [_, n] : all.excluded) selected += n;
-  nlohmann::json summary = {{"schema", "autodriver.kb-cases-summary"}, {"schema_version", 1},
-                            {"mode", o.older_than_target ? "older-than-target" : "from-to"}, {"to", o.to},
-                            {"to_version", tv.str()}, {"check_build", o.check_build},
-                            {"max_per_package", o.max_per_package}, {"max_package_build_s", o.max_package_build_s},
-                            {"selected_blocks", selected}, {"cases", all.cases}, {"excluded", all.excluded},
+  nlohmann::json summary = {{"schema", "autodriver.kb-cases-summary"},
+                            {"schema_version", 1},
+                            {"mode", o.older_than_target ? "older-than-target" : "from-to"},
+                            {"to", o.to},
+                            {"to_version", tv.str()},
+                            {"check_build", o.check_build},
+                            {"max_per_package", o.max_per_package},
+                            {"max_package_build_s", o.max_package_build_s},
+                            {"selected_blocks", selected},
+                            {"cases", all.cases},
+                            {"excluded", all.excluded},
                             {"packages", packages}};
   if (!o.older_than_target) summary["from"] = o.from;
   (void)util::write_file_atomic(o.out / "summary.json", summary.dump(2, ' ', false, util::json_bytes) + "\n");

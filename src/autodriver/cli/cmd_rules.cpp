@@ -17,8 +17,8 @@ namespace fs = std::filesystem;
 namespace {
 
 nlohmann::json rule_json(const propose::Rule& r, bool body) {
-  nlohmann::json j = {{"name", r.name},     {"kind", r.kind},     {"file", r.file},
-                      {"kernel", r.kernel}, {"source", r.source}, {"kernel_definition", r.kernel_definition},
+  nlohmann::json j = {{"name", r.name},     {"kind", r.kind},       {"file", r.file},
+                      {"kernel", r.kernel}, {"source", r.source},   {"kernel_definition", r.kernel_definition},
                       {"why", r.why},       {"symbols", r.symbols}, {"fields", r.fields}};
   if (body) j["body"] = r.body;
   return j;
@@ -39,7 +39,8 @@ Command rules_command() {
             auto o = std::make_shared<Opts>();
             auto* list = sub.add_subcommand("list", "The rules a port would use: the shipped ones and your --rules folders");
             auto* show = sub.add_subcommand("show", "One rule: its provenance and its body");
-            auto* check = sub.add_subcommand("check", "Check rule files (every *.rule of each folder); exit 2 naming the first bad one");
+            auto* check =
+                sub.add_subcommand("check", "Check rule files (every *.rule of each folder); exit 2 naming the first bad one");
             for (auto* c : {list, show}) {
               c->add_option("--rules", o->dirs, "A folder of your own rule files (repeatable)")->check(CLI::ExistingDirectory);
               c->add_flag("--no-rule-packs", o->no_shipped, "Leave out the shipped rules");
@@ -58,9 +59,10 @@ Command rules_command() {
                 for (const auto& r : *rules)
                   if (r.name == o->name) {
                     if (o->json) std::cout << rule_json(r, true).dump(2, ' ', false, util::json_bytes) << "\n";
-                    else fmt::print("{}\nkind: {}\nprovenance: {}\n{}{}---\n{}", r.name, r.kind, r.provenance(),
-                                    r.why.empty() ? "" : "why: " + r.why + "\n",
-                                    r.symbols.empty() ? "" : fmt::format("symbols: {}\n", fmt::join(r.symbols, " ")), r.body);
+                    else
+                      fmt::print("{}\nkind: {}\nprovenance: {}\n{}{}---\n{}", r.name, r.kind, r.provenance(),
+                                 r.why.empty() ? "" : "why: " + r.why + "\n",
+                                 r.symbols.empty() ? "" : fmt::format("symbols: {}\n", fmt::join(r.symbols, " ")), r.body);
                     return k_exit_ok;
                   }
                 std::fprintf(stderr, "autodriver: error: no rule named '%s' (autodriver rules list)\n", o->name.c_str());

@@ -38,20 +38,25 @@ std::int64_t resolve_run(store::RunStore& st, const std::string& arg) {
   if (arg == "last") {
     auto id = st.last_run_id();
     if (!id) throw util::FatalError{id.error()};
-    if (!*id) throw util::FatalError{util::make_error(util::ErrorKind::not_found, fmt::format("{}: no runs recorded yet", st.path().string()))};
+    if (!*id)
+      throw util::FatalError{
+          util::make_error(util::ErrorKind::not_found, fmt::format("{}: no runs recorded yet", st.path().string()))};
     return **id;
   }
   char* end = nullptr;
   long long v = std::strtoll(arg.c_str(), &end, 10);
   if (arg.empty() || *end || v <= 0)
-    throw util::FatalError{util::make_error(util::ErrorKind::config, fmt::format("RUN must be a run id or `last`, not `{}`", arg))};
+    throw util::FatalError{
+        util::make_error(util::ErrorKind::config, fmt::format("RUN must be a run id or `last`, not `{}`", arg))};
   return v;
 }
 
 store::RunRow load_run(store::RunStore& st, std::int64_t id) {
   auto r = st.run(id);
   if (!r) throw util::FatalError{r.error()};
-  if (!*r) throw util::FatalError{util::make_error(util::ErrorKind::not_found, fmt::format("run {} is not in {} (see `autodriver runs`)", id, st.path().string()))};
+  if (!*r)
+    throw util::FatalError{util::make_error(util::ErrorKind::not_found,
+                                            fmt::format("run {} is not in {} (see `autodriver runs`)", id, st.path().string()))};
   return **r;
 }
 
@@ -80,8 +85,11 @@ std::string step_line(const store::StepRow& s) {
   } else if (s.kind == "propose") {
     what = fmt::format("{} edit(s)", out.value("edits", 0));
   } else if (s.kind == "try") {
-    what = fmt::format("{}{}: {} -> {} error(s)", in.contains("change") ? in.value("change", "") : fmt::format("{} changes combined", in.value("changes", 0)),
-                       in.contains("rank") ? fmt::format(" (alt {})", in.value("rank", 0)) : "", in.value("errors_before", 0), out.value("errors_after", 0));
+    what =
+        fmt::format("{}{}: {} -> {} error(s)",
+                    in.contains("change") ? in.value("change", "") : fmt::format("{} changes combined", in.value("changes", 0)),
+                    in.contains("rank") ? fmt::format(" (alt {})", in.value("rank", 0)) : "", in.value("errors_before", 0),
+                    out.value("errors_after", 0));
   } else if (s.kind == "accept") {
     what = fmt::format("{}: {}", in.value("change", ""), out.value("title", ""));
   } else if (s.kind == "reject") {
@@ -102,7 +110,9 @@ int run_list(const store::RunFilter& f, bool json) {
   if (json) {
     nlohmann::json a = nlohmann::json::array();
     for (const auto& r : *rows) a.push_back(store::to_json(r));
-    std::cout << nlohmann::json{{"schema", "autodriver.runs"}, {"schema_version", 1}, {"store", st.path().string()}, {"runs", a}}.dump(2, ' ', false, util::json_bytes) << "\n";
+    std::cout << nlohmann::json{{"schema", "autodriver.runs"}, {"schema_version", 1}, {"store", st.path().string()}, {"runs", a}}
+                     .dump(2, ' ', false, util::json_bytes)
+              << "\n";
     return k_exit_ok;
   }
   for (const auto& r : *rows) {
@@ -125,10 +135,17 @@ int run_show(const std::string& arg, bool json) {
     nlohmann::json s = nlohmann::json::array(), a = nlohmann::json::array();
     for (const auto& x : steps) s.push_back(store::to_json(x));
     for (const auto& x : *arts) a.push_back({{"name", x.name}, {"kind", x.kind}, {"sha256", x.hash}, {"size", x.size}});
-    std::cout << nlohmann::json{{"schema", "autodriver.run"}, {"schema_version", 1}, {"run", store::to_json(run)}, {"steps", s}, {"artifacts", a}}.dump(2, ' ', false, util::json_bytes) << "\n";
+    std::cout << nlohmann::json{{"schema", "autodriver.run"},
+                                {"schema_version", 1},
+                                {"run", store::to_json(run)},
+                                {"steps", s},
+                                {"artifacts", a}}
+                     .dump(2, ' ', false, util::json_bytes)
+              << "\n";
     return k_exit_ok;
   }
-  fmt::print("run {}: {} {} ({})\n", run.id, run.command, run.status, run.summary.is_object() ? run.summary.value("outcome", "") : "");
+  fmt::print("run {}: {} {} ({})\n", run.id, run.command, run.status,
+             run.summary.is_object() ? run.summary.value("outcome", "") : "");
   fmt::print("  tree: {}{}\n  started {} ended {} on {} (pid {})\n", run.tree, run.case_id.empty() ? "" : "  case " + run.case_id,
              run.started_at, run.ended_at.empty() ? "-" : run.ended_at, run.host, run.pid);
   if (run.parent_run) fmt::print("  rerun of run {} from step {}\n", *run.parent_run, run.args.value("from_step", 0));
@@ -193,19 +210,28 @@ nlohmann::json apply_with(nlohmann::json args, const std::vector<std::string>& w
     Type type;
   };
   static const std::vector<Key> k_keys = {
-      {"proposer", "proposers", Type::list},   {"max-iters", "max_iters", Type::number},
-      {"budget-s", "budget_s", Type::number},  {"build-timeout", "build_timeout_s", Type::number},
-      {"build-cmd", "build_cmd", Type::text},  {"from", "from", Type::text},
-      {"to", "to", Type::text},                {"device", "device", Type::text},
-      {"boot", "boot", Type::flag},            {"compat", "compat", Type::flag},
-      {"store-kb", "store_kb", Type::flag},    {"leave-out", "leave_out", Type::list},
-      {"kb", "kb_path", Type::text},           {"kb-leave-out", "kb_leave_out", Type::list},
-      {"rule-packs", "rule_packs", Type::flag}, {"rules", "rule_dirs", Type::list},
+      {"proposer", "proposers", Type::list},
+      {"max-iters", "max_iters", Type::number},
+      {"budget-s", "budget_s", Type::number},
+      {"build-timeout", "build_timeout_s", Type::number},
+      {"build-cmd", "build_cmd", Type::text},
+      {"from", "from", Type::text},
+      {"to", "to", Type::text},
+      {"device", "device", Type::text},
+      {"boot", "boot", Type::flag},
+      {"compat", "compat", Type::flag},
+      {"store-kb", "store_kb", Type::flag},
+      {"leave-out", "leave_out", Type::list},
+      {"kb", "kb_path", Type::text},
+      {"kb-leave-out", "kb_leave_out", Type::list},
+      {"rule-packs", "rule_packs", Type::flag},
+      {"rules", "rule_dirs", Type::list},
   };
   auto bad = [](const std::string& what) {
     std::string names;
     for (const auto& k : k_keys) names += (names.empty() ? "" : ", ") + std::string(k.name);
-    return util::FatalError{util::make_error(util::ErrorKind::config, fmt::format("--with {}: expected KEY=VALUE with KEY one of {}", what, names))};
+    return util::FatalError{
+        util::make_error(util::ErrorKind::config, fmt::format("--with {}: expected KEY=VALUE with KEY one of {}", what, names))};
   };
   for (const auto& w : with) {
     auto eq = w.find('=');
@@ -257,17 +283,21 @@ int run_rerun(const RerunOptions& o) {
     id = resolve_run(st, o.run);
     auto run = load_run(st, id);
     if (run.command != "port" && run.command != "rerun" && run.command != "bench")
-      throw util::FatalError{util::make_error(util::ErrorKind::config, fmt::format("run {} is a `{}` run: only port runs can be rerun", id, run.command))};
+      throw util::FatalError{util::make_error(util::ErrorKind::config,
+                                              fmt::format("run {} is a `{}` run: only port runs can be rerun", id, run.command))};
     auto steps = load_steps(st, id);
     if (o.from_step < 0 || o.from_step > static_cast<std::int64_t>(steps.size()))
-      throw util::FatalError{util::make_error(util::ErrorKind::config, fmt::format("--from-step {}: run {} has steps 1..{} (0 = the start)", o.from_step, id, steps.size()))};
+      throw util::FatalError{
+          util::make_error(util::ErrorKind::config,
+                           fmt::format("--from-step {}: run {} has steps 1..{} (0 = the start)", o.from_step, id, steps.size()))};
     // The original run's effective options (kernels, build command, proposers, budgets,
     // leave-outs), then --with and the shortcut flags on top.
     req = loop::request_from_json(apply_with(run.args, o.with, overrides));
     req.from_tree.clear(); // the recorded one was a temporary copy; set again below
     original = run.args.value("original_tree", run.args.value("tree", ""));
     if (!fs::is_directory(original))
-      throw util::FatalError{util::make_error(util::ErrorKind::not_found, fmt::format("{}: the run's driver tree is gone; rerun needs it", original.string()))};
+      throw util::FatalError{util::make_error(
+          util::ErrorKind::not_found, fmt::format("{}: the run's driver tree is gone; rerun needs it", original.string()))};
     // Checkpoint: the original tree with the files of every edit accepted up to the step.
     auto dir = util::TempDir::create(util::scratch_root(), "rerun-");
     if (!dir) throw util::FatalError{dir.error()};
@@ -312,14 +342,16 @@ int run_rerun(const RerunOptions& o) {
   ro.store = store;
   ro.command = "rerun";
   ro.parent_run = id;
-  ro.extra_args = {{"from_step", o.from_step}, {"checkpoint_step", checkpoint}, {"original_tree", original.string()},
-                   {"with", overrides}};
-  if (!recorded_root.empty()) ro.extra_args["root"] = recorded_root.string();  // not the temporary copy
+  ro.extra_args = {
+      {"from_step", o.from_step}, {"checkpoint_step", checkpoint}, {"original_tree", original.string()}, {"with", overrides}};
+  if (!recorded_root.empty()) ro.extra_args["root"] = recorded_root.string(); // not the temporary copy
   ro.case_id = req.case_id;
-  auto rec = loop::run_port_recorded(req, [](const std::string& m) { util::log_info("{}", m); }, ro);
+  auto rec = loop::run_port_recorded(
+      req, [](const std::string& m) { util::log_info("{}", m); }, ro);
   if (!rec) throw util::FatalError{rec.error()};
   if (!rec->report) {
-    std::fprintf(stderr, "autodriver: error: run %lld: %s\n", static_cast<long long>(rec->run_id), rec->report.error().message.c_str());
+    std::fprintf(stderr, "autodriver: error: run %lld: %s\n", static_cast<long long>(rec->run_id),
+                 rec->report.error().message.c_str());
     return rec->report.error().kind == util::ErrorKind::interrupted ? k_exit_interrupted : k_exit_error;
   }
   auto j = loop::to_json(*rec->report, req);
@@ -331,23 +363,24 @@ int run_rerun(const RerunOptions& o) {
     return k_exit_error;
   }
   if (o.json) std::cout << j.dump(2, ' ', false, util::json_bytes) << "\n";
-  else fmt::print("run {} (rerun of {} from step {}): {} ({} -> {} error(s))\n", rec->run_id, id, checkpoint,
-                  rec->report->status, rec->report->initial_errors, rec->report->final_errors);
+  else
+    fmt::print("run {} (rerun of {} from step {}): {} ({} -> {} error(s))\n", rec->run_id, id, checkpoint, rec->report->status,
+               rec->report->initial_errors, rec->report->final_errors);
   return rec->report->ok ? k_exit_ok : k_exit_failed;
 }
 
 } // namespace
 
 Command runs_command() {
-  return {"runs", "List recorded runs (newest first) from the run store",
-          [](CLI::App& sub) -> std::function<int()> {
+  return {"runs", "List recorded runs (newest first) from the run store", [](CLI::App& sub) -> std::function<int()> {
             auto f = std::make_shared<store::RunFilter>();
             auto status = std::make_shared<std::string>();
             auto case_id = std::make_shared<std::string>();
             auto since = std::make_shared<std::string>();
             auto until = std::make_shared<std::string>();
             auto json = std::make_shared<bool>(false);
-            sub.add_option("--status", *status, "Only runs with this status")->check(CLI::IsMember({"running", "ok", "failed", "interrupted", "error"}));
+            sub.add_option("--status", *status, "Only runs with this status")
+                ->check(CLI::IsMember({"running", "ok", "failed", "interrupted", "error"}));
             sub.add_option("--case", *case_id, "Only runs of this bench case");
             sub.add_option("--since", *since, "Started at or after (UTC, e.g. 2025-06-01 or 2025-06-01T12:00)");
             sub.add_option("--until", *until, "Started before (UTC)");
@@ -388,17 +421,21 @@ Command explain_command() {
 }
 
 Command rerun_command() {
-  return {"rerun", "Replay a recorded port from a checkpoint with other proposers, iterations or budget (a new run linked to the old)",
+  return {"rerun",
+          "Replay a recorded port from a checkpoint with other proposers, iterations or budget (a new run linked to the old)",
           [](CLI::App& sub) -> std::function<int()> {
             auto o = std::make_shared<RerunOptions>();
             sub.add_option("run", o->run, "Run id or `last`")->required();
-            sub.add_option("--from-step", o->from_step, "Start from the tree after this step (its accepted edits kept; 0 = the start)")->required();
+            sub.add_option("--from-step", o->from_step,
+                           "Start from the tree after this step (its accepted edits kept; 0 = the start)")
+                ->required();
             sub.add_option("-o,--out", o->out, "Output directory (as for port)")->required();
             sub.add_option("--proposer", o->proposers, "Use only these proposers (repeatable)");
             sub.add_option("--max-iters", o->max_iters, "Iterations of the loop");
             sub.add_option("--budget-s", o->budget_s, "Wall-time budget in seconds");
-            sub.add_option("--with", o->with, "Override a recorded option, KEY=VALUE with port's option names: proposer=a,b "
-                                              "max-iters=N budget-s=S build-cmd=CMD from=K to=K boot=true store-kb=false ... (repeatable)");
+            sub.add_option("--with", o->with,
+                           "Override a recorded option, KEY=VALUE with port's option names: proposer=a,b "
+                           "max-iters=N budget-s=S build-cmd=CMD from=K to=K boot=true store-kb=false ... (repeatable)");
             sub.add_flag("--json", o->json, "Print the versioned JSON verdict");
             return [=]() -> int { return run_rerun(*o); };
           }};

@@ -30,7 +30,9 @@ std::function<int()> setup_kb_store(CLI::App& kb) {
     if (exp->parsed()) {
       auto entries = store::kb_entries(*st, *signature);
       if (!entries) throw util::FatalError{entries.error()};
-      if (auto w = util::write_file_atomic(*export_file, store::export_kb_bundle(*entries).dump(2, ' ', false, util::json_bytes) + "\n"); !w)
+      if (auto w = util::write_file_atomic(*export_file,
+                                           store::export_kb_bundle(*entries).dump(2, ' ', false, util::json_bytes) + "\n");
+          !w)
         throw util::FatalError{w.error()};
       fmt::print("{} entr{} written to {}\n", entries->size(), entries->size() == 1 ? "y" : "ies", export_file->string());
       return k_exit_ok;
@@ -41,7 +43,8 @@ std::function<int()> setup_kb_store(CLI::App& kb) {
     if (j.is_discarded())
       throw util::FatalError{util::make_error(util::ErrorKind::parse, fmt::format("{}: not JSON", import_file->string()))};
     auto n = store::import_kb_bundle(*st, j, import_file->filename().string());
-    if (!n) throw util::FatalError{util::make_error(n.error().kind, fmt::format("{}: {}", import_file->string(), n.error().message))};
+    if (!n)
+      throw util::FatalError{util::make_error(n.error().kind, fmt::format("{}: {}", import_file->string(), n.error().message))};
     fmt::print("{} new entr{} imported from {}\n", *n, *n == 1 ? "y" : "ies", import_file->string());
     return k_exit_ok;
   };

@@ -11,8 +11,8 @@ namespace autodriver::cli {
 
 /// Exit codes shared by all commands.
 inline constexpr int k_exit_ok = 0;
-inline constexpr int k_exit_failed = 1;      ///< the driver failed a gate (data, not a tool failure)
-inline constexpr int k_exit_error = 2;       ///< bad input or the tool could not do its job
+inline constexpr int k_exit_failed = 1; ///< the driver failed a gate (data, not a tool failure)
+inline constexpr int k_exit_error = 2;  ///< bad input or the tool could not do its job
 inline constexpr int k_exit_interrupted = 130;
 
 struct Command {
@@ -28,12 +28,13 @@ Command port_command();
 Command bench_command();
 Command corpus_command();
 Command kb_command();
-Command runs_command();    ///< cmd_runs.cpp: the run store
+Command runs_command(); ///< cmd_runs.cpp: the run store
 Command show_command();
 Command explain_command();
 Command rerun_command();
 Command apidiff_command(); ///< cmd_apidiff.cpp: API differences between two kernels
 Command rules_command();   ///< cmd_rules.cpp: the rule packs
+Command crash_command();   ///< cmd_crash.cpp: crash reports read, symbolized, localized
 /// `--store PATH` (global option): the run store file; empty = store::default_store_path().
 std::filesystem::path& store_path_option();
 /// `kb export|import` of the run store's KB (cmd_store_kb.cpp), registered on the `kb` command.

@@ -18,7 +18,7 @@ struct SourceOptions {
   std::vector<std::string> source_dirs;
   std::vector<std::string> packages;
   bool dkms = false;
-  std::string suite;  ///< --suite: the Debian release whose *-dkms packages are meant
+  std::string suite; ///< --suite: the Debian release whose *-dkms packages are meant
 };
 
 /// --source, --package, --dkms.

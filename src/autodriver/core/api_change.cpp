@@ -32,8 +32,9 @@ std::string_view to_string(ChangeKind kind) {
 }
 
 nlohmann::json to_json(const ApiChange& c) {
-  nlohmann::json j = {{"symbol", c.symbol}, {"kind", std::string(to_string(c.kind))}, {"from", c.from}, {"to", c.to},
-                      {"header_from", c.header_from}, {"header_to", c.header_to}, {"summary", c.summary}};
+  nlohmann::json j = {{"symbol", c.symbol},  {"kind", std::string(to_string(c.kind))}, {"from", c.from},
+                      {"to", c.to},          {"header_from", c.header_from},           {"header_to", c.header_to},
+                      {"summary", c.summary}};
   j["member"] = c.member.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.member);
   j["new_name"] = c.new_name.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.new_name);
   return j;

@@ -64,10 +64,17 @@ nlohmann::json to_json(const Diagnostic& d) {
   nlohmann::json notes = nlohmann::json::array();
   for (const auto& n : d.notes)
     notes.push_back({{"file", n.file}, {"line", n.line}, {"column", n.column}, {"message", n.message}});
-  return {{"tool", d.tool},         {"file", d.file},         {"line", d.line},
-          {"column", d.column},     {"severity", to_string(d.severity)},
-          {"kind", to_string(d.kind)}, {"symbols", d.symbols}, {"message", d.message},
-          {"function", d.function}, {"flag", d.flag},         {"notes", notes},
+  return {{"tool", d.tool},
+          {"file", d.file},
+          {"line", d.line},
+          {"column", d.column},
+          {"severity", to_string(d.severity)},
+          {"kind", to_string(d.kind)},
+          {"symbols", d.symbols},
+          {"message", d.message},
+          {"function", d.function},
+          {"flag", d.flag},
+          {"notes", notes},
           {"raw", d.raw}};
 }
 
@@ -79,8 +86,10 @@ Diagnostic diagnostic_from_json(const nlohmann::json& j) {
   d.line = json_get(j, "line", 0);
   d.column = json_get(j, "column", 0);
   std::string sev = json_get(j, "severity", "error");
-  d.severity = sev == "warning" ? Severity::warning : sev == "note" ? Severity::note
-               : sev == "fatal" ? Severity::fatal : Severity::error;
+  d.severity = sev == "warning" ? Severity::warning
+               : sev == "note"  ? Severity::note
+               : sev == "fatal" ? Severity::fatal
+                                : Severity::error;
   d.kind = diag_kind_from_string(json_get(j, "kind", "other")).value_or(DiagKind::other);
   d.symbols = json_get(j, "symbols", std::vector<std::string>{});
   d.message = json_get(j, "message", "");

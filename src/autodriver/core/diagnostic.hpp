@@ -27,15 +27,15 @@ enum class DiagKind : int {
   conflicting_types = 10,
   missing_header = 11,
   modpost_undefined_symbol = 12,
-  incompatible_type = 13,   ///< "incompatible type for argument N of 'f'"
-  int_conversion = 14,      ///< "makes pointer from integer without a cast" and friends
-  syntax_error = 15,        ///< "expected ';' before ..."
+  incompatible_type = 13, ///< "incompatible type for argument N of 'f'"
+  int_conversion = 14,    ///< "makes pointer from integer without a cast" and friends
+  syntax_error = 15,      ///< "expected ';' before ..."
   deprecated = 16,
   modpost_other = 17,
-  sparse = 18,              ///< any sparse finding
-  linker = 19,              ///< ld errors
-  const_qualifier = 20,     ///< "discards 'const' qualifier"
-  read_only_member = 21,    ///< "assignment of read-only member 'vm_flags'" (an accessor replaced it)
+  sparse = 18,           ///< any sparse finding
+  linker = 19,           ///< ld errors
+  const_qualifier = 20,  ///< "discards 'const' qualifier"
+  read_only_member = 21, ///< "assignment of read-only member 'vm_flags'" (an accessor replaced it)
 };
 
 std::string_view to_string(DiagKind kind);
@@ -51,18 +51,18 @@ struct DiagNote {
 };
 
 struct Diagnostic {
-  std::string tool = "gcc";       ///< gcc, modpost, sparse, ld, make
-  std::string file;               ///< as printed, made relative to the tree when inside it
+  std::string tool = "gcc"; ///< gcc, modpost, sparse, ld, make
+  std::string file;         ///< as printed, made relative to the tree when inside it
   int line = 0;
   int column = 0;
   Severity severity = Severity::error;
   DiagKind kind = DiagKind::other;
   std::vector<std::string> symbols; ///< function, type, member, header ... the message names
-  std::string message;            ///< the message text without location and severity
-  std::string function;           ///< enclosing function ("In function 'x'"), if known
-  std::string flag;               ///< e.g. -Werror=implicit-function-declaration
+  std::string message;              ///< the message text without location and severity
+  std::string function;             ///< enclosing function ("In function 'x'"), if known
+  std::string flag;                 ///< e.g. -Werror=implicit-function-declaration
   std::vector<DiagNote> notes;
-  std::string raw;                ///< the original lines, notes included
+  std::string raw; ///< the original lines, notes included
 
   /// Location-free identity used to compare diagnostics across trees and iterations.
   std::string signature() const;

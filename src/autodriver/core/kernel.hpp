@@ -10,20 +10,20 @@
 namespace autodriver::core {
 
 struct Kernel {
-  std::string name;                 ///< what the user typed: "6.1", "6.12" or a path
-  std::string release;              ///< uname -r of the target, e.g. "6.1.0-57-amd64"
-  std::string line;                 ///< "6.1", "6.12" (major.minor), from the release
-  std::filesystem::path build_dir;  ///< kbuild dir for M= builds (headers package or a kernel build)
-  std::filesystem::path image_root; ///< dpkg -x of the image package (empty if none)
-  std::filesystem::path vmlinux;    ///< uncompressed kernel for PVH boot (empty if none)
-  std::filesystem::path modules_dir;///< <image_root>/lib/modules/<release>
-  std::string headers_package;      ///< Debian package names (empty for a path target)
+  std::string name;                  ///< what the user typed: "6.1", "6.12" or a path
+  std::string release;               ///< uname -r of the target, e.g. "6.1.0-57-amd64"
+  std::string line;                  ///< "6.1", "6.12" (major.minor), from the release
+  std::filesystem::path build_dir;   ///< kbuild dir for M= builds (headers package or a kernel build)
+  std::filesystem::path image_root;  ///< dpkg -x of the image package (empty if none)
+  std::filesystem::path vmlinux;     ///< uncompressed kernel for PVH boot (empty if none)
+  std::filesystem::path modules_dir; ///< <image_root>/lib/modules/<release>
+  std::string headers_package;       ///< Debian package names (empty for a path target)
   std::string image_package;
   std::string source_package;
-  std::string version;              ///< Debian package version ("7.3.4-1~bpo13+1"); empty for a path
-  std::string suite;                ///< Debian suite it comes from ("trixie-backports"); empty for a path
-  std::string compiler;             ///< compiler package its config names ("gcc-14")
-  std::filesystem::path toolchain_root; ///< root its kbuild runs in; empty: the host's /
+  std::string version;                           ///< Debian package version ("7.3.4-1~bpo13+1"); empty for a path
+  std::string suite;                             ///< Debian suite it comes from ("trixie-backports"); empty for a path
+  std::string compiler;                          ///< compiler package its config names ("gcc-14")
+  std::filesystem::path toolchain_root;          ///< root its kbuild runs in; empty: the host's /
   std::vector<std::filesystem::path> read_paths; ///< what a build reads besides the toolchain (the kernel's cache dir)
 
   bool has_headers() const;

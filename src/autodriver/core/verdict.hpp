@@ -14,11 +14,11 @@
 namespace autodriver::core {
 
 struct GateResult {
-  std::string gate;                    ///< "build", "sparse", "boot", ...
-  std::string kernel;                  ///< release
+  std::string gate;   ///< "build", "sparse", "boot", ...
+  std::string kernel; ///< release
   bool ok = false;
-  bool skipped = false;                ///< not applicable (e.g. nothing to boot because the build failed)
-  std::string summary;                 ///< one line for humans
+  bool skipped = false;                   ///< not applicable (e.g. nothing to boot because the build failed)
+  std::string summary;                    ///< one line for humans
   std::optional<std::string> infra_error; ///< the tool itself failed (timeout of make is not infra)
   std::vector<Diagnostic> diagnostics;
   nlohmann::json details = nlohmann::json::object();

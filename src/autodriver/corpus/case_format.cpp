@@ -47,10 +47,12 @@ util::Expected<fs::path> write_case(const fs::path& corpus, const CaseFiles& c) 
     if (auto r = util::copy_tree(c.golden, tmp / "golden", util::SkipBuildProducts::yes); !r) return fail(r.error());
   nlohmann::json meta = c.metadata;
   meta["schema_version"] = k_case_schema_version;
-  if (auto r = util::write_file(tmp / "diagnostics.json", c.diagnostics.dump(2, ' ', false, util::json_bytes) + "\n"); !r) return fail(r.error());
+  if (auto r = util::write_file(tmp / "diagnostics.json", c.diagnostics.dump(2, ' ', false, util::json_bytes) + "\n"); !r)
+    return fail(r.error());
   if (auto r = util::write_file(tmp / "api_delta.patch", c.api_delta); !r) return fail(r.error());
   // metadata.json last: its presence marks a complete case even before the rename.
-  if (auto r = util::write_file(tmp / "metadata.json", meta.dump(2, ' ', false, util::json_bytes) + "\n"); !r) return fail(r.error());
+  if (auto r = util::write_file(tmp / "metadata.json", meta.dump(2, ' ', false, util::json_bytes) + "\n"); !r)
+    return fail(r.error());
   fs::remove_all(final_dir, ec);
   fs::rename(tmp, final_dir, ec);
   if (ec)
@@ -153,8 +155,9 @@ util::Expected<void> init_corpus_dir(const fs::path& corpus, const nlohmann::jso
     for (const auto& key : {"from", "to", "origin"})
       if (identity.contains(key) && j.value(key, nlohmann::json()) != identity[key])
         return unexpected(ErrorKind::config,
-                          fmt::format("{} holds a corpus with {} = {}, not {}: use another -o directory", corpus.string(),
-                                      key, j.value(key, nlohmann::json()).dump(-1, ' ', false, util::json_bytes), identity[key].dump(-1, ' ', false, util::json_bytes)));
+                          fmt::format("{} holds a corpus with {} = {}, not {}: use another -o directory", corpus.string(), key,
+                                      j.value(key, nlohmann::json()).dump(-1, ' ', false, util::json_bytes),
+                                      identity[key].dump(-1, ' ', false, util::json_bytes)));
     return {};
   }
   nlohmann::json j = identity;

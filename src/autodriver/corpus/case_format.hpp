@@ -20,11 +20,11 @@ inline constexpr int k_case_schema_version = 1;
 inline constexpr int k_corpus_schema_version = 1;
 
 struct CaseFiles {
-  nlohmann::json metadata;              ///< must hold "id"; schema_version is set by write_case
-  std::filesystem::path before;         ///< directory copied to before/
-  std::filesystem::path golden;         ///< directory copied to golden/ (empty: no golden)
+  nlohmann::json metadata;                              ///< must hold "id"; schema_version is set by write_case
+  std::filesystem::path before;                         ///< directory copied to before/
+  std::filesystem::path golden;                         ///< directory copied to golden/ (empty: no golden)
   nlohmann::json diagnostics = nlohmann::json::array(); ///< Diagnostic JSON objects
-  std::string api_delta;                ///< unified diff text (may be empty)
+  std::string api_delta;                                ///< unified diff text (may be empty)
 };
 
 /// "drivers/hwmon/w83793" -> "drivers__hwmon__w83793" (a directory name).

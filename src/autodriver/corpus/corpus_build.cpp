@@ -120,8 +120,7 @@ util::Expected<nlohmann::json> build_corpus(const CorpusBuildOptions& opt, const
   ctx.to_headers = HeaderIndex(ctx.to_tree);
   ctx.corpus = opt.out;
   ctx.build_timeout = opt.build_timeout;
-  if (auto ids = util::read_file(ctx.from_tree / "include/linux/pci_ids.h"); ids)
-    collect_numeric_defines(*ids, ctx.pci_defines);
+  if (auto ids = util::read_file(ctx.from_tree / "include/linux/pci_ids.h"); ids) collect_numeric_defines(*ids, ctx.pci_defines);
 
   note("enumerating driver units");
   auto units = enumerate_units(ctx.from_tree, opt.roots, *from_cfg);
@@ -164,7 +163,8 @@ util::Expected<nlohmann::json> build_corpus(const CorpusBuildOptions& opt, const
         if (!selected(path, opt.only)) continue;
         ++enumerated;
         cands.push_back({path, nullptr, p});
-        listing += nlohmann::json{{"path", path}, {"package", p}, {"candidate", true}}.dump(-1, ' ', false, util::json_bytes) + "\n";
+        listing +=
+            nlohmann::json{{"path", path}, {"package", p}, {"candidate", true}}.dump(-1, ' ', false, util::json_bytes) + "\n";
       }
   }
   if (opt.limit > 0 && cands.size() > opt.limit) cands.resize(opt.limit);
@@ -189,8 +189,12 @@ util::Expected<nlohmann::json> build_corpus(const CorpusBuildOptions& opt, const
     for (const auto& c : cands)
       units_per_subsystem[c.unit ? subsystem_of(c.unit->dir) : std::string("dkms")] =
           units_per_subsystem.value(c.unit ? subsystem_of(c.unit->dir) : std::string("dkms"), 0) + 1;
-    return nlohmann::json{{"dry_run", true},          {"enumerated", enumerated}, {"not_modules", not_module},
-                          {"candidates", cands.size()}, {"already_decided", already}, {"to_do", todo.size()},
+    return nlohmann::json{{"dry_run", true},
+                          {"enumerated", enumerated},
+                          {"not_modules", not_module},
+                          {"candidates", cands.size()},
+                          {"already_decided", already},
+                          {"to_do", todo.size()},
                           {"candidates_per_subsystem", units_per_subsystem}};
   }
 
@@ -286,7 +290,8 @@ util::Expected<nlohmann::json> build_corpus(const CorpusBuildOptions& opt, const
                    {"only", opt.only},
                    {"interrupted", util::interrupted()},
                    {"complete", prog.done == cands.size()}};
-  if (auto w = util::write_file_atomic(opt.out / "summary.json", s.dump(2, ' ', false, util::json_bytes) + "\n"); !w && !fatal) fatal = w.error();
+  if (auto w = util::write_file_atomic(opt.out / "summary.json", s.dump(2, ' ', false, util::json_bytes) + "\n"); !w && !fatal)
+    fatal = w.error();
   if (fatal)
     return unexpected(fatal->kind, fatal->message + " — stopped; decided units are kept in " +
                                        (opt.out / "journal.jsonl").string() + " and the next run continues");

@@ -19,17 +19,17 @@ struct CorpusBuildOptions {
   std::string to = "6.12";
   std::filesystem::path out;
   int jobs = 2;
-  std::vector<std::string> only;       ///< unit path prefixes ("drivers/hwmon", "dkms/")
-  std::size_t limit = 0;               ///< 0: all candidates
-  bool dkms = true;                    ///< include Debian's *-dkms packages as units "dkms/<name>"
+  std::vector<std::string> only; ///< unit path prefixes ("drivers/hwmon", "dkms/")
+  std::size_t limit = 0;         ///< 0: all candidates
+  bool dkms = true;              ///< include Debian's *-dkms packages as units "dkms/<name>"
   std::vector<std::string> roots = {"drivers", "sound", "net"};
   std::chrono::seconds build_timeout{300};
-  bool dry_run = false;                ///< enumerate and write units.jsonl, build nothing
+  bool dry_run = false; ///< enumerate and write units.jsonl, build nothing
 };
 
 struct Progress {
-  std::size_t done = 0;      ///< decided units (including ones decided by earlier runs)
-  std::size_t total = 0;     ///< candidate units
+  std::size_t done = 0;  ///< decided units (including ones decided by earlier runs)
+  std::size_t total = 0; ///< candidate units
   std::size_t cases = 0;
   std::size_t done_this_run = 0;
   std::chrono::steady_clock::duration elapsed{};

@@ -102,8 +102,7 @@ util::Expected<DkmsSource> fetch_dkms_source(const std::string& package, const s
     auto archive = kernel::Archive::open(kernel::Archive::Refresh::if_missing, log_progress);
     if (!archive) return unexpected(archive.error());
     const kernel::PackageEntry* entry = archive->package_in(package, suite);
-    if (!entry)
-      return unexpected(ErrorKind::not_found, fmt::format("Debian's archive has no package {} in {}", package, suite));
+    if (!entry) return unexpected(ErrorKind::not_found, fmt::format("Debian's archive has no package {} in {}", package, suite));
     std::error_code ec;
     fs::remove_all(dir, ec);
     fs::path partial = dir.parent_path() / fmt::format(".partial-{}-{}", package, getpid());
@@ -143,8 +142,7 @@ util::Expected<DkmsSource> fetch_dkms_source(const std::string& package, const s
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir / "root/usr/src", ec))
     if (fs::exists(e.path() / "dkms.conf")) s.source = e.path();
-  if (s.source.empty())
-    return unexpected(ErrorKind::not_found, fmt::format("{} has no /usr/src/*/dkms.conf", package));
+  if (s.source.empty()) return unexpected(ErrorKind::not_found, fmt::format("{} has no /usr/src/*/dkms.conf", package));
   auto conf = util::read_file(s.source / "dkms.conf");
   if (!conf) return unexpected(conf.error());
   s.conf = parse_dkms_conf(*conf);

@@ -15,9 +15,9 @@ namespace autodriver::corpus {
 struct DkmsConf {
   std::string package_name;
   std::string package_version;
-  std::vector<std::string> module_names;   ///< BUILT_MODULE_NAME[i]
+  std::vector<std::string> module_names;     ///< BUILT_MODULE_NAME[i]
   std::vector<std::string> module_locations; ///< BUILT_MODULE_LOCATION[i] (may be empty)
-  std::string make;                         ///< MAKE[0] as written
+  std::string make;                          ///< MAKE[0] as written
 };
 
 /// Reads the simple KEY="value" / KEY[0]="value" assignments of a dkms.conf (shell logic is ignored).
@@ -36,10 +36,10 @@ std::string dkms_suite(std::string_view kernel_suite);
 util::Expected<std::vector<std::string>> list_dkms_packages(const std::string& suite);
 
 struct DkmsSource {
-  std::string package;              ///< "v4l2loopback-dkms"
-  std::string version;              ///< Debian version of the package
-  std::string suite;                ///< the archive suite it came from
-  std::filesystem::path source;     ///< <cache>/dkms/<suite>/<package>/root/usr/src/<name>-<version>
+  std::string package;          ///< "v4l2loopback-dkms"
+  std::string version;          ///< Debian version of the package
+  std::string suite;            ///< the archive suite it came from
+  std::filesystem::path source; ///< <cache>/dkms/<suite>/<package>/root/usr/src/<name>-<version>
   DkmsConf conf;
 };
 

@@ -15,16 +15,16 @@
 namespace autodriver::corpus {
 
 struct DriverUnit {
-  std::string dir;                     ///< "drivers/net/ethernet/intel/e1000e" (relative to the tree root)
-  std::string module;                  ///< "e1000e"
-  std::string config;                  ///< "CONFIG_E1000E" (empty for obj-m)
-  std::string config_value;            ///< value in the build kernel's .config: "m", "y" or ""
-  std::vector<std::string> objects;    ///< from the Makefile, relative to dir
-  std::vector<std::string> problems;   ///< Makefile constructs we could not resolve
-  std::vector<std::string> ccflags;    ///< simple ccflags of the directory
+  std::string dir;                   ///< "drivers/net/ethernet/intel/e1000e" (relative to the tree root)
+  std::string module;                ///< "e1000e"
+  std::string config;                ///< "CONFIG_E1000E" (empty for obj-m)
+  std::string config_value;          ///< value in the build kernel's .config: "m", "y" or ""
+  std::vector<std::string> objects;  ///< from the Makefile, relative to dir
+  std::vector<std::string> problems; ///< Makefile constructs we could not resolve
+  std::vector<std::string> ccflags;  ///< simple ccflags of the directory
   std::map<std::string, std::string> object_flags;
   std::vector<std::string> dropped_flags;
-  std::string makefile;                ///< "Makefile" or "Kbuild"
+  std::string makefile; ///< "Makefile" or "Kbuild"
 
   /// "drivers/net/ethernet/intel/e1000e/e1000e": the unit's identity across kernels and runs.
   std::string path() const { return dir + "/" + module; }
@@ -40,11 +40,11 @@ util::Expected<std::map<std::string, std::string>> read_kernel_config(const std:
 
 /// The files of a unit laid out as an out-of-tree kbuild directory.
 struct UnitLayout {
-  std::vector<std::string> files;          ///< relative to the unit dir: sources and the headers they include
-  std::string makefile;                    ///< the generated Makefile text
-  std::vector<std::string> outside;        ///< quoted #includes that resolve outside the unit dir
-  std::vector<std::string> problems;       ///< missing sources (generated files, ...)
-  long c_lines = 0;                        ///< lines of .c/.h copied
+  std::vector<std::string> files;    ///< relative to the unit dir: sources and the headers they include
+  std::string makefile;              ///< the generated Makefile text
+  std::vector<std::string> outside;  ///< quoted #includes that resolve outside the unit dir
+  std::vector<std::string> problems; ///< missing sources (generated files, ...)
+  long c_lines = 0;                  ///< lines of .c/.h copied
 };
 
 /// Works out the files (sources of each object, plus the closure of their quoted #includes inside
@@ -52,8 +52,8 @@ struct UnitLayout {
 UnitLayout plan_unit(const std::filesystem::path& tree, const DriverUnit& unit, std::string_view origin_note);
 
 /// Copies the planned files into `dest` (created) and writes the Makefile.
-util::Expected<void> materialize_unit(const std::filesystem::path& tree, const DriverUnit& unit,
-                                      const UnitLayout& layout, const std::filesystem::path& dest);
+util::Expected<void> materialize_unit(const std::filesystem::path& tree, const DriverUnit& unit, const UnitLayout& layout,
+                                      const std::filesystem::path& dest);
 
 /// "drivers/net/ethernet/intel/e1000e" -> "net/ethernet"; "drivers/hwmon" -> "hwmon";
 /// "sound/pci/hda" -> "sound/pci"; "net/netfilter" -> "net/netfilter". Documented in docs/case-format.md.

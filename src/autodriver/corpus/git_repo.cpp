@@ -26,9 +26,9 @@ util::Expected<Repository> open_repository(const std::filesystem::path& path) {
     return util::unexpected(util::ErrorKind::not_found, fmt::format("{} does not exist", path.string()));
   git_repository* raw = nullptr;
   if (git_repository_open_ext(&raw, path.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr) != 0)
-    return util::unexpected(util::ErrorKind::config,
-                            fmt::format("{} is not a git repository (give the top of a clone, e.g. a linux.git checkout)",
-                                        path.string()));
+    return util::unexpected(
+        util::ErrorKind::config,
+        fmt::format("{} is not a git repository (give the top of a clone, e.g. a linux.git checkout)", path.string()));
   return Repository(raw);
 }
 

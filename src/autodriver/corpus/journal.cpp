@@ -26,8 +26,8 @@ util::Expected<std::map<std::string, nlohmann::json>> Journal::load(const std::f
     auto j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object() || !j.contains("unit")) continue; // torn write
     if (j.value("v", 0) > k_journal_schema_version)
-      return unexpected(ErrorKind::config, fmt::format("{} was written by a newer autodriver (journal version {})",
-                                                       file.string(), j.value("v", 0)));
+      return unexpected(ErrorKind::config,
+                        fmt::format("{} was written by a newer autodriver (journal version {})", file.string(), j.value("v", 0)));
     decided[j["unit"].get<std::string>()] = j;
   }
   return decided;

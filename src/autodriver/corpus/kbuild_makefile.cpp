@@ -16,8 +16,7 @@ std::vector<std::string> logical_lines(std::string_view text) {
   std::string cur;
   for (auto raw : util::split_lines(text)) {
     std::string line(raw);
-    if (auto hash = line.find('#'); hash != std::string::npos && (hash == 0 || line[hash - 1] != '\\'))
-      line.erase(hash);
+    if (auto hash = line.find('#'); hash != std::string::npos && (hash == 0 || line[hash - 1] != '\\')) line.erase(hash);
     bool cont = !line.empty() && line.back() == '\\';
     if (cont) line.pop_back();
     cur += line;
@@ -50,8 +49,9 @@ public:
   void assign(const Assignment& a) {
     auto& v = m_values[a.lhs];
     if (a.op == "+=") v += " " + a.rhs;
-    else if (a.op == "?=") { if (v.empty()) v = a.rhs; }
-    else v = a.rhs;
+    else if (a.op == "?=") {
+      if (v.empty()) v = a.rhs;
+    } else v = a.rhs;
   }
   /// Expands $(name) of plain variables (not CONFIG_, not kbuild's own like src/srctree).
   std::string expand(std::string s, int depth = 0) const {

@@ -24,9 +24,9 @@ struct ModuleDecl {
 };
 
 struct KbuildMakefile {
-  std::vector<ModuleDecl> modules;      ///< loadable-module candidates (obj-m and obj-$(CONFIG_X)), in file order
-  std::vector<std::string> ccflags;     ///< simple flags kept for an out-of-tree build (-D, -U, -W, -I$(src)...)
-  std::vector<std::string> dropped_flags; ///< flags that point into the kernel tree ($(srctree)/...), not kept
+  std::vector<ModuleDecl> modules;                 ///< loadable-module candidates (obj-m and obj-$(CONFIG_X)), in file order
+  std::vector<std::string> ccflags;                ///< simple flags kept for an out-of-tree build (-D, -U, -W, -I$(src)...)
+  std::vector<std::string> dropped_flags;          ///< flags that point into the kernel tree ($(srctree)/...), not kept
   std::map<std::string, std::string> object_flags; ///< CFLAGS_foo.o values (simple flags only)
 };
 

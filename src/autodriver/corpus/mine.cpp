@@ -1,7 +1,7 @@
 #include "autodriver/corpus/mine.hpp"
 
-#include "autodriver/corpus/git_repo.hpp"
 #include "autodriver/corpus/driver_unit.hpp"
+#include "autodriver/corpus/git_repo.hpp"
 #include "autodriver/corpus/split.hpp"
 #include "autodriver/corpus/tree_diff.hpp"
 #include "autodriver/util/files.hpp"
@@ -35,7 +35,8 @@ struct Range {
 
 Expected<Range> parse_range(const std::string& range) {
   if (range.find("...") != std::string::npos)
-    return unexpected(ErrorKind::config, fmt::format("--range '{}': symmetric ranges (A...B) are not supported; use A..B", range));
+    return unexpected(ErrorKind::config,
+                      fmt::format("--range '{}': symmetric ranges (A...B) are not supported; use A..B", range));
   auto dots = range.find("..");
   if (dots == std::string::npos)
     return unexpected(ErrorKind::config, fmt::format("--range '{}' is not of the form A..B (e.g. v6.1..v6.2)", range));
@@ -51,8 +52,8 @@ std::string iso_time(const git_time& t) {
   std::tm tm{};
   gmtime_r(&local, &tm);
   int off = t.offset < 0 ? -t.offset : t.offset;
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}{}{:02}:{:02}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                     tm.tm_hour, tm.tm_min, tm.tm_sec, t.offset < 0 ? '-' : '+', off / 60, off % 60);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}{}{:02}:{:02}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                     tm.tm_min, tm.tm_sec, t.offset < 0 ? '-' : '+', off / 60, off % 60);
 }
 
 /// Where the commits came from: the "origin" remote's URL, else the repository's path.
@@ -80,8 +81,7 @@ struct Delta {
 
 class Miner {
 public:
-  Miner(const MineOptions& opts, git_repository* repo, MineSummary& summary)
-      : m_opts(opts), m_repo(repo), m_summary(summary) {}
+  Miner(const MineOptions& opts, git_repository* repo, MineSummary& summary) : m_opts(opts), m_repo(repo), m_summary(summary) {}
 
   /// Classifies one commit and writes its case. Errors are fatal to the run (output I/O);
   /// unreadable objects are recorded in the summary and the walk goes on.
@@ -137,7 +137,7 @@ struct BlobWrite {
 
 /// Writes one blob below `root`, or says why it was not written.
 Expected<BlobWrite> write_blob(git_repository* repo, const git_oid& id, std::uint32_t mode, const fs::path& root,
-                                 const std::string& path, std::uint64_t max_bytes) {
+                               const std::string& path, std::uint64_t max_bytes) {
   if (mode == GIT_FILEMODE_LINK) return BlobWrite{"symlink"};
   if (mode == GIT_FILEMODE_COMMIT) return BlobWrite{"submodule"};
   if (!is_safe_relative_path(path)) return BlobWrite{"unsafe path"};
@@ -157,8 +157,7 @@ Expected<BlobWrite> write_blob(git_repository* repo, const git_oid& id, std::uin
   return BlobWrite{"", static_cast<long>(std::count(text.begin(), text.end(), '\n'))};
 }
 
-Expected<void> Miner::write_case(git_commit* commit, const std::vector<Delta>& deltas, CommitKind kind,
-                                 const std::string& id) {
+Expected<void> Miner::write_case(git_commit* commit, const std::vector<Delta>& deltas, CommitKind kind, const std::string& id) {
   std::vector<const Delta*> core, driver;
   for (const auto& d : deltas) {
     if (!d.content_changed) continue;
@@ -230,7 +229,10 @@ Expected<void> Miner::write_case(git_commit* commit, const std::vector<Delta>& d
       {"author_date", iso_time(author->when)},
       {"commit_date", iso_time(committer->when)},
       {"trailers",
-       {{"fixes", tr.fixes}, {"link", tr.link}, {"closes", tr.closes}, {"signed_off_by", tr.signed_off_by},
+       {{"fixes", tr.fixes},
+        {"link", tr.link},
+        {"closes", tr.closes},
+        {"signed_off_by", tr.signed_off_by},
         {"reported_by", tr.reported_by}}},
       {"core_files", core_files},
       {"driver_files", driver_files},
@@ -349,7 +351,8 @@ Expected<void> init_mined_corpus(const fs::path& out) {
   if (ec) return unexpected(ErrorKind::io, fmt::format("cannot create output directory {}: {}", out.string(), ec.message()));
   const fs::path file = out / "corpus.json";
   if (!fs::exists(file))
-    return util::write_file_atomic(file, nlohmann::json{{"schema_version", 1}, {"origin", "mined"}}.dump(2, ' ', false, util::json_bytes) + "\n");
+    return util::write_file_atomic(
+        file, nlohmann::json{{"schema_version", 1}, {"origin", "mined"}}.dump(2, ' ', false, util::json_bytes) + "\n");
   auto text = util::read_file(file);
   if (!text) return unexpected(text.error());
   auto j = nlohmann::json::parse(*text, nullptr, false);
@@ -357,8 +360,9 @@ Expected<void> init_mined_corpus(const fs::path& out) {
   if (j.value("schema_version", 0) > 1)
     return unexpected(ErrorKind::config, fmt::format("{} was written by a newer autodriver: upgrade autodriver", file.string()));
   if (j.value("origin", "") != "mined")
-    return unexpected(ErrorKind::config, fmt::format("{} holds a corpus with origin {}, not mined cases: use another -o directory",
-                                                     out.string(), j.value("origin", nlohmann::json()).dump(-1, ' ', false, util::json_bytes)));
+    return unexpected(ErrorKind::config,
+                      fmt::format("{} holds a corpus with origin {}, not mined cases: use another -o directory", out.string(),
+                                  j.value("origin", nlohmann::json()).dump(-1, ' ', false, util::json_bytes)));
   return {};
 }
 
@@ -370,8 +374,12 @@ nlohmann::json MineSummary::to_json() const {
   auto notes = [](const std::vector<CommitNote>& v) {
     nlohmann::json a = nlohmann::json::array();
     for (const auto& n : v)
-      a.push_back({{"commit", n.commit}, {"subject", n.subject}, {"core_files", n.core_files},
-                   {"driver_files", n.driver_files}, {"driver_units", n.driver_units}, {"reason", n.reason}});
+      a.push_back({{"commit", n.commit},
+                   {"subject", n.subject},
+                   {"core_files", n.core_files},
+                   {"driver_files", n.driver_files},
+                   {"driver_units", n.driver_units},
+                   {"reason", n.reason}});
     return a;
   };
   return {{"schema_version", 1},
@@ -399,9 +407,13 @@ Expected<MineSummary> mine(const MineOptions& opts, const MineProgressFn& progre
   auto repo = git::open_repository(opts.repo);
   if (!repo) return unexpected(repo.error());
   auto from = git::resolve_commit(repo->get(), range->from);
-  if (!from) return unexpected(ErrorKind::not_found, fmt::format("--range '{}': {} in {}", opts.range, from.error().message, opts.repo.string()));
+  if (!from)
+    return unexpected(ErrorKind::not_found,
+                      fmt::format("--range '{}': {} in {}", opts.range, from.error().message, opts.repo.string()));
   auto to = git::resolve_commit(repo->get(), range->to);
-  if (!to) return unexpected(ErrorKind::not_found, fmt::format("--range '{}': {} in {}", opts.range, to.error().message, opts.repo.string()));
+  if (!to)
+    return unexpected(ErrorKind::not_found,
+                      fmt::format("--range '{}': {} in {}", opts.range, to.error().message, opts.repo.string()));
 
   if (auto r = init_mined_corpus(opts.out); !r) return unexpected(r.error());
 
@@ -417,7 +429,8 @@ Expected<MineSummary> mine(const MineOptions& opts, const MineProgressFn& progre
   if (git_revwalk_new(&walk_raw, repo->get()) != 0) return unexpected(git::last_error(ErrorKind::io, "revwalk"));
   git::Revwalk walk(walk_raw);
   git_revwalk_sorting(walk.get(), GIT_SORT_TOPOLOGICAL | GIT_SORT_REVERSE);
-  if (git_revwalk_push(walk.get(), git_commit_id(to->get())) != 0 || git_revwalk_hide(walk.get(), git_commit_id(from->get())) != 0)
+  if (git_revwalk_push(walk.get(), git_commit_id(to->get())) != 0 ||
+      git_revwalk_hide(walk.get(), git_commit_id(from->get())) != 0)
     return unexpected(git::last_error(ErrorKind::io, fmt::format("walk {}", opts.range)));
   std::vector<git_oid> ids;
   git_oid oid;
@@ -437,8 +450,8 @@ Expected<MineSummary> mine(const MineOptions& opts, const MineProgressFn& progre
   };
   for (const auto& id : ids) {
     if (util::interrupted())
-      return unexpected(ErrorKind::interrupted,
-                        fmt::format("interrupted after {} of {} commits; run again to continue", summary.commits_walked, ids.size()));
+      return unexpected(ErrorKind::interrupted, fmt::format("interrupted after {} of {} commits; run again to continue",
+                                                            summary.commits_walked, ids.size()));
     if (opts.limit && summary.cases_written >= opts.limit) {
       summary.stopped_by_limit = true;
       break;
@@ -449,7 +462,9 @@ Expected<MineSummary> mine(const MineOptions& opts, const MineProgressFn& progre
   }
   report(true);
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (auto w = util::write_file_atomic(opts.out / "mine-summary.json", summary.to_json().dump(2, ' ', false, util::json_bytes) + "\n"); !w)
+  if (auto w =
+          util::write_file_atomic(opts.out / "mine-summary.json", summary.to_json().dump(2, ' ', false, util::json_bytes) + "\n");
+      !w)
     return unexpected(w.error());
   return summary;
 }

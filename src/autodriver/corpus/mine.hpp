@@ -22,12 +22,12 @@ enum class IncludeTreewide { yes, no };
 
 struct MineOptions {
   std::filesystem::path repo;
-  std::string range;                      ///< "A..B": commits reachable from B and not from A
+  std::string range; ///< "A..B": commits reachable from B and not from A
   std::filesystem::path out;
-  std::size_t treewide_threshold = 50;    ///< more driver files than this: treewide
+  std::size_t treewide_threshold = 50;     ///< more driver files than this: treewide
   std::uint64_t max_file_bytes = 4u << 20; ///< larger driver files are not copied (recorded as skipped)
   IncludeTreewide include_treewide = IncludeTreewide::no;
-  std::size_t limit = 0;                  ///< stop after this many new cases (0: no limit)
+  std::size_t limit = 0; ///< stop after this many new cases (0: no limit)
 };
 
 /// A commit the summary lists instead of a case directory (treewide) or next to it (failed).
@@ -49,10 +49,10 @@ struct MineSummary {
   std::size_t commits_walked = 0;
   std::map<std::string, std::size_t> by_kind; ///< CommitKind name -> count
   std::size_t cases_written = 0;
-  std::size_t cases_present = 0;              ///< written by an earlier run, left alone
-  std::vector<std::string> case_ids;          ///< written or present, in walk order
+  std::size_t cases_present = 0;     ///< written by an earlier run, left alone
+  std::vector<std::string> case_ids; ///< written or present, in walk order
   std::vector<CommitNote> treewide;
-  std::vector<CommitNote> failed;             ///< commits that could not be read; the run went on
+  std::vector<CommitNote> failed; ///< commits that could not be read; the run went on
   bool stopped_by_limit = false;
   double seconds = 0;
 

@@ -43,7 +43,7 @@ struct ChangedFile {
 CommitKind classify_commit(std::span<const ChangedFile> files, std::size_t treewide_threshold);
 
 struct Trailers {
-  std::vector<std::string> fixes;          ///< "<sha> (\"subject\")", as written
+  std::vector<std::string> fixes; ///< "<sha> (\"subject\")", as written
   std::vector<std::string> link;
   std::vector<std::string> closes;
   std::vector<std::string> signed_off_by;

@@ -15,21 +15,51 @@ const std::vector<QemuPciDevice>& qemu_pci_devices() {
   // (nvme needs serial=x, kvaser_pci a can-bus object). Note nvme is 1b36:0010 here, not the
   // older 8086:5845; megasas is 1000:0060 and megasas-gen2 1000:0079.
   static const std::vector<QemuPciDevice> k_devices = {
-      {"e1000", 0x8086, 0x100e},        {"e1000-82544gc", 0x8086, 0x100c}, {"e1000-82545em", 0x8086, 0x100f},
-      {"e1000e", 0x8086, 0x10d3},       {"rtl8139", 0x10ec, 0x8139},       {"ne2k_pci", 0x10ec, 0x8029},
-      {"pcnet", 0x1022, 0x2000},        {"vmxnet3", 0x15ad, 0x07b0},       {"tulip", 0x1011, 0x0019},
-      {"i82559er", 0x8086, 0x1209},     {"i82557b", 0x8086, 0x1229},       {"i82801", 0x8086, 0x2449},
-      {"rocker", 0x1b36, 0x0006},       {"kvaser_pci", 0x10e8, 0x8406},    {"nvme", 0x1b36, 0x0010},
-      {"ich9-ahci", 0x8086, 0x2922},    {"megasas", 0x1000, 0x0060},       {"megasas-gen2", 0x1000, 0x0079},
-      {"mptsas1068", 0x1000, 0x0054},   {"lsi53c895a", 0x1000, 0x0012},    {"lsi53c810", 0x1000, 0x0001},
-      {"am53c974", 0x1022, 0x2020},     {"pvscsi", 0x15ad, 0x07c0},        {"qemu-xhci", 0x1b36, 0x000d},
-      {"nec-usb-xhci", 0x1033, 0x0194}, {"usb-ehci", 0x8086, 0x24cd},      {"ich9-usb-ehci1", 0x8086, 0x293a},
-      {"ich9-usb-uhci1", 0x8086, 0x2934}, {"piix3-usb-uhci", 0x8086, 0x7020}, {"pci-ohci", 0x106b, 0x003f},
-      {"intel-hda", 0x8086, 0x2668},    {"ich9-intel-hda", 0x8086, 0x293e}, {"AC97", 0x8086, 0x2415},
-      {"ES1370", 0x1274, 0x5000},       {"edu", 0x1234, 0x11e8},           {"pvpanic-pci", 0x1b36, 0x0011},
-      {"i6300esb", 0x8086, 0x25ab},     {"sdhci-pci", 0x1b36, 0x0007},     {"pci-serial", 0x1b36, 0x0002},
-      {"pci-serial-2x", 0x1b36, 0x0003}, {"bochs-display", 0x1234, 0x1111}, {"cirrus-vga", 0x1013, 0x00b8},
-      {"ati-vga", 0x1002, 0x5046},      {"qxl", 0x1b36, 0x0100},           {"vmware-svga", 0x15ad, 0x0405},
+      {"e1000", 0x8086, 0x100e},
+      {"e1000-82544gc", 0x8086, 0x100c},
+      {"e1000-82545em", 0x8086, 0x100f},
+      {"e1000e", 0x8086, 0x10d3},
+      {"rtl8139", 0x10ec, 0x8139},
+      {"ne2k_pci", 0x10ec, 0x8029},
+      {"pcnet", 0x1022, 0x2000},
+      {"vmxnet3", 0x15ad, 0x07b0},
+      {"tulip", 0x1011, 0x0019},
+      {"i82559er", 0x8086, 0x1209},
+      {"i82557b", 0x8086, 0x1229},
+      {"i82801", 0x8086, 0x2449},
+      {"rocker", 0x1b36, 0x0006},
+      {"kvaser_pci", 0x10e8, 0x8406},
+      {"nvme", 0x1b36, 0x0010},
+      {"ich9-ahci", 0x8086, 0x2922},
+      {"megasas", 0x1000, 0x0060},
+      {"megasas-gen2", 0x1000, 0x0079},
+      {"mptsas1068", 0x1000, 0x0054},
+      {"lsi53c895a", 0x1000, 0x0012},
+      {"lsi53c810", 0x1000, 0x0001},
+      {"am53c974", 0x1022, 0x2020},
+      {"pvscsi", 0x15ad, 0x07c0},
+      {"qemu-xhci", 0x1b36, 0x000d},
+      {"nec-usb-xhci", 0x1033, 0x0194},
+      {"usb-ehci", 0x8086, 0x24cd},
+      {"ich9-usb-ehci1", 0x8086, 0x293a},
+      {"ich9-usb-uhci1", 0x8086, 0x2934},
+      {"piix3-usb-uhci", 0x8086, 0x7020},
+      {"pci-ohci", 0x106b, 0x003f},
+      {"intel-hda", 0x8086, 0x2668},
+      {"ich9-intel-hda", 0x8086, 0x293e},
+      {"AC97", 0x8086, 0x2415},
+      {"ES1370", 0x1274, 0x5000},
+      {"edu", 0x1234, 0x11e8},
+      {"pvpanic-pci", 0x1b36, 0x0011},
+      {"i6300esb", 0x8086, 0x25ab},
+      {"sdhci-pci", 0x1b36, 0x0007},
+      {"pci-serial", 0x1b36, 0x0002},
+      {"pci-serial-2x", 0x1b36, 0x0003},
+      {"bochs-display", 0x1234, 0x1111},
+      {"cirrus-vga", 0x1013, 0x00b8},
+      {"ati-vga", 0x1002, 0x5046},
+      {"qxl", 0x1b36, 0x0100},
+      {"vmware-svga", 0x15ad, 0x0405},
       {"pci-testdev", 0x1b36, 0x0005},
   };
   return k_devices;
@@ -123,7 +153,8 @@ std::string expand_call(const std::string& entry, const std::map<std::string, st
 } // namespace
 
 void collect_numeric_defines(std::string_view text, std::map<std::string, unsigned>& defines) {
-  static const std::regex k_def(R"(^\s*#\s*define\s+([A-Za-z_]\w*)\s+(\(?\s*(?:0[xX][0-9a-fA-F]+|\d+|[A-Za-z_]\w*)\s*\)?)\s*(?:/[*/].*)?$)");
+  static const std::regex k_def(
+      R"(^\s*#\s*define\s+([A-Za-z_]\w*)\s+(\(?\s*(?:0[xX][0-9a-fA-F]+|\d+|[A-Za-z_]\w*)\s*\)?)\s*(?:/[*/].*)?$)");
   std::vector<std::pair<std::string, std::string>> aliases;
   for (auto line : util::split_lines(text)) {
     if (line.find("define") == std::string_view::npos) continue;
@@ -191,7 +222,8 @@ std::vector<PciId> pci_ids_in(std::string_view source, const std::map<std::strin
       auto parts = split_top(entry);
       if (parts.empty()) continue;
       std::string first = parts[0];
-      static const std::regex k_std(R"(^\s*(PCI_DEVICE|PCI_DEVICE_SUB|PCI_VDEVICE|PCI_DEVICE_DATA|PCI_VDEVICE_SUB)\s*\(([\s\S]*)\)\s*$)");
+      static const std::regex k_std(
+          R"(^\s*(PCI_DEVICE|PCI_DEVICE_SUB|PCI_VDEVICE|PCI_DEVICE_DATA|PCI_VDEVICE_SUB)\s*\(([\s\S]*)\)\s*$)");
       std::smatch sm;
       std::optional<unsigned> v, d;
       if (std::regex_match(first, sm, k_std)) {
@@ -240,7 +272,8 @@ Runtime runtime_testability(const std::vector<std::string>& sources, const std::
   static const std::regex k_table(R"(MODULE_DEVICE_TABLE\s*\(\s*(\w+))");
   static const std::regex k_bus(
       R"(\b(module_\w+_driver|\w+_register_driver|i2c_add_driver|usb_register|pci_register_driver|platform_driver_probe|serio_register_driver|phy_drivers_register|mdio_driver_register|sdio_register_driver|pcmcia_register_driver|virtio_register_driver|hid_register_driver|acpi_bus_register_driver)\s*\()");
-  static const std::regex k_own_device(R"(\b(platform_device_register|platform_device_alloc|platform_device_register_simple|platform_create_bundle)\s*\()");
+  static const std::regex k_own_device(
+      R"(\b(platform_device_register|platform_device_alloc|platform_device_register_simple|platform_create_bundle)\s*\()");
   // Port I/O, DMI or CPU-model checks mean the module looks for specific hardware before it loads.
   static const std::regex k_hw_probe(
       R"(\b(inb|inb_p|inw|inl|outb|outb_p|request_region|request_muxed_region|superio_enter|dmi_check_system|dmi_first_match|x86_match_cpu|acpi_evaluate_object|wmi_has_guid)\s*\()");

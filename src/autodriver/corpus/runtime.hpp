@@ -12,7 +12,7 @@
 namespace autodriver::corpus {
 
 struct QemuPciDevice {
-  std::string name;       ///< `-device` name
+  std::string name; ///< `-device` name
   unsigned vendor = 0;
   unsigned device = 0;
 };
@@ -39,8 +39,8 @@ std::vector<PciId> pci_ids_in(std::string_view source, const std::map<std::strin
                               const std::map<std::string, std::string>& macros);
 
 struct Runtime {
-  std::string kind = "none";          ///< "device", "virtual", "none"
-  std::string qemu_device;            ///< for "device"
+  std::string kind = "none";             ///< "device", "virtual", "none"
+  std::string qemu_device;               ///< for "device"
   std::vector<std::string> qemu_devices; ///< every matching QEMU device
   std::string reason;
 };

@@ -17,9 +17,14 @@ using core::DiagKind;
 using core::Diagnostic;
 
 const std::vector<std::string>& change_types() {
-  static const std::vector<std::string> k_types = {"rename",         "arguments-changed",     "return-type-changed",
-                                                   "member-changed", "callback-type-changed", "removed-with-replacement",
-                                                   "header-moved",   "other"};
+  static const std::vector<std::string> k_types = {"rename",
+                                                   "arguments-changed",
+                                                   "return-type-changed",
+                                                   "member-changed",
+                                                   "callback-type-changed",
+                                                   "removed-with-replacement",
+                                                   "header-moved",
+                                                   "other"};
   return k_types;
 }
 
@@ -57,7 +62,10 @@ std::string region_at(const std::vector<std::string_view>& lines, std::size_t id
       continue;
     }
     for (char c : l) {
-      if (c == '{') { ++depth; opened = true; }
+      if (c == '{') {
+        ++depth;
+        opened = true;
+      }
       if (c == '}') --depth;
     }
     if (opened && depth <= 0) break;
@@ -92,7 +100,12 @@ std::map<std::string, HeaderDecl> HeaderIndex::find(const std::vector<std::strin
   req.output_cap = 16 * 1024 * 1024;
   auto r = util::run(req);
   if (!r) return out;
-  struct Hit { std::string file; int line; std::string kind; int rank; };
+  struct Hit {
+    std::string file;
+    int line;
+    std::string kind;
+    int rank;
+  };
   std::map<std::string, Hit> best; // symbol -> best hit
   for (const auto& s : symbols) {
     std::string n = bare_name(s);
@@ -149,8 +162,10 @@ std::map<std::string, HeaderDecl> HeaderIndex::find(const std::vector<std::strin
 
 std::string region_diff(const HeaderDecl* a, const HeaderDecl* b) {
   std::vector<std::string> x, y;
-  if (a) for (auto l : util::split_lines(a->text)) x.emplace_back(l);
-  if (b) for (auto l : util::split_lines(b->text)) y.emplace_back(l);
+  if (a)
+    for (auto l : util::split_lines(a->text)) x.emplace_back(l);
+  if (b)
+    for (auto l : util::split_lines(b->text)) y.emplace_back(l);
   if (a && b && a->file == b->file && x == y) return {};
   std::string out = fmt::format("--- {}\n+++ {}\n", a ? "a/" + a->file : "/dev/null", b ? "b/" + b->file : "/dev/null");
   if (a && b && a->file != b->file) {
@@ -167,17 +182,24 @@ std::string region_diff(const HeaderDecl* a, const HeaderDecl* b) {
   std::size_t n = x.size(), m = y.size();
   std::vector<std::vector<int>> dp(n + 1, std::vector<int>(m + 1, 0));
   for (std::size_t i = n; i-- > 0;)
-    for (std::size_t j = m; j-- > 0;)
-      dp[i][j] = x[i] == y[j] ? dp[i + 1][j + 1] + 1 : std::max(dp[i + 1][j], dp[i][j + 1]);
+    for (std::size_t j = m; j-- > 0;) dp[i][j] = x[i] == y[j] ? dp[i + 1][j + 1] + 1 : std::max(dp[i + 1][j], dp[i][j + 1]);
   int la = a ? a->line : 0, lb = b ? b->line : 0;
   if (!a) out = fmt::format("--- a/{}\n+++ b/{}\n", b->file, b->file);
   if (!b) out = fmt::format("--- a/{}\n+++ b/{}\n", a->file, a->file);
   out += fmt::format("@@ -{},{} +{},{} @@\n", la, n, lb, m);
   std::size_t i = 0, j = 0;
   while (i < n || j < m) {
-    if (i < n && j < m && x[i] == y[j]) { out += " " + x[i] + "\n"; ++i; ++j; }
-    else if (i < n && (j == m || dp[i + 1][j] >= dp[i][j + 1])) { out += "-" + x[i] + "\n"; ++i; }
-    else { out += "+" + y[j] + "\n"; ++j; }
+    if (i < n && j < m && x[i] == y[j]) {
+      out += " " + x[i] + "\n";
+      ++i;
+      ++j;
+    } else if (i < n && (j == m || dp[i + 1][j] >= dp[i][j + 1])) {
+      out += "-" + x[i] + "\n";
+      ++i;
+    } else {
+      out += "+" + y[j] + "\n";
+      ++j;
+    }
   }
   return out;
 }
@@ -202,15 +224,15 @@ std::string struct_of_variable(const std::string& var, const std::vector<std::st
 
 struct Pending {
   ApiChange change;
-  std::string lookup;   ///< symbol whose declaration to compare ("" = none)
+  std::string lookup; ///< symbol whose declaration to compare ("" = none)
   DiagKind kind;
 };
 
 /// An incompatible type: an argument of a call, a callback assigned or initialized (the member
 /// named by gcc's "near initialization" note or the assignment on the quoted line), or other.
 void classify_type_mismatch(const Diagnostic& d, const std::vector<std::string>& driver_sources, Pending& p) {
-  bool fnptrs = d.symbols.size() >= 2 && d.symbols[0].find("(*)") != std::string::npos &&
-                d.symbols[1].find("(*)") != std::string::npos;
+  bool fnptrs =
+      d.symbols.size() >= 2 && d.symbols[0].find("(*)") != std::string::npos && d.symbols[1].find("(*)") != std::string::npos;
   if (d.message.starts_with("passing argument")) {
     p.change.symbol = d.symbols.empty() ? std::string() : d.symbols.back();
     if (p.change.symbol.find('(') != std::string::npos || p.change.symbol.find(' ') != std::string::npos) {
@@ -317,9 +339,7 @@ Classification classify(const std::vector<Diagnostic>& diagnostics, const Header
     case DiagKind::incompatible_pointer_type:
     case DiagKind::incompatible_type:
     case DiagKind::int_conversion:
-    case DiagKind::const_qualifier:
-      classify_type_mismatch(d, driver_sources, p);
-      break;
+    case DiagKind::const_qualifier: classify_type_mismatch(d, driver_sources, p); break;
     default:
       p.change.change_type = "other";
       p.change.symbol = first;
@@ -352,8 +372,7 @@ Classification classify(const std::vector<Diagnostic>& diagnostics, const Header
         p.kind == DiagKind::unknown_type || p.kind == DiagKind::modpost_undefined_symbol) {
       if (nd && od && nd->file != od->file) p.change.change_type = "header-moved";
       else if (nd) p.change.change_type = "other"; // still declared where it was: a config or include-chain change
-      else if (!p.change.suggestion.empty() && new_decls.count(p.change.suggestion) &&
-               !old_decls.count(p.change.suggestion))
+      else if (!p.change.suggestion.empty() && new_decls.count(p.change.suggestion) && !old_decls.count(p.change.suggestion))
         p.change.change_type = "rename";
       else p.change.change_type = "removed-with-replacement";
     } else if (p.kind == DiagKind::conflicting_types && od && nd) {

@@ -78,8 +78,7 @@ util::Expected<void> walk(git_repository* repo, const git_tree* a, const git_tre
                      git_tree_entry_filemode(ea), git_tree_entry_filemode(eb)});
     } else {
       if (!ta) out.push_back({FileChange::Status::deleted, path, *git_tree_entry_id(ea), {}, git_tree_entry_filemode(ea), 0});
-      if (eb && !tb)
-        out.push_back({FileChange::Status::added, path, {}, *git_tree_entry_id(eb), 0, git_tree_entry_filemode(eb)});
+      if (eb && !tb) out.push_back({FileChange::Status::added, path, {}, *git_tree_entry_id(eb), 0, git_tree_entry_filemode(eb)});
     }
   }
   for (std::size_t j = 0; j < nb; ++j) {
@@ -124,8 +123,7 @@ util::Expected<Patch> make_patch(git_repository* repo, const FileChange& c, std:
 
 } // namespace
 
-util::Expected<std::vector<FileChange>> changed_files(git_repository* repo, const git_tree* old_tree,
-                                                      const git_tree* new_tree) {
+util::Expected<std::vector<FileChange>> changed_files(git_repository* repo, const git_tree* old_tree, const git_tree* new_tree) {
   std::vector<FileChange> out;
   if (auto r = walk(repo, old_tree, new_tree, "", out); !r) return util::unexpected(r.error());
   return out;

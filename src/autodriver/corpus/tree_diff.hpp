@@ -17,13 +17,12 @@ struct FileChange {
   enum class Status { added, deleted, modified };
   Status status = Status::modified;
   std::string path;
-  git_oid old_id{}, new_id{};          ///< zero on the missing side
+  git_oid old_id{}, new_id{}; ///< zero on the missing side
   std::uint32_t old_mode = 0, new_mode = 0;
 };
 
 /// Files that differ between `old_tree` and `new_tree` (either may be null: empty tree), in tree order.
-util::Expected<std::vector<FileChange>> changed_files(git_repository* repo, const git_tree* old_tree,
-                                                      const git_tree* new_tree);
+util::Expected<std::vector<FileChange>> changed_files(git_repository* repo, const git_tree* old_tree, const git_tree* new_tree);
 
 /// True when the change has no hunk left once whitespace is ignored (a whitespace- or mode-only
 /// change). Binary files and files larger than `max_bytes` always count as changed.

@@ -50,9 +50,7 @@ std::string first_error(const gate::BuildRun& br) {
 
 bool built(const gate::BuildRun& br) { return br.run.ok() && !br.modules.empty(); }
 
-Outcome not_buildable(std::string reason) {
-  return {{"outcome", "not-buildable"}, {"reason", std::move(reason)}};
-}
+Outcome not_buildable(std::string reason) { return {{"outcome", "not-buildable"}, {"reason", std::move(reason)}}; }
 
 util::Expected<gate::BuildRun> build(const core::Kernel& k, const fs::path& tree, const ScanContext& ctx,
                                      const std::string& cmd = {}) {
@@ -100,9 +98,8 @@ nlohmann::json kernel_json(const core::Kernel& k, const std::string& version) {
 }
 
 /// Shared tail of in-tree and DKMS cases: diagnostics, taxonomy, runtime, metadata, write.
-util::Expected<Outcome> finish_case(const ScanContext& ctx, nlohmann::json meta, const fs::path& before,
-                                    const fs::path& golden, const gate::BuildRun& old_build,
-                                    const gate::BuildRun& new_build) {
+util::Expected<Outcome> finish_case(const ScanContext& ctx, nlohmann::json meta, const fs::path& before, const fs::path& golden,
+                                    const gate::BuildRun& old_build, const gate::BuildRun& new_build) {
   auto text = read_driver(before, ctx.pci_defines);
   auto cls = classify(new_build.diagnostics, ctx.from_headers, ctx.to_headers, text.sources);
   auto runtime = runtime_testability(text.sources, text.pci_ids);
@@ -140,12 +137,9 @@ util::Expected<Outcome> finish_case(const ScanContext& ctx, nlohmann::json meta,
   meta["size"] = {{"c_lines", text.c_lines}, {"files", text.files}};
   meta["before_build"] = {{"command", old_build.command}, {"modules", nlohmann::json::array()}};
   for (const auto& m : old_build.modules) meta["before_build"]["modules"].push_back(m.string());
-  meta["diagnostics"] = {{"errors", errors},
-                         {"warnings", warnings},
-                         {"kinds", kinds},
-                         {"distinct_symbols", symbols.size()},
-                         {"symbols", symbols},
-                         {"first_error", first_error(new_build)}};
+  meta["diagnostics"] = {{"errors", errors},   {"warnings", warnings},
+                         {"kinds", kinds},     {"distinct_symbols", symbols.size()},
+                         {"symbols", symbols}, {"first_error", first_error(new_build)}};
   meta["change_types"] = cls.labels;
   meta["changes"] = changes;
   meta["description"] = cls.description;

@@ -21,9 +21,9 @@ namespace autodriver::corpus {
 struct ScanContext {
   core::Kernel from;
   core::Kernel to;
-  std::filesystem::path from_tree;        ///< extracted linux-source of `from`
+  std::filesystem::path from_tree; ///< extracted linux-source of `from`
   std::filesystem::path to_tree;
-  std::string from_version;               ///< "6.1.158" (the source tree's Makefile)
+  std::string from_version; ///< "6.1.158" (the source tree's Makefile)
   std::string to_version;
   std::map<std::string, DriverUnit> to_units_by_path;
   std::map<std::string, std::vector<std::string>> to_paths_by_module;

@@ -58,9 +58,9 @@ std::vector<std::string> split(std::string_view s) {
 
 bool is_type_word(std::string_view w) {
   static const std::vector<std::string_view> k_words = {
-      "void", "int", "char", "short", "long", "unsigned", "signed", "float", "double", "struct", "union",
-      "enum", "const", "volatile", "static", "inline", "extern", "sizeof", "typeof", "return", "if",
-      "while", "for", "switch", "bool", "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64", "size_t", "ssize_t"};
+      "void",  "int",      "char",   "short",  "long",   "unsigned", "signed", "float",  "double", "struct", "union",  "enum",
+      "const", "volatile", "static", "inline", "extern", "sizeof",   "typeof", "return", "if",     "while",  "for",    "switch",
+      "bool",  "u8",       "u16",    "u32",    "u64",    "s8",       "s16",    "s32",    "s64",    "size_t", "ssize_t"};
   return std::find(k_words.begin(), k_words.end(), w) != k_words.end();
 }
 
@@ -348,7 +348,8 @@ std::vector<Assignment> member_assignments(const ScannedFile& f) {
       if (b == e || !ident_start(t[b])) continue;
       std::size_t p = b;
       while (p > item.begin && space(t[p - 1])) --p;
-      bool dot = p > item.begin && t[p - 1] == '.' && !(p >= item.begin + 2 && std::isdigit(static_cast<unsigned char>(t[p - 2])));
+      bool dot =
+          p > item.begin && t[p - 1] == '.' && !(p >= item.begin + 2 && std::isdigit(static_cast<unsigned char>(t[p - 2])));
       bool arrow = p >= item.begin + 2 && t[p - 1] == '>' && t[p - 2] == '-';
       if (!dot && !arrow) continue;
       // value: up to ',' ';' or an unmatched closer, at nesting depth 0

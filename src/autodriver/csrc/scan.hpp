@@ -26,21 +26,21 @@ struct TopItem {
 
 /// `.member = value` (designated initializer) or `x->member = value` / `x.member = value`.
 struct Assignment {
-  std::string scope;  ///< name of the enclosing top-level item
+  std::string scope; ///< name of the enclosing top-level item
   std::string member;
-  std::string value;  ///< whitespace-normalised expression text
+  std::string value; ///< whitespace-normalised expression text
   int line = 0;
 };
 
 struct ScannedFile {
-  std::vector<std::string> raw;     ///< source lines, [0] is line 1
-  std::vector<std::string> code;    ///< the same lines without comments, literal contents blanked
-  std::vector<std::string> comment; ///< comment text found on each line
-  std::vector<bool> preproc;        ///< the line belongs to a preprocessor directive
-  std::string text;                 ///< code joined by '\n' with preprocessor lines blanked
+  std::vector<std::string> raw;        ///< source lines, [0] is line 1
+  std::vector<std::string> code;       ///< the same lines without comments, literal contents blanked
+  std::vector<std::string> comment;    ///< comment text found on each line
+  std::vector<bool> preproc;           ///< the line belongs to a preprocessor directive
+  std::string text;                    ///< code joined by '\n' with preprocessor lines blanked
   std::vector<std::size_t> line_start; ///< offset of each line in `text`
   std::vector<TopItem> items;
-  bool balanced = true;             ///< braces matched; items are trustworthy
+  bool balanced = true; ///< braces matched; items are trustworthy
 
   int line_count() const { return static_cast<int>(raw.size()); }
   /// Line (1-based) has something besides comments and whitespace.

@@ -124,10 +124,12 @@ Lexed lex(std::string_view s) {
       t.kind = TokKind::ident;
       t.text = std::string(s.substr(i, j - i));
       i = j;
-    } else if (std::isdigit(static_cast<unsigned char>(c)) || (c == '.' && i + 1 < n && std::isdigit(static_cast<unsigned char>(s[i + 1])))) {
+    } else if (std::isdigit(static_cast<unsigned char>(c)) ||
+               (c == '.' && i + 1 < n && std::isdigit(static_cast<unsigned char>(s[i + 1])))) {
       std::size_t j = i;
-      while (j < n && (ident_char(s[j]) || s[j] == '.' ||
-                       ((s[j] == '+' || s[j] == '-') && (s[j - 1] == 'e' || s[j - 1] == 'E' || s[j - 1] == 'p' || s[j - 1] == 'P'))))
+      while (j < n &&
+             (ident_char(s[j]) || s[j] == '.' ||
+              ((s[j] == '+' || s[j] == '-') && (s[j - 1] == 'e' || s[j - 1] == 'E' || s[j - 1] == 'p' || s[j - 1] == 'P'))))
         ++j;
       t.kind = TokKind::number;
       t.text = std::string(s.substr(i, j - i));
@@ -139,8 +141,8 @@ Lexed lex(std::string_view s) {
       i = j;
     } else {
       static const char* k_three[] = {"<<=", ">>=", "...", nullptr};
-      static const char* k_two[] = {"->", "++", "--", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "+=", "-=",
-                                    "*=", "/=", "%=", "&=", "|=", "^=", "##", nullptr};
+      static const char* k_two[] = {"->", "++", "--", "<<", ">>", "<=", ">=", "==", "!=", "&&",   "||",
+                                    "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "##", nullptr};
       std::size_t len = 1;
       for (const char** p = k_three; *p; ++p)
         if (s.substr(i, 3) == *p) len = 3;
@@ -219,9 +221,9 @@ std::vector<bool> first_branch_mask(const std::vector<Token>& toks) {
 std::vector<Unit> find_units(const std::vector<Token>& toks) {
   std::vector<Unit> units;
   std::size_t i = 0, start = 0;
-  static const std::set<std::string> k_not_names = {"if", "while", "for", "switch", "return", "sizeof", "__attribute__",
-                                                    "__section", "__aligned", "__printf", "__releases", "__acquires",
-                                                    "__must_hold", "__init", "__exit", "__cold", "__maybe_unused"};
+  static const std::set<std::string> k_not_names = {
+      "if",       "while",      "for",        "switch",      "return", "sizeof", "__attribute__", "__section",     "__aligned",
+      "__printf", "__releases", "__acquires", "__must_hold", "__init", "__exit", "__cold",        "__maybe_unused"};
   while (i < toks.size()) {
     const Token& t = toks[i];
     if (t.kind == TokKind::pp_line) {
@@ -361,8 +363,7 @@ std::vector<Designated> designated_members(const std::vector<Token>& toks, const
     const std::string& x = toks[i].text;
     if (toks[i].kind == TokKind::punct && (x == "{" || x == "(" || x == "[")) ++depth;
     if (toks[i].kind == TokKind::punct && (x == "}" || x == ")" || x == "]")) --depth;
-    if (depth != 0 || x != "." || i + 2 >= close || toks[i + 1].kind != TokKind::ident || toks[i + 2].text != "=")
-      continue;
+    if (depth != 0 || x != "." || i + 2 >= close || toks[i + 1].kind != TokKind::ident || toks[i + 2].text != "=") continue;
     std::size_t v = i + 3, k = v;
     int d = 0;
     for (; k < close; ++k) {
@@ -472,9 +473,7 @@ std::string type_key(std::string_view type) {
 }
 
 namespace {
-bool c_ident(const std::string& s) {
-  return !s.empty() && (std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_');
-}
+bool c_ident(const std::string& s) { return !s.empty() && (std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_'); }
 } // namespace
 
 std::string c_text(const std::vector<std::string>& toks) {
@@ -488,10 +487,10 @@ std::string c_text(const std::vector<std::string>& toks) {
       const std::string& p = toks[i - 1];
       bool space = true;
       if (k_tight_after.count(p) || k_tight_before.count(t)) space = false;
-      if (t == "(" && (p == "if" || p == "while" || p == "for" || p == "switch" || p == "return" || p == "=" ||
-                       p == "," || p == "&&" || p == "||" || p == "*"))
+      if (t == "(" && (p == "if" || p == "while" || p == "for" || p == "switch" || p == "return" || p == "=" || p == "," ||
+                       p == "&&" || p == "||" || p == "*"))
         space = true;
-      if (t == "[" ) space = false;
+      if (t == "[") space = false;
       // A unary & or * (after an operator or an opening bracket) binds to what follows.
       if ((p == "&" || p == "*") && i >= 2) {
         const std::string& pp = toks[i - 2];

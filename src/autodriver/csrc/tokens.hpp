@@ -4,8 +4,8 @@
 // nesting across #if/#else. Driver sources are data: this only reads them, and any bytes
 // (binary junk, unterminated comments or literals) yield a result, never a throw.
 
-#include <set>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,11 +49,11 @@ enum class UnitKind { function, initializer };
 /// A top-level function definition or an initialized top-level declaration (`struct x y = {...};`).
 struct Unit {
   UnitKind kind;
-  std::string name;        ///< function or variable name
-  std::string type;        ///< for initializers: "struct platform_driver"; for functions: return type text
-  std::size_t first = 0;   ///< token index range [first, last]
+  std::string name;      ///< function or variable name
+  std::string type;      ///< for initializers: "struct platform_driver"; for functions: return type text
+  std::size_t first = 0; ///< token index range [first, last]
   std::size_t last = 0;
-  std::size_t body = 0;    ///< index of the '{' (or '=' for initializers)
+  std::size_t body = 0; ///< index of the '{' (or '=' for initializers)
 };
 
 std::vector<Unit> find_units(const std::vector<Token>& toks);
@@ -61,7 +61,7 @@ std::vector<Unit> find_units(const std::vector<Token>& toks);
 /// A call `name(arg, ...)` found in a token range.
 struct Call {
   std::string callee;
-  std::vector<std::string> args; ///< each argument's tokens joined with single spaces
+  std::vector<std::string> args;                             ///< each argument's tokens joined with single spaces
   std::vector<std::pair<std::size_t, std::size_t>> arg_toks; ///< each argument's first and last token
   std::size_t name_tok = 0;
   std::size_t close_tok = 0;
@@ -72,7 +72,7 @@ std::vector<Call> find_calls(const std::vector<Token>& toks, std::size_t first, 
 /// `.member = value` pairs of the outermost braces of an initializer unit.
 struct Designated {
   std::string member;
-  std::string value;       ///< tokens joined with single spaces
+  std::string value; ///< tokens joined with single spaces
   std::size_t dot_tok = 0;
   std::size_t end_tok = 0; ///< the ',' or '}' ending it
 };

@@ -18,15 +18,17 @@ namespace {
 
 bool is_build_file(const fs::path& p) {
   const std::string name = p.filename().string();
-  return name == "Makefile" || name == "Kbuild" || name == "makefile" || name == "GNUmakefile" ||
-         name.starts_with("Makefile.") || name.starts_with("Kbuild.") || name.ends_with(".mk");
+  return name == "Makefile" || name == "Kbuild" || name == "makefile" || name == "GNUmakefile" || name.starts_with("Makefile.") ||
+         name.starts_with("Kbuild.") || name.ends_with(".mk");
 }
 
-bool separator(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '=' || c == ':' || c == '"' || c == '\'' || c == '(' || c == ','; }
+bool separator(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '=' || c == ':' || c == '"' || c == '\'' || c == '(' || c == ',';
+}
 
 bool path_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '/' || c == '-' || c == '+' ||
-         c == '*' || c == '%' || c == '$' || c == '{' || c == '}';
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '/' || c == '-' || c == '+' || c == '*' ||
+         c == '%' || c == '$' || c == '{' || c == '}';
 }
 
 /// True when `p` is `base` or below it (both normal and absolute).
@@ -181,7 +183,8 @@ util::Expected<BuildRoot> find_build_root(const fs::path& driver, const fs::path
       }
       // A file the build would generate or that is missing, in a folder that is there.
       const fs::path folder = p.parent_path();
-      if (found.empty() && cut.empty() && fs::is_directory(folder, ec) && !inside(folder, dir) && folder != dir && !inside(dir, folder))
+      if (found.empty() && cut.empty() && fs::is_directory(folder, ec) && !inside(folder, dir) && folder != dir &&
+          !inside(dir, folder))
         found = folder;
       if (found.empty()) {
         if (seen_unresolved.insert(ref).second) out.unresolved.push_back(ref);
@@ -238,7 +241,8 @@ std::vector<std::string> describe(const BuildRoot& r, const fs::path& driver) {
                               "--root chooses another folder)",
                               driver.string(), listed(r.outside), r.root.string(), r.subdir.string()));
   else if (!r.subdir.empty())
-    out.push_back(fmt::format("{}: copied with its root {} (the driver is {} there)", driver.string(), r.root.string(), r.subdir.string()));
+    out.push_back(
+        fmt::format("{}: copied with its root {} (the driver is {} there)", driver.string(), r.root.string(), r.subdir.string()));
   if (!r.unresolved.empty())
     out.push_back(fmt::format("{}: its build names {} outside its folder, which is not there (or more than {} folders up): "
                               "the build may fail; give --root, the folder that holds the driver and them",

@@ -14,10 +14,10 @@ namespace autodriver::gate {
 
 /// What to copy for a driver and where the driver is inside the copy.
 struct BuildRoot {
-  std::filesystem::path root;            ///< the folder copied (the driver's own folder when it is self-contained)
-  std::filesystem::path subdir;          ///< the driver's folder relative to root; empty when root is the driver
-  std::vector<std::string> outside;      ///< what the build files name outside the driver's folder, as written
-  std::vector<std::string> unresolved;   ///< paths outside the folder that do not exist (or lie too far up)
+  std::filesystem::path root;          ///< the folder copied (the driver's own folder when it is self-contained)
+  std::filesystem::path subdir;        ///< the driver's folder relative to root; empty when root is the driver
+  std::vector<std::string> outside;    ///< what the build files name outside the driver's folder, as written
+  std::vector<std::string> unresolved; ///< paths outside the folder that do not exist (or lie too far up)
 };
 
 /// How many folders above the driver an automatically chosen root may lie.
@@ -31,8 +31,7 @@ inline constexpr int k_max_root_levels = 3;
 /// k_max_root_levels up; paths that do not exist or lie further up are listed in `unresolved`
 /// and the driver's folder stays the root.
 /// Errors: the driver is not a folder, or it is not inside `given_root`.
-util::Expected<BuildRoot> find_build_root(const std::filesystem::path& driver,
-                                          const std::filesystem::path& given_root = {});
+util::Expected<BuildRoot> find_build_root(const std::filesystem::path& driver, const std::filesystem::path& given_root = {});
 
 /// One line each for the user: the root chosen and why, paths that could not be resolved.
 std::vector<std::string> describe(const BuildRoot& root, const std::filesystem::path& driver);

@@ -23,8 +23,10 @@ const std::vector<GateEntry>& gate_table() {
       {"build", "compile against the target kernel (kbuild M= or --build-cmd)", &make_kbuild_gate},
       {"sparse", "sparse via C=2 CHECK=sparse; with --baseline only new findings count", &make_sparse_gate},
       {"boot", "boot the target kernel in QEMU, load the module (and probe a device)", &make_qemu_boot_gate},
-      {"integrity", "with --baseline ORIGINAL: reject deleted/stubbed/disabled code, dropped objects, suppressed "
-                    "warnings, silencing casts, removed ops and edits no diagnostic points at", &make_integrity_gate},
+      {"integrity",
+       "with --baseline ORIGINAL: reject deleted/stubbed/disabled code, dropped objects, suppressed "
+       "warnings, silencing casts, removed ops and edits no diagnostic points at",
+       &make_integrity_gate},
   };
   return k_table;
 }
@@ -38,10 +40,12 @@ const core::GateResult* find_result(const std::vector<core::GateResult>& results
 static util::Expected<void> validate(const CheckRequest& req, std::vector<core::Kernel>& kernels) {
   std::error_code ec;
   if (!fs::exists(req.tree, ec)) return unexpected(ErrorKind::not_found, fmt::format("{}: no such directory", req.tree.string()));
-  if (!fs::is_directory(req.tree, ec)) return unexpected(ErrorKind::config, fmt::format("{}: not a directory", req.tree.string()));
+  if (!fs::is_directory(req.tree, ec))
+    return unexpected(ErrorKind::config, fmt::format("{}: not a directory", req.tree.string()));
   if (req.build_cmd.empty() && !has_kbuild_makefile(req.tree / req.subdir))
     return unexpected(ErrorKind::config, fmt::format("{}: no Makefile or Kbuild: not a kernel module tree "
-                                                     "(give --build-cmd if it builds another way)", (req.tree / req.subdir).string()));
+                                                     "(give --build-cmd if it builds another way)",
+                                                     (req.tree / req.subdir).string()));
   if (!req.baseline.empty() && !fs::is_directory(req.baseline, ec))
     return unexpected(ErrorKind::not_found, fmt::format("--baseline {}: no such directory", req.baseline.string()));
   if (req.kernels.empty()) return unexpected(ErrorKind::config, "no kernel given: use --kernel 6.1, --kernel 6.12 or a path");
@@ -64,8 +68,10 @@ util::Expected<CheckReport> run_check(const CheckRequest& given, const GateProgr
   CheckRequest request = given;
   if (request.subdir.empty()) {
     std::error_code ec;
-    if (!fs::exists(given.tree, ec)) return unexpected(ErrorKind::not_found, fmt::format("{}: no such directory", given.tree.string()));
-    if (!fs::is_directory(given.tree, ec)) return unexpected(ErrorKind::config, fmt::format("{}: not a directory", given.tree.string()));
+    if (!fs::exists(given.tree, ec))
+      return unexpected(ErrorKind::not_found, fmt::format("{}: no such directory", given.tree.string()));
+    if (!fs::is_directory(given.tree, ec))
+      return unexpected(ErrorKind::config, fmt::format("{}: not a directory", given.tree.string()));
     auto located = find_build_root(given.tree, given.root);
     if (!located) return unexpected(located.error());
     for (const auto& line : describe(*located, given.tree)) util::log_info("{}", line);
@@ -75,8 +81,9 @@ util::Expected<CheckReport> run_check(const CheckRequest& given, const GateProgr
       // The original laid out like the driver: the same root around it.
       auto base = find_build_root(request.baseline, {});
       if (!base || base->subdir != request.subdir)
-        return unexpected(ErrorKind::config, fmt::format("--baseline {}: with the root {}, give the original root (holding {})",
-                                                         request.baseline.string(), request.tree.string(), request.subdir.string()));
+        return unexpected(ErrorKind::config,
+                          fmt::format("--baseline {}: with the root {}, give the original root (holding {})",
+                                      request.baseline.string(), request.tree.string(), request.subdir.string()));
       request.baseline = base->root;
     }
   }
@@ -118,16 +125,14 @@ util::Expected<CheckReport> run_check(const CheckRequest& given, const GateProgr
     report.ok = report.ok && kc.ok;
     report.kernels.push_back(std::move(kc));
   }
-  report.elapsed =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+  report.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
   return report;
 }
 
 nlohmann::json to_json(const CheckReport& report, const CheckRequest& request) {
   nlohmann::json gates = nlohmann::json::object();
   for (const auto& entry : gate_table()) {
-    bool requested = entry.id == "build" || (entry.id == "sparse" && request.sparse) ||
-                     (entry.id == "boot" && request.boot) ||
+    bool requested = entry.id == "build" || (entry.id == "sparse" && request.sparse) || (entry.id == "boot" && request.boot) ||
                      (entry.id == "integrity" && !request.baseline.empty());
     nlohmann::json by_kernel = nlohmann::json::object();
     bool ok = requested;
@@ -137,8 +142,8 @@ nlohmann::json to_json(const CheckReport& report, const CheckRequest& request) {
       by_kernel[kc.release] = core::to_json(*g);
       if (!g->ok) ok = false;
     }
-    gates[std::string(entry.id)] = {{"requested", requested}, {"ok", requested ? nlohmann::json(ok) : nlohmann::json(nullptr)},
-                                    {"by_kernel", by_kernel}};
+    gates[std::string(entry.id)] = {
+        {"requested", requested}, {"ok", requested ? nlohmann::json(ok) : nlohmann::json(nullptr)}, {"by_kernel", by_kernel}};
   }
   nlohmann::json kernels = nlohmann::json::array();
   for (const auto& kc : report.kernels) {

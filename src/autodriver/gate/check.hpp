@@ -17,7 +17,7 @@ namespace autodriver::gate {
 inline constexpr int k_check_schema_version = 1;
 
 struct KernelCheck {
-  std::string kernel;   ///< as requested
+  std::string kernel; ///< as requested
   std::string release;
   bool ok = false;
   std::vector<core::GateResult> gates;
@@ -25,8 +25,8 @@ struct KernelCheck {
 
 struct CheckReport {
   bool ok = false;
-  std::filesystem::path tree;   ///< the driver's folder (absolute)
-  std::filesystem::path root;   ///< the folder copied with it when that was not the driver's own; else empty
+  std::filesystem::path tree; ///< the driver's folder (absolute)
+  std::filesystem::path root; ///< the folder copied with it when that was not the driver's own; else empty
   std::vector<KernelCheck> kernels;
   std::chrono::milliseconds elapsed{0};
 };

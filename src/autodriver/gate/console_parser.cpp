@@ -36,8 +36,8 @@ std::string decode_taint(long value) {
 }
 
 nlohmann::json to_json(const ConsoleFinding& f) {
-  return {{"kind", to_string(f.kind)}, {"line", f.line}, {"module", f.module}, {"location", f.location},
-          {"excerpt", f.excerpt}, {"before_driver", f.before_driver}};
+  return {{"kind", to_string(f.kind)}, {"line", f.line},       {"module", f.module},
+          {"location", f.location},    {"excerpt", f.excerpt}, {"before_driver", f.before_driver}};
 }
 
 nlohmann::json to_json(const PciBinding& b) {
@@ -95,8 +95,8 @@ const std::vector<Pattern>& patterns() {
 // Kinds whose first line opens a multi-line report (excerpt follows until the end marker).
 bool opens_report(FindingKind k) {
   return k == FindingKind::oops || k == FindingKind::bug || k == FindingKind::warning || k == FindingKind::kasan ||
-         k == FindingKind::lockdep || k == FindingKind::panic || k == FindingKind::soft_lockup ||
-         k == FindingKind::hung_task || k == FindingKind::rcu_stall || k == FindingKind::ubsan;
+         k == FindingKind::lockdep || k == FindingKind::panic || k == FindingKind::soft_lockup || k == FindingKind::hung_task ||
+         k == FindingKind::rcu_stall || k == FindingKind::ubsan;
 }
 
 void parse_pci_marker(const std::string& rest, std::vector<PciBinding>& into) {
@@ -154,8 +154,7 @@ ConsoleReport parse_console(std::string_view log) {
       else if (ev == "insmod-begin") {
         insmod_capture = first_word(rest);
         driver_loading = true;
-      }
-      else if (ev == "insmod") {
+      } else if (ev == "insmod") {
         rep.insmods.push_back({first_word(rest), rc_of(rest)});
         insmod_capture.clear();
       } else if (ev == "rmmod") rep.rmmods.push_back({first_word(rest), rc_of(rest)});
@@ -179,8 +178,7 @@ ConsoleReport parse_console(std::string_view log) {
       static const std::regex k_new_report(
           R"(^(?:BUG: |WARNING: |Kernel panic - not syncing|UBSAN:|INFO: task |kernel BUG at |watchdog: BUG|rcu: INFO))");
       ConsoleFinding& open = rep.findings[*open_idx];
-      bool ends = text.find("---[ end trace") != std::string::npos ||
-                  text.find("---[ end Kernel panic") != std::string::npos;
+      bool ends = text.find("---[ end trace") != std::string::npos || text.find("---[ end Kernel panic") != std::string::npos;
       // A new headline closes the report ("Oops: 0002 [#1]" is not one: it continues a BUG: line).
       bool new_report = std::regex_search(text, k_new_report);
       if (!new_report || ends) {

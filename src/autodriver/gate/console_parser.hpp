@@ -32,10 +32,10 @@ std::string_view to_string(FindingKind kind);
 
 struct ConsoleFinding {
   FindingKind kind;
-  std::string line;     ///< the headline, timestamp removed
-  std::string module;   ///< module named by "RIP: ... [mod]" or "mod: Unknown symbol", if any
-  std::string location; ///< "func+0x12/0x40 [mod]" from RIP, or "file:line" from WARNING
-  std::string excerpt;  ///< the report's lines (call trace included), capped
+  std::string line;           ///< the headline, timestamp removed
+  std::string module;         ///< module named by "RIP: ... [mod]" or "mod: Unknown symbol", if any
+  std::string location;       ///< "func+0x12/0x40 [mod]" from RIP, or "file:line" from WARNING
+  std::string excerpt;        ///< the report's lines (call trace included), capped
   bool before_driver = false; ///< seen before the first of the driver's own modules began loading
 };
 
@@ -44,17 +44,17 @@ struct PciBinding {
   std::string vendor;
   std::string device;
   std::string driver;
-  std::string module;   ///< module providing the driver (empty when built in)
+  std::string module; ///< module providing the driver (empty when built in)
 };
 
 struct ConsoleReport {
-  bool reached_init = false;  ///< "@@AD init" seen: the kernel booted to our /init
-  bool finished = false;      ///< "@@AD done" seen: /init ran to the end
-  std::vector<std::pair<std::string, int>> preloads;  ///< helper/dependency insmods and their exit codes
-  std::vector<std::pair<std::string, int>> insmods;   ///< the driver's own modules
-  std::map<std::string, std::string> insmod_output;   ///< what insmod printed, per module
+  bool reached_init = false;                         ///< "@@AD init" seen: the kernel booted to our /init
+  bool finished = false;                             ///< "@@AD done" seen: /init ran to the end
+  std::vector<std::pair<std::string, int>> preloads; ///< helper/dependency insmods and their exit codes
+  std::vector<std::pair<std::string, int>> insmods;  ///< the driver's own modules
+  std::map<std::string, std::string> insmod_output;  ///< what insmod printed, per module
   std::vector<std::pair<std::string, int>> rmmods;
-  std::vector<PciBinding> pci_before;  ///< bindings before the driver's modules were loaded
+  std::vector<PciBinding> pci_before; ///< bindings before the driver's modules were loaded
   std::vector<PciBinding> pci_after;
   std::optional<long> tainted;
   std::vector<ConsoleFinding> findings;

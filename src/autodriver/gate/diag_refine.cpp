@@ -11,8 +11,8 @@ namespace autodriver::gate {
 
 namespace {
 
-std::string source_line(std::map<std::string, std::string>& cache, const std::filesystem::path& tree,
-                        const std::string& file, int line) {
+std::string source_line(std::map<std::string, std::string>& cache, const std::filesystem::path& tree, const std::string& file,
+                        int line) {
   if (file.empty() || file.front() == '/' || line < 1) return {};
   auto it = cache.find(file);
   if (it == cache.end()) {
@@ -29,8 +29,8 @@ std::string source_line(std::map<std::string, std::string>& cache, const std::fi
 void refine_with_sources(std::vector<core::Diagnostic>& diags, const std::filesystem::path& tree) {
   static const std::regex k_macro_note(R"(^in expansion of macro '([^']+)')");
   static const std::regex k_call_line(R"(^(?:static\s+)?([A-Za-z_]\w*)\s*\()");
-  static const std::set<std::string> k_not_calls = {"if", "for", "while", "switch", "return", "sizeof", "typeof",
-                                                    "__attribute__", "asm", "__asm__"};
+  static const std::set<std::string> k_not_calls = {"if",     "for",    "while",         "switch", "return",
+                                                    "sizeof", "typeof", "__attribute__", "asm",    "__asm__"};
   std::map<std::string, std::string> cache;
   // A macro called with the wrong number of arguments is left unexpanded and reads as a K&R
   // declaration too; gcc said so on the same line ("macro "X" requires 2 arguments").

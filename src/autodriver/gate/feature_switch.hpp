@@ -16,10 +16,10 @@ namespace autodriver::gate {
 /// `#elif` (an `#else` is optional).
 struct SwitchTest {
   std::string macro;
-  bool value_test = false;      ///< `#if M` / `#if !M` (the macro needs a value)
-  bool first_if_defined = true; ///< the first branch is the one compiled when M is defined (and non-zero)
+  bool value_test = false;                        ///< `#if M` / `#if !M` (the macro needs a value)
+  bool first_if_defined = true;                   ///< the first branch is the one compiled when M is defined (and non-zero)
   int if_line = 0, else_line = 0, endif_line = 0; ///< 1-based
-  int depth = 0;                ///< enclosing conditionals, an include guard not counted
+  int depth = 0;                                  ///< enclosing conditionals, an include guard not counted
   bool has_else = false;
 };
 

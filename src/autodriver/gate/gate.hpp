@@ -15,28 +15,28 @@ namespace autodriver::gate {
 
 /// What the user asked `check` (or the port loop) to validate.
 struct CheckRequest {
-  std::filesystem::path tree;                 ///< the user's driver tree (never written); with a root, the root
+  std::filesystem::path tree; ///< the user's driver tree (never written); with a root, the root
   /// --root: a folder holding `tree`, copied with it; empty: found from the tree's build files
   /// (gate/build_root.hpp). run_check makes it the tree and sets `subdir`.
   std::filesystem::path root;
-  std::filesystem::path subdir;               ///< the driver's folder inside `tree` once tree is a root; set: no search
-  std::vector<std::string> kernels;           ///< "6.1", "6.12" or paths
+  std::filesystem::path subdir;     ///< the driver's folder inside `tree` once tree is a root; set: no search
+  std::vector<std::string> kernels; ///< "6.1", "6.12" or paths
   bool sparse = true;
   bool boot = false;
-  std::string device;                         ///< QEMU -device for the boot gate, optional
-  std::string build_cmd;                      ///< custom build command with {kdir} {kver}; empty: kbuild M=
-  std::filesystem::path baseline;             ///< tree whose sparse warnings do not count
+  std::string device;             ///< QEMU -device for the boot gate, optional
+  std::string build_cmd;          ///< custom build command with {kdir} {kver}; empty: kbuild M=
+  std::filesystem::path baseline; ///< tree whose sparse warnings do not count
   std::chrono::seconds build_timeout{600};
   std::chrono::seconds boot_timeout{60};
-  int jobs = 0;  ///< make -j; 0: the CPUs this process may use
+  int jobs = 0; ///< make -j; 0: the CPUs this process may use
 };
 
 /// Everything a gate sees: the target kernel, the scratch copy and the results of gates before it.
 struct GateInput {
   const core::Kernel& kernel;
   const CheckRequest& request;
-  std::filesystem::path work_tree;            ///< scratch copy of the tree for this kernel
-  std::filesystem::path scratch;              ///< per-kernel scratch dir the gate may use
+  std::filesystem::path work_tree; ///< scratch copy of the tree for this kernel
+  std::filesystem::path scratch;   ///< per-kernel scratch dir the gate may use
   const std::vector<core::GateResult>& earlier;
 };
 

@@ -54,15 +54,14 @@ const std::vector<Rule>& rules() {
         DiagKind::incompatible_return_type, {});
     add(R"(^(?:returning '([^']+)' from a function with (?:incompatible )?return type '([^']+)'))",
         DiagKind::incompatible_return_type, {1, 2});
-    add(R"(^incompatible types when returning type '([^']+)' but '([^']+)' was expected)",
-        DiagKind::incompatible_return_type, {1, 2});
+    add(R"(^incompatible types when returning type '([^']+)' but '([^']+)' was expected)", DiagKind::incompatible_return_type,
+        {1, 2});
     // gcc may add " {aka '...'}" after each type; the symbols are the types as written.
     add(R"(^(?:initialization of|assignment to) '([^']+)'(?: \{aka '[^']+'\})? from incompatible pointer type '([^']+)')",
         DiagKind::incompatible_pointer_type, {1, 2});
     add(R"(^returning '([^']+)'(?: \{aka '[^']+'\})? from a function with incompatible return type '([^']+)')",
         DiagKind::incompatible_return_type, {1, 2});
-    add(R"(^passing argument (\d+) of '([^']+)' from incompatible pointer type)", DiagKind::incompatible_pointer_type,
-        {2});
+    add(R"(^passing argument (\d+) of '([^']+)' from incompatible pointer type)", DiagKind::incompatible_pointer_type, {2});
     add(R"(incompatible pointer type)", DiagKind::incompatible_pointer_type, {});
     add(R"(^incompatible type for argument (\d+) of '([^']+)')", DiagKind::incompatible_type, {2});
     add(R"(^incompatible types when (?:assigning|initializing))", DiagKind::incompatible_type, {});
@@ -172,7 +171,8 @@ std::optional<Diagnostic> tool_line(const std::string& line, const ParseOptions&
   static const std::regex k_as(R"(^\S+\.s:\d+: (Error|Warning): (.*)$)");
   // A Makefile naming a file that is not there (a sibling folder the copy did not include):
   // "make[2]: *** No rule to make target '../common/x.o', needed by 'drv.o'.  Stop."
-  static const std::regex k_no_rule(R"(^make(?:\[\d+\])?: \*\*\* No rule to make target [`']([^']+)'(?:, needed by [`']([^']+)')?\..*$)");
+  static const std::regex k_no_rule(
+      R"(^make(?:\[\d+\])?: \*\*\* No rule to make target [`']([^']+)'(?:, needed by [`']([^']+)')?\..*$)");
   std::smatch m;
   if (std::regex_match(line, m, k_modpost_undef)) {
     Diagnostic d;
@@ -201,9 +201,10 @@ std::optional<Diagnostic> tool_line(const std::string& line, const ParseOptions&
     d.file = relativize(m[1].str(), options.tree_root, options.subdir);
     d.severity = Severity::error;
     d.kind = DiagKind::other;
-    d.message = fmt::format("the build needs '{}', which is not there{}{}", d.file,
-                            m[2].matched ? fmt::format(" (needed by '{}')", relativize(m[2].str(), options.tree_root, options.subdir)) : "",
-                            d.file.starts_with("../") ? ": it lies outside the folder copied; give --root, a folder holding both" : "");
+    d.message = fmt::format(
+        "the build needs '{}', which is not there{}{}", d.file,
+        m[2].matched ? fmt::format(" (needed by '{}')", relativize(m[2].str(), options.tree_root, options.subdir)) : "",
+        d.file.starts_with("../") ? ": it lies outside the folder copied; give --root, a folder holding both" : "");
     d.symbols = {d.file};
     d.raw = line + "\n";
     return d;
@@ -283,8 +284,8 @@ std::vector<Diagnostic> parse_build_output(std::string_view text, const ParseOpt
       d.file = file;
       d.line = loc.line;
       d.column = loc.column;
-      d.severity = loc.severity == "warning" ? Severity::warning
-                   : loc.severity == "note"  ? Severity::note
+      d.severity = loc.severity == "warning"       ? Severity::warning
+                   : loc.severity == "note"        ? Severity::note
                    : loc.severity == "fatal error" ? Severity::fatal
                                                    : Severity::error;
       d.flag = strip_flag(loc.message);

@@ -32,15 +32,13 @@ pci() {
     s += fmt::format("insmod /lib/ad/{0}.ko >/dev/null 2>&1; echo \"@@AD preload {0} rc=$?\"\n", m.name);
   s += "echo \"@@AD pci-before\"\npci\n";
   for (const auto& m : spec.modules)
-    s += fmt::format("echo \"@@AD insmod-begin {0}\"\ninsmod /lib/ad/{0}.ko 2>&1\necho \"@@AD insmod {0} rc=$?\"\n",
-                     m.name);
+    s += fmt::format("echo \"@@AD insmod-begin {0}\"\ninsmod /lib/ad/{0}.ko 2>&1\necho \"@@AD insmod {0} rc=$?\"\n", m.name);
   s += fmt::format("sleep {:.1f}\n", spec.settle_seconds);
   s += "echo \"@@AD pci-after\"\npci\n";
   s += "echo \"@@AD tainted $(cat /proc/sys/kernel/tainted)\"\n";
   if (spec.unload)
     for (auto it = spec.modules.rbegin(); it != spec.modules.rend(); ++it)
-      s += fmt::format("grep -q '^{0} ' /proc/modules && {{ rmmod {0} 2>&1; echo \"@@AD rmmod {0} rc=$?\"; }}\n",
-                       it->name);
+      s += fmt::format("grep -q '^{0} ' /proc/modules && {{ rmmod {0} 2>&1; echo \"@@AD rmmod {0} rc=$?\"; }}\n", it->name);
   s += "echo \"@@AD dmesg-begin\"\ndmesg\necho \"@@AD dmesg-end\"\necho \"@@AD done\"\npoweroff -f\n";
   return s;
 }
@@ -70,8 +68,8 @@ util::Expected<std::string> build_initramfs(const InitramfsSpec& spec, const fs:
   auto bb = util::read_file(busybox);
   if (!bb) return util::unexpected(bb.error());
   w.add_file("bin/busybox", *bb, 0755);
-  for (const char* applet : {"sh", "mount", "insmod", "rmmod", "dmesg", "poweroff", "cat", "basename", "readlink",
-                             "sleep", "grep", "echo", "ls", "lsmod"})
+  for (const char* applet : {"sh", "mount", "insmod", "rmmod", "dmesg", "poweroff", "cat", "basename", "readlink", "sleep",
+                             "grep", "echo", "ls", "lsmod"})
     w.add_symlink(std::string("bin/") + applet, "busybox");
   for (const auto* list : {&spec.preload, &spec.modules}) {
     for (const auto& m : *list) {

@@ -11,15 +11,15 @@
 namespace autodriver::gate {
 
 struct ModuleFile {
-  std::string name;                 ///< module name (normalized)
-  std::filesystem::path host_path;  ///< .ko, .ko.xz, .ko.zst or .ko.gz on the host
+  std::string name;                ///< module name (normalized)
+  std::filesystem::path host_path; ///< .ko, .ko.xz, .ko.zst or .ko.gz on the host
 };
 
 struct InitramfsSpec {
-  std::vector<ModuleFile> preload;  ///< helpers (pvpanic) and dependencies, in load order
-  std::vector<ModuleFile> modules;  ///< the driver's own modules, in load order
-  bool unload = true;               ///< rmmod the driver's modules (reverse order) after the checks
-  double settle_seconds = 0.3;      ///< wait after insmod so that deferred probes can run
+  std::vector<ModuleFile> preload; ///< helpers (pvpanic) and dependencies, in load order
+  std::vector<ModuleFile> modules; ///< the driver's own modules, in load order
+  bool unload = true;              ///< rmmod the driver's modules (reverse order) after the checks
+  double settle_seconds = 0.3;     ///< wait after insmod so that deferred probes can run
 };
 
 /// The /init shell script for `spec`.

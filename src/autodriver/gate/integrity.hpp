@@ -35,10 +35,10 @@ struct IntegrityViolation {
 };
 
 struct IntegrityReport {
-  bool ok = true;                           ///< no violation
+  bool ok = true; ///< no violation
   std::vector<IntegrityViolation> violations;
-  std::vector<std::string> changed_files;   ///< relative paths that differ (added, removed or edited), sorted
-  int hunks = 0;                            ///< change blocks over all changed text files
+  std::vector<std::string> changed_files; ///< relative paths that differ (added, removed or edited), sorted
+  int hunks = 0;                          ///< change blocks over all changed text files
 };
 
 /// Compares the trees file by file (`diff -U0`), scans C sources with a small tokenizer and

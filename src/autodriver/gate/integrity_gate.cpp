@@ -30,9 +30,8 @@ bool is_build_product(const fs::path& rel) {
     if (part == ".git" || part == ".tmp_versions") return true;
   auto name = rel.filename().string();
   auto ext = rel.extension().string();
-  return ext == ".o" || ext == ".ko" || ext == ".mod" || ext == ".a" || name.ends_with(".mod.c") ||
-         name == "Module.symvers" || name == "modules.order" || (name.starts_with(".") && name.ends_with(".cmd")) ||
-         name.ends_with(".o.d");
+  return ext == ".o" || ext == ".ko" || ext == ".mod" || ext == ".a" || name.ends_with(".mod.c") || name == "Module.symvers" ||
+         name == "modules.order" || (name.starts_with(".") && name.ends_with(".cmd")) || name.ends_with(".o.d");
 }
 
 bool is_binary(std::string_view text) { return text.substr(0, 8192).find('\0') != std::string_view::npos; }
@@ -84,9 +83,9 @@ std::vector<integrity::Block> diff_blocks(const fs::path& a, const fs::path& b, 
 } // namespace
 
 const std::vector<std::string>& integrity_rule_ids() {
-  static const std::vector<std::string> k_ids = {
-      "function-deleted", "function-stubbed", "code-disabled",  "makefile-object-dropped",
-      "warning-suppressed", "silencing-cast",  "ops-assignment-removed", "unrelated-change"};
+  static const std::vector<std::string> k_ids = {"function-deleted",        "function-stubbed",   "code-disabled",
+                                                 "makefile-object-dropped", "warning-suppressed", "silencing-cast",
+                                                 "ops-assignment-removed",  "unrelated-change"};
   return k_ids;
 }
 
@@ -164,8 +163,7 @@ nlohmann::json to_json(const IntegrityReport& r) {
     v.push_back({{"rule", x.rule}, {"file", x.file}, {"line", x.line}, {"detail", x.detail}});
     ++counts[x.rule];
   }
-  return {{"ok", r.ok}, {"hunks", r.hunks}, {"changed_files", r.changed_files}, {"violations", v},
-          {"rule_counts", counts}};
+  return {{"ok", r.ok}, {"hunks", r.hunks}, {"changed_files", r.changed_files}, {"violations", v}, {"rule_counts", counts}};
 }
 
 namespace {
@@ -232,8 +230,7 @@ public:
                               rep.changed_files.size(), rep.hunks, b->diagnostics.size());
     } else {
       const auto& first = rep.violations.front();
-      g.summary = fmt::format("{} violation(s), first: {} at {}:{}", rep.violations.size(), first.rule, first.file,
-                              first.line);
+      g.summary = fmt::format("{} violation(s), first: {} at {}:{}", rep.violations.size(), first.rule, first.file, first.line);
     }
     g.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
     return g;

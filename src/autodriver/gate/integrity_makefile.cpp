@@ -13,9 +13,9 @@ namespace autodriver::gate::integrity {
 namespace {
 
 struct Logical {
-  int line = 0;       ///< first physical line
+  int line = 0; ///< first physical line
   int last = 0;
-  std::string text;   ///< continuation lines joined, comment removed
+  std::string text; ///< continuation lines joined, comment removed
 };
 
 std::vector<Logical> logical_lines(const std::vector<std::string>& raw) {
@@ -112,9 +112,8 @@ void check_makefile(Context& ctx, const FilePair& f) {
     int at = cf.first_line[k];
     // Prefer a line the diff added that carries the flag over an old one.
     for (const auto& l : c_lines) {
-      bool added = std::any_of(f.blocks.begin(), f.blocks.end(), [&](const Block& b) {
-        return b.c_first <= l.last && l.line < b.c_first + b.c_count;
-      });
+      bool added = std::any_of(f.blocks.begin(), f.blocks.end(),
+                               [&](const Block& b) { return b.c_first <= l.last && l.line < b.c_first + b.c_count; });
       if (added && flags({l}).count.count(k)) {
         at = l.line;
         break;

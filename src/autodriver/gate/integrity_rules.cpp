@@ -21,9 +21,9 @@ namespace {
 constexpr std::size_t k_max_violations = 500;
 
 const std::set<std::string> k_keywords = {
-    "struct", "union", "enum", "const", "void", "int", "char", "long", "short", "unsigned", "signed", "static",
-    "inline", "return", "if", "else", "for", "while", "do", "switch", "case", "break", "continue", "goto",
-    "sizeof", "typeof", "bool", "true", "false", "NULL", "volatile", "extern", "default"};
+    "struct",   "union",  "enum",   "const",  "void", "int",  "char",  "long", "short",    "unsigned", "signed",
+    "static",   "inline", "return", "if",     "else", "for",  "while", "do",   "switch",   "case",     "break",
+    "continue", "goto",   "sizeof", "typeof", "bool", "true", "false", "NULL", "volatile", "extern",   "default"};
 
 /// Identifiers inside '...' quotes of a gcc message (the names it talks about).
 void quoted_idents(std::string_view msg, std::set<std::string>& out) {
@@ -98,10 +98,9 @@ bool is_compat_guard(std::string_view code) {
 
 /// `#if 0`, `#if false`, `#ifdef NEVER`, `#if defined(NOTYET)` ...: a guard that is never true.
 bool is_disabling_guard(std::string_view code) {
-  static const std::set<std::string> k_never = {"NEVER",   "NOTYET", "NOT_YET", "NOTDEF",   "DISABLED", "DISABLE",
-                                                "UNUSED",  "DEAD_CODE", "XXX",   "TODO",     "FIXME",    "BROKEN",
-                                                "REMOVED", "OLD_CODE",  "NOT_USED", "DONT_COMPILE", "UNDEFINED",
-                                                "NOPE",    "0"};
+  static const std::set<std::string> k_never = {
+      "NEVER", "NOTYET", "NOT_YET", "NOTDEF",   "DISABLED", "DISABLE",      "UNUSED",    "DEAD_CODE", "XXX", "TODO",
+      "FIXME", "BROKEN", "REMOVED", "OLD_CODE", "NOT_USED", "DONT_COMPILE", "UNDEFINED", "NOPE",      "0"};
   auto [word, rest] = directive(code);
   std::string r = nospace(rest);
   auto upper = [](std::string s) {
@@ -109,13 +108,10 @@ bool is_disabling_guard(std::string_view code) {
     return s;
   };
   if (word == "if" || word == "elif") {
-    if (r == "0" || r == "(0)" || r == "false" || r == "(false)" || r.starts_with("0&&") || r.starts_with("(0)&&"))
-      return true;
-    if (r.starts_with("defined(") && r.ends_with(")") && r.find('&') == std::string::npos &&
-        r.find('|') == std::string::npos)
+    if (r == "0" || r == "(0)" || r == "false" || r == "(false)" || r.starts_with("0&&") || r.starts_with("(0)&&")) return true;
+    if (r.starts_with("defined(") && r.ends_with(")") && r.find('&') == std::string::npos && r.find('|') == std::string::npos)
       return k_never.count(upper(r.substr(8, r.size() - 9))) > 0;
-    if (r.starts_with("defined") && r.find_first_of("(&|") == std::string::npos)
-      return k_never.count(upper(r.substr(7))) > 0;
+    if (r.starts_with("defined") && r.find_first_of("(&|") == std::string::npos) return k_never.count(upper(r.substr(7))) > 0;
     return false;
   }
   if (word == "ifdef") return k_never.count(upper(r)) > 0;
@@ -141,15 +137,13 @@ std::vector<DiagLine> diag_lines(const Context& ctx, const std::string& rel) {
 const csrc::TopItem* best_function(const csrc::ScannedFile& f, const std::string& name) {
   const csrc::TopItem* best = nullptr;
   for (const auto& it : f.items)
-    if (it.kind == csrc::ItemKind::function && it.name == name &&
-        (!best || it.statements.size() > best->statements.size()))
+    if (it.kind == csrc::ItemKind::function && it.name == name && (!best || it.statements.size() > best->statements.size()))
       best = &it;
   return best;
 }
 
 bool is_return_only(const std::vector<std::string>& st) {
-  return st.empty() || (st.size() == 1 && (st[0] == "return" || st[0].starts_with("return ") ||
-                                           st[0].starts_with("return(")));
+  return st.empty() || (st.size() == 1 && (st[0] == "return" || st[0].starts_with("return ") || st[0].starts_with("return(")));
 }
 
 // ---------------------------------------------------------------- per-file rule state
@@ -158,10 +152,10 @@ struct CFile {
   Context& ctx;
   const FilePair& f;
   std::vector<DiagLine> dlines;
-  std::set<std::string> file_idents;       ///< identifiers named by diagnostics pointing into this file
+  std::set<std::string> file_idents; ///< identifiers named by diagnostics pointing into this file
   std::set<std::string> o_functions;
-  std::set<std::string> allowed_names;     ///< items whose edits are explained by a diagnostic
-  std::set<std::string> o_tables;          ///< top-level declarations (tables, variables) of the original
+  std::set<std::string> allowed_names; ///< items whose edits are explained by a diagnostic
+  std::set<std::string> o_tables;      ///< top-level declarations (tables, variables) of the original
   std::vector<std::pair<int, int>> allowed_ranges;
 
   CFile(Context& c, const FilePair& fp) : ctx(c), f(fp) {
@@ -190,7 +184,7 @@ void function_rules(CFile& cf) {
     if (it.kind != csrc::ItemKind::function || it.name.empty()) continue;
     const csrc::TopItem* now = best_function(f.c, it.name);
     if (!now) {
-      if (cf.ctx.candidate_functions.count(it.name)) continue; // moved to another file
+      if (cf.ctx.candidate_functions.count(it.name)) continue;                          // moved to another file
       if (cf.ctx.removed.count(it.name) || cf.ctx.diag_idents.count(it.name)) continue; // clashes with the kernel
       cf.ctx.add("function-deleted", f.rel, f.candidate_line(it.first_line),
                  fmt::format("function '{}' (original line {}) is no longer defined", it.name, it.first_line));
@@ -213,9 +207,9 @@ void function_rules(CFile& cf) {
     }
     long lost = static_cast<long>(o.size()) - static_cast<long>(c.size());
     if (lost > 3 && lost * 2 > static_cast<long>(o.size()) && !cf.diag_into(it))
-      cf.ctx.add("function-stubbed", f.rel, now->first_line,
-                 fmt::format("function '{}' lost {} of its {} statements and no diagnostic points into it", it.name,
-                             lost, o.size()));
+      cf.ctx.add(
+          "function-stubbed", f.rel, now->first_line,
+          fmt::format("function '{}' lost {} of its {} statements and no diagnostic points into it", it.name, lost, o.size()));
   }
 }
 
@@ -264,14 +258,13 @@ void code_disabled_rules(CFile& cf) {
     if (comments.empty()) continue;
     for (int l = b.o_first; l < b.o_first + b.o_count; ++l) {
       if (!f.o.has_code(l) || !substantive(f.o.code_line(l))) continue;
-      std::string text = csrc::normalize_space(f.o.comment_line(l).empty() ? f.o.raw[static_cast<std::size_t>(l - 1)]
-                                                                            : f.o.code_line(l));
+      std::string text =
+          csrc::normalize_space(f.o.comment_line(l).empty() ? f.o.raw[static_cast<std::size_t>(l - 1)] : f.o.code_line(l));
       if (text.size() < 6) continue;
-      auto hit = std::find_if(comments.begin(), comments.end(),
-                              [&](const auto& c) { return c.second.find(text) != std::string::npos; });
+      auto hit =
+          std::find_if(comments.begin(), comments.end(), [&](const auto& c) { return c.second.find(text) != std::string::npos; });
       if (hit != comments.end()) {
-        cf.ctx.add("code-disabled", f.rel, hit->first,
-                   fmt::format("original line {} '{}' is now a comment", l, text));
+        cf.ctx.add("code-disabled", f.rel, hit->first, fmt::format("original line {} '{}' is now a comment", l, text));
         break;
       }
     }
@@ -397,20 +390,20 @@ void ops_rules(CFile& cf) {
     // The callback is still called by a function the same table now holds, directly or through
     // functions those call (a table whose struct type the target removed, converted with adapters
     // of the new callback types that call the driver's callbacks).
-    if (vids.size() == 1 && cf.o_functions.count(vids[0]) && reached_from(values_in_scope[a.scope], used_in_function).count(vids[0]))
+    if (vids.size() == 1 && cf.o_functions.count(vids[0]) &&
+        reached_from(values_in_scope[a.scope], used_in_function).count(vids[0]))
       continue;
     // The table itself is what a diagnostic names (its struct type is gone): values that are no
     // callback of this file (`.owner = THIS_MODULE`, `.class = "x"`) may go with the old type.
-    if (!a.scope.empty() && cf.file_idents.count(a.scope) && !(vids.size() == 1 && cf.o_functions.count(vids[0])))
-      continue;
+    if (!a.scope.empty() && cf.file_idents.count(a.scope) && !(vids.size() == 1 && cf.o_functions.count(vids[0]))) continue;
     if (removed || member_named) {
       // A callback of this file must stay wired up: renaming the member is fine, dropping it is not.
       std::string fn = vids.size() == 1 ? vids[0] : std::string();
       if (fn.empty() || !cf.o_functions.count(fn)) continue;
       if (values_in_scope[a.scope].count(a.value)) continue;
       cf.ctx.add("ops-assignment-removed", f.rel, f.candidate_line(a.line),
-                 fmt::format("callback '{}' is no longer assigned in '{}' (was .{} on original line {})", fn,
-                             a.scope, a.member, a.line));
+                 fmt::format("callback '{}' is no longer assigned in '{}' (was .{} on original line {})", fn, a.scope, a.member,
+                             a.line));
       continue;
     }
     cf.ctx.add("ops-assignment-removed", f.rel, f.candidate_line(a.line),
@@ -450,9 +443,10 @@ void unrelated_rules(CFile& cf) {
       const auto ids = csrc::identifiers(text);
       bool holds = tables.count(it.name) > 0;
       for (std::size_t i = 0; !holds && i + 1 < ids.size(); ++i)
-        holds = tables.count(ids[i + 1]) && std::none_of(ids[i].begin(), ids[i].end(), [](char ch) {
-                  return std::islower(static_cast<unsigned char>(ch));
-                }) && nospace(text).find(ids[i] + "(" + ids[i + 1] + ",") != std::string::npos;
+        holds =
+            tables.count(ids[i + 1]) &&
+            std::none_of(ids[i].begin(), ids[i].end(), [](char ch) { return std::islower(static_cast<unsigned char>(ch)); }) &&
+            nospace(text).find(ids[i] + "(" + ids[i + 1] + ",") != std::string::npos;
       if (!holds) continue;
       for (const auto& id : ids)
         if (cf.o_functions.count(id)) cf.allowed_names.insert(id);
@@ -461,8 +455,7 @@ void unrelated_rules(CFile& cf) {
   // A driver function the port's changes name (a callback whose type changed, found only after
   // an earlier fix let gcc get that far: the original build stopped at a missing header).
   for (const auto& fn : cf.o_functions)
-    if (cf.ctx.diag_idents.count(fn) || cf.ctx.diag_functions.count(fn) || cf.ctx.removed.count(fn))
-      cf.allowed_names.insert(fn);
+    if (cf.ctx.diag_idents.count(fn) || cf.ctx.diag_functions.count(fn) || cf.ctx.removed.count(fn)) cf.allowed_names.insert(fn);
   // New helpers are fine when code that may change calls them, and so are the helpers those
   // call (an adapter a converted table holds calls a handler adapter of its own).
   for (std::size_t before = 0; before != cf.allowed_names.size();) {
@@ -521,17 +514,16 @@ void unrelated_rules(CFile& cf) {
       return std::any_of(cf.dlines.begin(), cf.dlines.end(), [&](const auto& dl) { return dl.line == l; });
     };
     bool replaced_diagnosed = !ol.empty() && std::all_of(ol.begin(), ol.end(), diagnosed) && cl.size() <= ol.size() + 2;
-    bool ok = std::all_of(ol.begin(), ol.end(), o_allowed) &&
-              (replaced_diagnosed || std::all_of(cl.begin(), cl.end(), c_allowed));
+    bool ok =
+        std::all_of(ol.begin(), ol.end(), o_allowed) && (replaced_diagnosed || std::all_of(cl.begin(), cl.end(), c_allowed));
     if (ok) continue;
     int at = !cl.empty() ? cl.front() : f.candidate_line(ol.front());
     const auto* it = !cl.empty() ? f.c.item_at(cl.front()) : f.o.item_at(ol.front());
     std::string where = it && !it->name.empty() ? fmt::format(" in '{}'", it->name) : std::string();
-    std::string what =
-        !f.in_candidate ? "file deleted"
-        : ol.empty()    ? fmt::format("{} line(s) added", cl.size())
-        : cl.empty()    ? fmt::format("{} line(s) removed (original line {})", ol.size(), ol.front())
-                        : fmt::format("original lines {}-{} changed", ol.front(), ol.back());
+    std::string what = !f.in_candidate ? "file deleted"
+                       : ol.empty()    ? fmt::format("{} line(s) added", cl.size())
+                       : cl.empty()    ? fmt::format("{} line(s) removed (original line {})", ol.size(), ol.front())
+                                       : fmt::format("original lines {}-{} changed", ol.front(), ol.back());
     cf.ctx.add("unrelated-change", f.rel, at, fmt::format("{}{} and no diagnostic points there", what, where));
   }
 }
@@ -608,8 +600,8 @@ bool is_c_source(const std::string& rel) {
 
 bool is_makefile(const std::string& rel) {
   auto name = std::filesystem::path(rel).filename().string();
-  return name == "Makefile" || name == "makefile" || name == "GNUmakefile" || name == "Kbuild" ||
-         name.starts_with("Makefile.") || name.starts_with("Kbuild.") || name.ends_with(".mk");
+  return name == "Makefile" || name == "makefile" || name == "GNUmakefile" || name == "Kbuild" || name.starts_with("Makefile.") ||
+         name.starts_with("Kbuild.") || name.ends_with(".mk");
 }
 
 void check_c_file(Context& ctx, const FilePair& f) {

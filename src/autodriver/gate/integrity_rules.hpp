@@ -24,8 +24,8 @@ struct FilePair {
   std::string original_text, candidate_text;
   csrc::ScannedFile o, c;
   std::vector<Block> blocks;
-  std::vector<int> o_to_c;   ///< [o line] -> candidate line for unchanged lines, 0 for removed ones
-  std::vector<int> o_block;  ///< [o line] -> index of the block that removed it, -1 if unchanged
+  std::vector<int> o_to_c;  ///< [o line] -> candidate line for unchanged lines, 0 for removed ones
+  std::vector<int> o_block; ///< [o line] -> index of the block that removed it, -1 if unchanged
 
   void build_line_map();
   /// Where an original line is (or was, if removed) in the candidate.
@@ -40,9 +40,9 @@ public:
 
   const IntegrityInput& in;
   IntegrityReport& report;
-  std::set<std::string> removed;             ///< removed_symbols
-  std::set<std::string> diag_idents;         ///< identifiers every diagnostic names (symbols, quoted text)
-  std::set<std::string> diag_functions;      ///< "In function 'x'" of every diagnostic
+  std::set<std::string> removed;        ///< removed_symbols
+  std::set<std::string> diag_idents;    ///< identifiers every diagnostic names (symbols, quoted text)
+  std::set<std::string> diag_functions; ///< "In function 'x'" of every diagnostic
   /// Symbol-like words of the diagnostics about the whole module (modpost: "uses symbol s from
   /// namespace NS, but does not import it"): a file-scope line naming one answers them.
   std::set<std::string> module_words;

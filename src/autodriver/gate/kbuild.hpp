@@ -26,10 +26,10 @@ struct BuildRun {
 inline constexpr const char* k_sandbox_tree = "/autodriver/tree";
 
 struct BuildSpec {
-  std::string build_cmd;                      ///< empty: kbuild M=
-  std::vector<std::string> extra_make_args;   ///< e.g. C=2 CHECK=sparse
+  std::string build_cmd;                    ///< empty: kbuild M=
+  std::vector<std::string> extra_make_args; ///< e.g. C=2 CHECK=sparse
   std::chrono::seconds timeout{600};
-  int jobs = 0;                               ///< make -j; 0: the CPUs this process may use
+  int jobs = 0; ///< make -j; 0: the CPUs this process may use
   /// kbuild only: single objects to build ("sub/a.o", relative to the tree) instead of the
   /// modules (no link, no modpost); each inside `subdir`.
   std::vector<std::string> objects;
@@ -41,8 +41,7 @@ struct BuildSpec {
 
 /// Builds `tree` in place (the caller passes a scratch copy). "Could not run make" is an Error;
 /// a failing build is a BuildRun with a non-zero exit.
-util::Expected<BuildRun> build_tree(const core::Kernel& kernel, const std::filesystem::path& tree,
-                                    const BuildSpec& spec);
+util::Expected<BuildRun> build_tree(const core::Kernel& kernel, const std::filesystem::path& tree, const BuildSpec& spec);
 
 /// Remove build products so a second build really recompiles.
 void clean_build_products(const std::filesystem::path& tree);

@@ -1,7 +1,7 @@
 // Gate "build": compile the driver against the target kernel and parse gcc/kbuild/modpost output.
 
-#include "autodriver/gate/gate.hpp"
 #include "autodriver/gate/diag_refine.hpp"
+#include "autodriver/gate/gate.hpp"
 #include "autodriver/gate/gcc_parser.hpp"
 #include "autodriver/gate/kbuild.hpp"
 #include "autodriver/util/files.hpp"
@@ -25,8 +25,7 @@ bool has_kbuild_makefile(const fs::path& tree) {
 void clean_build_products(const fs::path& tree) {
   std::error_code ec;
   std::vector<fs::path> doomed;
-  for (auto it = fs::recursive_directory_iterator(tree, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
+  for (auto it = fs::recursive_directory_iterator(tree, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (!it->is_regular_file()) continue;
     auto name = it->path().filename().string();
     auto ext = it->path().extension().string();
@@ -52,7 +51,11 @@ util::Expected<BuildRun> build_tree(const core::Kernel& kernel, const fs::path& 
   if (spec.build_cmd.empty()) {
     // -k: every object is compiled even when one fails, so one build reports every file's errors
     // (a repair must not look like a regression because it lets make reach the next broken file).
-    req.argv = {"make", "-k", fmt::format("-j{}", spec.jobs > 0 ? spec.jobs : util::available_cpus()), "-C", kernel.build_dir.string(),
+    req.argv = {"make",
+                "-k",
+                fmt::format("-j{}", spec.jobs > 0 ? spec.jobs : util::available_cpus()),
+                "-C",
+                kernel.build_dir.string(),
                 "M=" + driver_dir};
     for (const auto& a : spec.extra_make_args) req.argv.push_back(a);
     if (spec.objects.empty()) req.argv.push_back("modules");
@@ -60,7 +63,8 @@ util::Expected<BuildRun> build_tree(const core::Kernel& kernel, const fs::path& 
       // kbuild names single objects relative to M=.
       fs::path rel = spec.subdir.empty() ? fs::path(o) : fs::path(o).lexically_relative(spec.subdir);
       if (rel.empty() || *rel.begin() == "..")
-        return util::unexpected(util::ErrorKind::config, fmt::format("object {} is outside the driver's folder {}", o, spec.subdir.string()));
+        return util::unexpected(util::ErrorKind::config,
+                                fmt::format("object {} is outside the driver's folder {}", o, spec.subdir.string()));
       req.argv.push_back(rel.string());
     }
   } else {
@@ -103,8 +107,7 @@ util::Expected<BuildRun> build_tree(const core::Kernel& kernel, const fs::path& 
   br.diagnostics = parse_build_output(br.run.out, po);
   refine_with_sources(br.diagnostics, tree);
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(tree, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec))
+  for (auto it = fs::recursive_directory_iterator(tree, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
     if (it->is_regular_file() && it->path().extension() == ".ko") br.modules.push_back(fs::relative(it->path(), tree));
   std::sort(br.modules.begin(), br.modules.end());
   return br;
@@ -149,16 +152,11 @@ public:
                  {"warnings", warnings},
                  {"log_tail", util::tail_capped(br->run.out, 16 * 1024)}};
     g.ok = br->run.ok() && !br->modules.empty();
-    if (br->run.timed_out)
-      g.summary = fmt::format("build did not finish within {} s", in.request.build_timeout.count());
-    else if (br->run.interrupted)
-      g.summary = "build interrupted";
-    else if (g.ok)
-      g.summary = fmt::format("built {} module(s), {} warning(s)", br->modules.size(), warnings);
-    else if (br->run.ok())
-      g.summary = "the build succeeded but produced no .ko file";
-    else
-      g.summary = fmt::format("build failed: {} error(s), {} warning(s)", errors, warnings);
+    if (br->run.timed_out) g.summary = fmt::format("build did not finish within {} s", in.request.build_timeout.count());
+    else if (br->run.interrupted) g.summary = "build interrupted";
+    else if (g.ok) g.summary = fmt::format("built {} module(s), {} warning(s)", br->modules.size(), warnings);
+    else if (br->run.ok()) g.summary = "the build succeeded but produced no .ko file";
+    else g.summary = fmt::format("build failed: {} error(s), {} warning(s)", errors, warnings);
     return g;
   }
 };

@@ -20,11 +20,26 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 std::vector<std::string> qemu_argv(const BootRequest& r, const std::string& accel) {
-  std::vector<std::string> a = {"qemu-system-x86_64", "-nodefaults", "-no-user-config", "-display", "none",
-                                "-serial", "stdio", "-no-reboot", "-m", std::to_string(r.memory_mb),
-                                "-smp", "1", "-bios", "/usr/share/qemu/qboot.rom",
-                                "-kernel", r.vmlinux.string(), "-initrd", r.initrd.string(),
-                                "-append", "console=ttyS0 panic=-1 oops=panic quiet loglevel=4"};
+  std::vector<std::string> a = {"qemu-system-x86_64",
+                                "-nodefaults",
+                                "-no-user-config",
+                                "-display",
+                                "none",
+                                "-serial",
+                                "stdio",
+                                "-no-reboot",
+                                "-m",
+                                std::to_string(r.memory_mb),
+                                "-smp",
+                                "1",
+                                "-bios",
+                                "/usr/share/qemu/qboot.rom",
+                                "-kernel",
+                                r.vmlinux.string(),
+                                "-initrd",
+                                r.initrd.string(),
+                                "-append",
+                                "console=ttyS0 panic=-1 oops=panic quiet loglevel=4"};
   if (accel == "kvm") {
     a.insert(a.end(), {"-accel", "kvm", "-cpu", "host"});
   } else {
@@ -35,8 +50,7 @@ std::vector<std::string> qemu_argv(const BootRequest& r, const std::string& acce
   return a;
 }
 
-static util::Expected<util::RunResult> run_qemu(const BootRequest& r, const std::string& accel,
-                                                std::chrono::seconds timeout) {
+static util::Expected<util::RunResult> run_qemu(const BootRequest& r, const std::string& accel, std::chrono::seconds timeout) {
   util::RunRequest req;
   req.argv = qemu_argv(r, accel);
   req.timeout = timeout;
@@ -70,8 +84,7 @@ std::string choose_accel(const BootRequest& r) {
   auto res = run_qemu(probe, "kvm", 8s);
   bool works = res && !res->timed_out && res->out.find("@@AD init") != std::string::npos;
   std::string accel = works ? "kvm" : "tcg";
-  nlohmann::json j = {{"schema_version", 1}, {"boot_id", id}, {"accel", accel},
-                      {"probe_ms", res ? res->elapsed.count() : -1}};
+  nlohmann::json j = {{"schema_version", 1}, {"boot_id", id}, {"accel", accel}, {"probe_ms", res ? res->elapsed.count() : -1}};
   (void)util::write_file_atomic(cache, j.dump(2, ' ', false, util::json_bytes) + "\n");
   util::log_debug("KVM probe: {}", accel);
   return accel;
@@ -79,10 +92,10 @@ std::string choose_accel(const BootRequest& r) {
 
 util::Expected<BootResult> boot_qemu(const BootRequest& r) {
   if (util::find_program("qemu-system-x86_64").empty())
-    return util::unexpected(util::ErrorKind::not_found,
-                            "qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)");
+    return util::unexpected(util::ErrorKind::not_found, "qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)");
   if (!fs::exists("/usr/share/qemu/qboot.rom"))
-    return util::unexpected(util::ErrorKind::not_found, "/usr/share/qemu/qboot.rom is missing (apt-get install qemu-system-data)");
+    return util::unexpected(util::ErrorKind::not_found,
+                            "/usr/share/qemu/qboot.rom is missing (apt-get install qemu-system-data)");
   BootResult out;
   out.accel = choose_accel(r);
   auto res = run_qemu(r, out.accel, r.timeout);

@@ -13,17 +13,17 @@ namespace autodriver::gate {
 struct BootRequest {
   std::filesystem::path vmlinux;
   std::filesystem::path initrd;
-  std::string device;            ///< extra -device, may be empty
-  bool pvpanic = true;           ///< add -device pvpanic-pci and make a panic exit QEMU with failure
+  std::string device;  ///< extra -device, may be empty
+  bool pvpanic = true; ///< add -device pvpanic-pci and make a panic exit QEMU with failure
   std::chrono::seconds timeout{60};
   int memory_mb = 512;
 };
 
 struct BootResult {
-  util::RunResult run;           ///< run.out holds the serial console
-  std::string console;           ///< same as run.out
-  std::string accel;             ///< "kvm" or "tcg"
-  bool panic_exit = false;       ///< QEMU exited through the pvpanic action
+  util::RunResult run;     ///< run.out holds the serial console
+  std::string console;     ///< same as run.out
+  std::string accel;       ///< "kvm" or "tcg"
+  bool panic_exit = false; ///< QEMU exited through the pvpanic action
 };
 
 /// The qemu-system-x86_64 argv for a request and an accelerator.

@@ -70,8 +70,8 @@ public:
       return finish(g);
     }
     if (!in.kernel.has_image()) {
-      g.infra_error = fmt::format("the {} kernel image is not in the cache: run `autodriver kernel fetch {}`",
-                                  in.kernel.release, in.kernel.name);
+      g.infra_error = fmt::format("the {} kernel image is not in the cache: run `autodriver kernel fetch {}`", in.kernel.release,
+                                  in.kernel.name);
       g.summary = g.infra_error.value();
       return finish(g);
     }
@@ -156,9 +156,8 @@ public:
   }
 
 private:
-  static void fill_verdict(core::GateResult& g, const GateInput& in, const InitramfsSpec& spec,
-                           const ConsoleReport& rep, const BootResult& booted,
-                           const std::vector<std::string>& missing_deps) {
+  static void fill_verdict(core::GateResult& g, const GateInput& in, const InitramfsSpec& spec, const ConsoleReport& rep,
+                           const BootResult& booted, const std::vector<std::string>& missing_deps) {
     std::set<std::string> own;
     for (const auto& m : spec.modules) own.insert(m.name);
 
@@ -190,8 +189,7 @@ private:
       // A report from before the driver's modules began loading (an RCU stall of a starved
       // emulated CPU during boot) is the machine's, not the driver's; panics still end the boot.
       bool machine = f.before_driver && !own.count(kernel::normalize_module_name(f.module));
-      if (f.kind != FindingKind::unknown_symbol && f.kind != FindingKind::invalid_module_format && !machine)
-        fatal_finding = true;
+      if (f.kind != FindingKind::unknown_symbol && f.kind != FindingKind::invalid_module_format && !machine) fatal_finding = true;
     }
     bool panicked = booted.panic_exit || counts.count("panic");
 
@@ -211,10 +209,11 @@ private:
     if (rep.tainted) taint = {{"value", *rep.tainted}, {"flags", decode_taint(*rep.tainted)}};
     g.details = {{"outcome", outcome},
                  {"accel", booted.accel},
-                 {"qemu", {{"command", util::render_argv(booted.run.argv)},
-                           {"exit_code", booted.run.exit_code},
-                           {"timed_out", booted.run.timed_out},
-                           {"elapsed_ms", booted.run.elapsed.count()}}},
+                 {"qemu",
+                  {{"command", util::render_argv(booted.run.argv)},
+                   {"exit_code", booted.run.exit_code},
+                   {"timed_out", booted.run.timed_out},
+                   {"elapsed_ms", booted.run.elapsed.count()}}},
                  {"device", in.request.device},
                  {"preload", preload},
                  {"missing_dependencies", missing_deps},
@@ -229,13 +228,12 @@ private:
                  {"finished", rep.finished},
                  {"console", util::tail_capped(booted.run.out, 64 * 1024)}};
     if (outcome == "ok")
-      g.summary = fmt::format("loaded {}{} and unloaded cleanly in {:.1f} s", fmt::join(own, ", "),
-                              in.request.device.empty() ? "" : ", bound to " + in.request.device,
-                              booted.run.elapsed.count() / 1000.0);
+      g.summary =
+          fmt::format("loaded {}{} and unloaded cleanly in {:.1f} s", fmt::join(own, ", "),
+                      in.request.device.empty() ? "" : ", bound to " + in.request.device, booted.run.elapsed.count() / 1000.0);
     else if (outcome == "hung" || outcome == "boot-hung")
       g.summary = fmt::format("the guest hung and was killed after {} s", in.request.boot_timeout.count());
-    else if (!rep.findings.empty())
-      g.summary = fmt::format("{}: {}", outcome, rep.findings.front().line);
+    else if (!rep.findings.empty()) g.summary = fmt::format("{}: {}", outcome, rep.findings.front().line);
     else if (outcome == "insmod-failed") {
       std::string why;
       for (const auto& [n, rc] : rep.insmods)
@@ -243,8 +241,7 @@ private:
       g.summary = "insmod failed: " + why;
     } else if (outcome == "not-bound")
       g.summary = fmt::format("loaded, but the driver did not bind to the {} device", in.request.device);
-    else
-      g.summary = outcome;
+    else g.summary = outcome;
   }
 };
 

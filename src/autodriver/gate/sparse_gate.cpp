@@ -47,8 +47,7 @@ SparseRun sparse_findings(const core::Kernel& kernel, const fs::path& tree, cons
     return out;
   }
   out.command = r->command;
-  if (r->run.out.find("sparse: not found") != std::string::npos ||
-      r->run.out.find("sparse: No such file") != std::string::npos) {
+  if (r->run.out.find("sparse: not found") != std::string::npos || r->run.out.find("sparse: No such file") != std::string::npos) {
     out.error = "sparse is not installed (apt-get install sparse)";
     return out;
   }
@@ -110,10 +109,9 @@ public:
                  {"baseline_findings", baseline_count},
                  {"errors", errors}};
     g.ok = counted.empty();
-    g.summary = in.request.baseline.empty()
-                    ? fmt::format("{} sparse finding(s)", counted.size())
-                    : fmt::format("{} new sparse finding(s) ({} total, {} in the baseline)", counted.size(),
-                                  cur.findings.size(), baseline_count);
+    g.summary = in.request.baseline.empty() ? fmt::format("{} sparse finding(s)", counted.size())
+                                            : fmt::format("{} new sparse finding(s) ({} total, {} in the baseline)",
+                                                          counted.size(), cur.findings.size(), baseline_count);
     g.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
     return g;
   }

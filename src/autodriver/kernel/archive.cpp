@@ -161,7 +161,7 @@ std::string base_suite(std::string_view suite) {
 
 const std::vector<std::string>& archive_suites() {
   // Debian's suites that carry amd64 kernels with linux-source from 5.10 on (../shared/FACTS.md).
-  static const std::vector<std::string> k_suites = {"bullseye", "bookworm", "bookworm-security",
+  static const std::vector<std::string> k_suites = {"bullseye", "bookworm",         "bookworm-security",
                                                     "trixie",   "trixie-backports", "sid"};
   return k_suites;
 }
@@ -205,28 +205,27 @@ util::Expected<void> write_config(const fs::path& dir) {
     sources += fmt::format("deb [signed-by={}] {} {} main\n", keyring,
                            s.ends_with("-security") ? security_mirror() : Archive::mirror(), s);
   std::string d = dir.string() + "/";
-  std::string conf = fmt::format(
-      "// autodriver's private apt configuration: never the system's sources, lists or status.\n"
-      "Dir \"{0}\";\n"
-      "Dir::State \"{0}state/\";\n"
-      "Dir::State::Lists \"{0}lists/\";\n"
-      "Dir::State::status \"{0}state/status\";\n"
-      "Dir::Cache \"{0}\";\n"
-      "Dir::Cache::Archives \"{0}archives/\";\n"
-      "Dir::Etc \"{0}etc/\";\n"
-      "Dir::Etc::SourceList \"{0}etc/sources.list\";\n"
-      "Dir::Etc::SourceParts \"{0}etc/sources.list.d/\";\n"
-      "Dir::Etc::Parts \"{0}etc/apt.conf.d/\";\n"
-      "Dir::Etc::Preferences \"{0}etc/preferences\";\n"
-      "Dir::Etc::PreferencesParts \"{0}etc/preferences.d/\";\n"
-      "Dir::Log \"{0}log/\";\n"
-      "Acquire::Check-Valid-Until \"false\";\n"
-      "Acquire::Languages \"none\";\n"
-      "Acquire::Retries \"2\";\n"
-      "APT::Architecture \"amd64\";\n"
-      "APT::Architectures {{ \"amd64\"; }};\n"
-      "{1}",
-      d, geteuid() == 0 ? "APT::Sandbox::User \"root\";\n" : "");
+  std::string conf = fmt::format("// autodriver's private apt configuration: never the system's sources, lists or status.\n"
+                                 "Dir \"{0}\";\n"
+                                 "Dir::State \"{0}state/\";\n"
+                                 "Dir::State::Lists \"{0}lists/\";\n"
+                                 "Dir::State::status \"{0}state/status\";\n"
+                                 "Dir::Cache \"{0}\";\n"
+                                 "Dir::Cache::Archives \"{0}archives/\";\n"
+                                 "Dir::Etc \"{0}etc/\";\n"
+                                 "Dir::Etc::SourceList \"{0}etc/sources.list\";\n"
+                                 "Dir::Etc::SourceParts \"{0}etc/sources.list.d/\";\n"
+                                 "Dir::Etc::Parts \"{0}etc/apt.conf.d/\";\n"
+                                 "Dir::Etc::Preferences \"{0}etc/preferences\";\n"
+                                 "Dir::Etc::PreferencesParts \"{0}etc/preferences.d/\";\n"
+                                 "Dir::Log \"{0}log/\";\n"
+                                 "Acquire::Check-Valid-Until \"false\";\n"
+                                 "Acquire::Languages \"none\";\n"
+                                 "Acquire::Retries \"2\";\n"
+                                 "APT::Architecture \"amd64\";\n"
+                                 "APT::Architectures {{ \"amd64\"; }};\n"
+                                 "{1}",
+                                 d, geteuid() == 0 ? "APT::Sandbox::User \"root\";\n" : "");
   fs::create_directories(dir / "etc/sources.list.d", ec);
   if (auto w = util::write_file_atomic(dir / "etc/sources.list", sources); !w) return w;
   return util::write_file_atomic(dir / "apt.conf", conf);
@@ -395,8 +394,7 @@ static bool line_less(const std::string& a, const std::string& b) { return compa
 std::vector<std::string> Archive::source_lines() const {
   std::set<std::string> s;
   for (const auto& p : m_packages)
-    if (p.name.starts_with("linux-source-") && std::isdigit(static_cast<unsigned char>(p.name[13])))
-      s.insert(p.name.substr(13));
+    if (p.name.starts_with("linux-source-") && std::isdigit(static_cast<unsigned char>(p.name[13]))) s.insert(p.name.substr(13));
   std::vector<std::string> out(s.begin(), s.end());
   std::sort(out.begin(), out.end(), line_less);
   return out;
@@ -482,14 +480,12 @@ std::optional<ArchiveKernel> Archive::find_release(std::string_view release) con
 const PackageEntry* Archive::package(std::string_view name, std::string_view op, std::string_view version) const {
   const PackageEntry* best = nullptr;
   for (const auto& p : m_packages)
-    if (p.name == name && satisfies(p.version, op, version) &&
-        (!best || compare_debian_versions(p.version, best->version) > 0))
+    if (p.name == name && satisfies(p.version, op, version) && (!best || compare_debian_versions(p.version, best->version) > 0))
       best = &p;
   return best;
 }
 
-util::Expected<std::vector<const PackageEntry*>> Archive::kernel_closure(std::string_view name,
-                                                                         std::string_view tag) const {
+util::Expected<std::vector<const PackageEntry*>> Archive::kernel_closure(std::string_view name, std::string_view tag) const {
   std::vector<const PackageEntry*> out;
   const PackageEntry* root = package(name);
   if (!root) return unexpected(ErrorKind::not_found, fmt::format("the archive has no package {}", name));
@@ -502,8 +498,8 @@ util::Expected<std::vector<const PackageEntry*>> Archive::kernel_closure(std::st
     out.push_back(p);
     for (const auto& alts : parse_depends(p->depends)) {
       for (const auto& a : alts) {
-        bool ours = a.name.find(tag) != std::string::npos || a.name.starts_with("linux-kbuild-") ||
-                    a.name.starts_with("linux-headers-");
+        bool ours =
+            a.name.find(tag) != std::string::npos || a.name.starts_with("linux-kbuild-") || a.name.starts_with("linux-headers-");
         if (!ours || (!image && a.name.starts_with("linux-image-"))) continue;
         if (a.name.starts_with("linux-image-") && a.name != name) continue;
         const PackageEntry* dep = package(a.name, a.op, a.version);
@@ -517,8 +513,8 @@ util::Expected<std::vector<const PackageEntry*>> Archive::kernel_closure(std::st
   return out;
 }
 
-util::Expected<std::vector<fs::path>> Archive::download(const std::vector<const PackageEntry*>& packages,
-                                                        const fs::path& dir, const ProgressFn& progress) const {
+util::Expected<std::vector<fs::path>> Archive::download(const std::vector<const PackageEntry*>& packages, const fs::path& dir,
+                                                        const ProgressFn& progress) const {
   if (auto w = write_config(m_dir); !w) return unexpected(w.error());
   std::vector<std::string> argv = {"apt-get", "download", "-q"};
   std::string names;
@@ -544,8 +540,8 @@ util::Expected<std::vector<fs::path>> Archive::download(const std::vector<const 
     if (e.path().extension() == ".deb") debs.push_back(e.path());
   std::sort(debs.begin(), debs.end());
   if (debs.size() < packages.size())
-    return unexpected(ErrorKind::io, fmt::format("apt-get download produced {} of {} packages ({})", debs.size(),
-                                                 packages.size(), names));
+    return unexpected(ErrorKind::io,
+                      fmt::format("apt-get download produced {} of {} packages ({})", debs.size(), packages.size(), names));
   return debs;
 }
 

@@ -23,8 +23,8 @@ int compare_debian_versions(std::string_view a, std::string_view b);
 struct PackageEntry {
   std::string name;
   std::string version;
-  std::string depends;  ///< raw Depends: field
-  std::string suite;    ///< "trixie-backports": the suite whose index lists it
+  std::string depends; ///< raw Depends: field
+  std::string suite;   ///< "trixie-backports": the suite whose index lists it
 };
 
 /// The stanzas of a Packages index whose Package name satisfies `keep`.
@@ -34,17 +34,17 @@ std::vector<PackageEntry> parse_packages(std::string_view text, std::string_view
 /// A Depends field as alternatives: "a (= 1) | b, c" -> {{a, =, 1}, {b}}, {{c}}.
 struct DependsAtom {
   std::string name;
-  std::string op;      ///< "=", ">=", "<<", ... or empty
+  std::string op; ///< "=", ">=", "<<", ... or empty
   std::string version;
 };
 std::vector<std::vector<DependsAtom>> parse_depends(std::string_view field);
 
 /// A kernel the archive offers: its generic amd64 flavour's headers package.
 struct ArchiveKernel {
-  std::string release;  ///< ABI, `uname -r`: "7.3.4+deb13-amd64", "6.1.0-57-amd64"
-  std::string line;     ///< "7.3"
-  std::string version;  ///< the package version, "7.3.4-1~bpo13+1"
-  std::string suite;    ///< "trixie-backports"
+  std::string release; ///< ABI, `uname -r`: "7.3.4+deb13-amd64", "6.1.0-57-amd64"
+  std::string line;    ///< "7.3"
+  std::string version; ///< the package version, "7.3.4-1~bpo13+1"
+  std::string suite;   ///< "trixie-backports"
 };
 
 /// "trixie-backports" -> "trixie", "bookworm-security" -> "bookworm": the distribution whose
@@ -90,8 +90,7 @@ public:
 
   /// `apt-get download name=version ...` into `dir` (non-root is fine); returns the .deb paths.
   util::Expected<std::vector<std::filesystem::path>> download(const std::vector<const PackageEntry*>& packages,
-                                                              const std::filesystem::path& dir,
-                                                              const ProgressFn& progress) const;
+                                                              const std::filesystem::path& dir, const ProgressFn& progress) const;
 
   /// `dpkg-deb -x deb dest` (nothing installed, no root); a full disk says so.
   static util::Expected<void> unpack(const std::filesystem::path& deb, const std::filesystem::path& dest);
@@ -109,7 +108,7 @@ private:
 
   std::filesystem::path m_dir;
   bool m_has_lists = false;
-  std::vector<PackageEntry> m_packages;  // linux-* and *-dkms packages of every suite
+  std::vector<PackageEntry> m_packages; // linux-* and *-dkms packages of every suite
   std::vector<ArchiveKernel> m_kernels;
 };
 

@@ -13,8 +13,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <ctime>
 #include <regex>
 #include <unistd.h>
@@ -35,8 +35,8 @@ fs::path system_tool(const std::string& name) {
   return {};
 }
 
-util::Expected<void> run_checked(std::vector<std::string> argv, const fs::path& cwd, std::chrono::seconds timeout,
-                                 ErrorKind kind, const std::string& what) {
+util::Expected<void> run_checked(std::vector<std::string> argv, const fs::path& cwd, std::chrono::seconds timeout, ErrorKind kind,
+                                 const std::string& what) {
   util::RunRequest req;
   req.argv = std::move(argv);
   req.cwd = cwd;
@@ -48,8 +48,7 @@ util::Expected<void> run_checked(std::vector<std::string> argv, const fs::path& 
   if (!r) return unexpected(r.error());
   if (!r->ok()) {
     std::string tail = util::tail_capped(r->out, 600);
-    return unexpected(r->timed_out ? ErrorKind::timeout : kind,
-                      fmt::format("{} failed ({}): {}", what, r->status_text(), tail));
+    return unexpected(r->timed_out ? ErrorKind::timeout : kind, fmt::format("{} failed ({}): {}", what, r->status_text(), tail));
   }
   return {};
 }
@@ -65,7 +64,10 @@ util::Expected<void> extract_vmlinux(const fs::path& bzimage, const fs::path& ou
   };
   // The same payload formats and magics that the kernel's scripts/extract-vmlinux tries.
   const std::vector<Format> formats = {
-      {std::string_view("\xfd" "7zXZ\x00", 6), {"xz", "-dc", "--single-stream"}},
+      {std::string_view("\xfd"
+                        "7zXZ\x00",
+                        6),
+       {"xz", "-dc", "--single-stream"}},
       {std::string_view("\x28\xb5\x2f\xfd", 4), {"zstd", "-dcq"}},
       {std::string_view("\x1f\x8b\x08", 3), {"gzip", "-dc"}},
       {std::string_view("\x5d\x00\x00\x00", 4), {"xz", "-dc", "--format=lzma"}},
@@ -84,7 +86,10 @@ util::Expected<void> extract_vmlinux(const fs::path& bzimage, const fs::path& ou
       req.output_cap = std::size_t(1) << 30;
       auto r = util::run(req);
       // Trailing data after the stream makes some decompressors exit non-zero; the ELF check decides.
-      if (r && r->out.size() > 4 && r->out.compare(0, 4, "\x7f" "ELF") == 0) {
+      if (r && r->out.size() > 4 &&
+          r->out.compare(0, 4,
+                         "\x7f"
+                         "ELF") == 0) {
         return util::write_file_atomic(out, r->out);
       }
       break; // first occurrence of a magic is the payload; later ones are noise
@@ -207,17 +212,17 @@ util::Expected<core::Kernel> fetch_kernel(const std::string& name, const Progres
   if (auto m = relocate_makefiles(root, final_dir / "root"); !m) return unexpected(m.error());
   fs::path build = root / "usr/src" / ("linux-headers-" + k->release);
   if (!fs::exists(build / "Makefile"))
-    return unexpected(ErrorKind::parse, fmt::format("{} unpacked without usr/src/linux-headers-{}/Makefile",
-                                                    k->headers_package, k->release));
+    return unexpected(ErrorKind::parse,
+                      fmt::format("{} unpacked without usr/src/linux-headers-{}/Makefile", k->headers_package, k->release));
   std::string compiler = compiler_package(config_cc_version_text(build));
   if (compiler.empty())
-    return unexpected(ErrorKind::parse, fmt::format("{}'s .config names no gcc (CONFIG_CC_VERSION_TEXT=\"{}\")",
-                                                    k->release, config_cc_version_text(build)));
+    return unexpected(ErrorKind::parse, fmt::format("{}'s .config names no gcc (CONFIG_CC_VERSION_TEXT=\"{}\")", k->release,
+                                                    config_cc_version_text(build)));
 
   if (has_image) {
     progress("running depmod on the image's module tree");
-    if (auto d = run_checked({system_tool("depmod").string(), "-b", root.string(), k->release}, partial, 300s,
-                             ErrorKind::io, "depmod");
+    if (auto d = run_checked({system_tool("depmod").string(), "-b", root.string(), k->release}, partial, 300s, ErrorKind::io,
+                             "depmod");
         !d)
       return unexpected(d.error());
     progress("extracting vmlinux");
@@ -229,16 +234,12 @@ util::Expected<core::Kernel> fetch_kernel(const std::string& name, const Progres
 
   nlohmann::json names = nlohmann::json::array();
   for (const auto* p : packages) names.push_back(p->name + "=" + p->version);
-  nlohmann::json stamp = {{"schema_version", 2},
-                          {"release", k->release},
-                          {"line", k->line},
-                          {"version", k->version},
-                          {"suite", k->suite},
-                          {"compiler", compiler},
-                          {"has_image", has_image},
-                          {"packages", names},
-                          {"fetched_at", static_cast<long long>(std::time(nullptr))}};
-  if (auto w = util::write_file_atomic(partial / "complete.json", stamp.dump(2, ' ', false, util::json_bytes) + "\n"); !w) return unexpected(w.error());
+  nlohmann::json stamp = {
+      {"schema_version", 2},    {"release", k->release}, {"line", k->line},
+      {"version", k->version},  {"suite", k->suite},     {"compiler", compiler},
+      {"has_image", has_image}, {"packages", names},     {"fetched_at", static_cast<long long>(std::time(nullptr))}};
+  if (auto w = util::write_file_atomic(partial / "complete.json", stamp.dump(2, ' ', false, util::json_bytes) + "\n"); !w)
+    return unexpected(w.error());
   fs::rename(partial, final_dir, ec);
   if (ec) return unexpected(ErrorKind::io, fmt::format("cannot move {} into place: {}", partial.string(), ec.message()));
   cleanup.armed = false;

@@ -60,8 +60,14 @@ void ModulesDep::add_softdeps(std::string_view softdep_text, std::string_view al
     std::string mod = normalize_module_name(w[1]);
     bool pre = false;
     for (std::size_t i = 2; i < w.size(); ++i) {
-      if (w[i] == "pre:") { pre = true; continue; }
-      if (w[i] == "post:") { pre = false; continue; }
+      if (w[i] == "pre:") {
+        pre = true;
+        continue;
+      }
+      if (w[i] == "post:") {
+        pre = false;
+        continue;
+      }
       if (!pre) continue;
       std::string name = normalize_module_name(w[i]);
       if (m_path.count(name)) m_soft_pre[mod].push_back(name);
@@ -80,8 +86,7 @@ std::string ModulesDep::path_of(std::string_view module) const {
   return it == m_path.end() ? std::string() : it->second;
 }
 
-std::vector<std::string> ModulesDep::load_order(const std::vector<std::string>& names,
-                                                std::vector<std::string>& missing) const {
+std::vector<std::string> ModulesDep::load_order(const std::vector<std::string>& names, std::vector<std::string>& missing) const {
   std::vector<std::string> order;
   std::set<std::string> seen;
   std::function<void(const std::string&)> visit = [&](const std::string& raw) {

@@ -34,8 +34,8 @@ public:
   std::vector<std::string> load_order(const std::vector<std::string>& names, std::vector<std::string>& missing) const;
 
 private:
-  std::map<std::string, std::string> m_path;                 // name -> relative path
-  std::map<std::string, std::vector<std::string>> m_deps;    // name -> dependency names
+  std::map<std::string, std::string> m_path;                  // name -> relative path
+  std::map<std::string, std::vector<std::string>> m_deps;     // name -> dependency names
   std::map<std::string, std::vector<std::string>> m_soft_pre; // name -> soft pre-dependency module names
 };
 

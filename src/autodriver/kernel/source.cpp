@@ -22,9 +22,7 @@ using namespace std::chrono_literals;
 using util::ErrorKind;
 using util::unexpected;
 
-fs::path source_tarball(const core::Kernel& k) {
-  return fs::path("/usr/src") / ("linux-source-" + k.line + ".tar.xz");
-}
+fs::path source_tarball(const core::Kernel& k) { return fs::path("/usr/src") / ("linux-source-" + k.line + ".tar.xz"); }
 
 static fs::path source_dir(const core::Kernel& k) { return cache_root() / "source" / k.line; }
 
@@ -67,8 +65,7 @@ util::Expected<fs::path> download_source(const core::Kernel& k, const fs::path& 
   if (!p) {
     std::string lines;
     for (const auto& l : archive->source_lines()) lines += (lines.empty() ? "" : ", ") + l;
-    return unexpected(ErrorKind::not_found,
-                      fmt::format("Debian's archive has no {} (kernel sources exist for {})", pkg, lines));
+    return unexpected(ErrorKind::not_found, fmt::format("Debian's archive has no {} (kernel sources exist for {})", pkg, lines));
   }
   std::error_code ec;
   fs::create_directories(work / "debs", ec);
@@ -129,9 +126,12 @@ util::Expected<fs::path> ensure_source(const core::Kernel& k, const ProgressFn& 
   }
   if (!fs::exists(partial / ("linux-source-" + k.line) / "Makefile"))
     return unexpected(ErrorKind::parse, fmt::format("{} does not contain linux-source-{}/Makefile", tarball.string(), k.line));
-  nlohmann::json stamp = {{"schema_version", 1}, {"tarball", tarball.filename().string()}, {"line", k.line},
+  nlohmann::json stamp = {{"schema_version", 1},
+                          {"tarball", tarball.filename().string()},
+                          {"line", k.line},
                           {"extracted_at", static_cast<long long>(std::time(nullptr))}};
-  if (auto w = util::write_file_atomic(partial / "complete.json", stamp.dump(2, ' ', false, util::json_bytes) + "\n"); !w) return unexpected(w.error());
+  if (auto w = util::write_file_atomic(partial / "complete.json", stamp.dump(2, ' ', false, util::json_bytes) + "\n"); !w)
+    return unexpected(w.error());
   fs::rename(partial, dir, ec);
   if (ec) return unexpected(ErrorKind::io, fmt::format("cannot move {} into place: {}", partial.string(), ec.message()));
   cleanup.armed = false;

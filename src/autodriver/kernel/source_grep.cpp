@@ -26,9 +26,7 @@ namespace {
 constexpr std::uintmax_t k_big_file = 4u << 20;
 constexpr std::string_view k_magic = "ADWIDX1\n";
 
-bool word_char(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
+bool word_char(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }
 
 /// A word's key (collisions only add candidates, which grep then rejects).
 std::uint32_t word_hash(std::string_view w) { return util::fnv1a_32(w); }
@@ -82,8 +80,12 @@ std::pair<std::vector<std::string>, std::uint64_t> list_sources(const fs::path& 
   return {std::move(files), stamp};
 }
 
-template <typename T> void put(std::string& out, T v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }
-template <typename T> bool get(std::string_view& in, T& v) {
+template <typename T>
+void put(std::string& out, T v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+template <typename T>
+bool get(std::string_view& in, T& v) {
   if (in.size() < sizeof v) return false;
   std::memcpy(&v, in.data(), sizeof v);
   in.remove_prefix(sizeof v);
@@ -183,8 +185,8 @@ std::optional<WordIndex> WordIndex::parse(std::string_view in) {
   for (auto l : util::split_lines(in.substr(0, n)))
     if (!l.empty()) w.m_files.emplace_back(l);
   in.remove_prefix(n);
-  if (!get_array(in, w.m_big) || !get_array(in, w.m_hashes) || !get_array(in, w.m_offsets) ||
-      !get_array(in, w.m_postings) || !in.empty())
+  if (!get_array(in, w.m_big) || !get_array(in, w.m_hashes) || !get_array(in, w.m_offsets) || !get_array(in, w.m_postings) ||
+      !in.empty())
     return std::nullopt;
   if (w.m_offsets.size() != w.m_hashes.size() + 1 || w.m_offsets.back() != w.m_postings.size()) return std::nullopt;
   for (auto id : w.m_postings)
@@ -235,9 +237,9 @@ std::shared_ptr<const WordIndex> WordIndex::of(const fs::path& src) {
   if (!files.empty() && !keep) {
     out = std::make_shared<WordIndex>(build(src, files));
   } else if (!files.empty()) {
-    fs::path cache = cache_root() / "index" /
-                     fmt::format("{}-{:016x}-words1-{:016x}.idx", src.filename().string(),
-                                 std::hash<std::string>{}(src.string()), stamp);
+    fs::path cache =
+        cache_root() / "index" /
+        fmt::format("{}-{:016x}-words1-{:016x}.idx", src.filename().string(), std::hash<std::string>{}(src.string()), stamp);
     if (auto bytes = util::read_file(cache); bytes)
       if (auto w = parse(*bytes); w && w->m_files == files) out = std::make_shared<WordIndex>(std::move(*w));
     if (!out) {

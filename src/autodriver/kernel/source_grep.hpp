@@ -81,8 +81,8 @@ private:
   std::vector<std::uint32_t> m_hashes;  ///< sorted word hashes
   std::vector<std::uint32_t> m_offsets; ///< m_hashes.size() + 1 offsets into m_postings
   std::vector<std::uint32_t> m_postings;
-  bool m_kept = false;        ///< stored in the cache: the tree is taken not to change
-  std::uint64_t m_stamp = 0;  ///< of the names, sizes and times of the files indexed
+  bool m_kept = false;       ///< stored in the cache: the tree is taken not to change
+  std::uint64_t m_stamp = 0; ///< of the names, sizes and times of the files indexed
 };
 
 } // namespace autodriver::kernel

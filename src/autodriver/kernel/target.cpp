@@ -49,9 +49,8 @@ std::vector<FetchedKernel> fetched_kernels() {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(cache_root() / "kernels", ec))
     if (auto f = fetched_kernel(e.path().filename().string())) out.push_back(*f);
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
-    return compare_debian_versions(a.version, b.version) < 0;
-  });
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return compare_debian_versions(a.version, b.version) < 0; });
   return out;
 }
 

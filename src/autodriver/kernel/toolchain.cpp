@@ -45,9 +45,7 @@ static fs::path toolchain_dir(std::string_view suite, std::string_view compiler)
   return cache_root() / "toolchains" / fmt::format("{}-{}", suite, compiler);
 }
 
-fs::path toolchain_root(std::string_view suite, std::string_view compiler) {
-  return toolchain_dir(suite, compiler) / "root";
-}
+fs::path toolchain_root(std::string_view suite, std::string_view compiler) { return toolchain_dir(suite, compiler) / "root"; }
 
 fs::path cached_toolchain(std::string_view suite, std::string_view compiler) {
   fs::path dir = toolchain_dir(suite, compiler);
@@ -83,9 +81,14 @@ util::Expected<fs::path> ensure_toolchain(std::string_view suite, std::string_vi
   // that every file of the root is this user's (readable, and removable later without namespaces).
   fs::path target = root ? partial / "root" : partial / "root.tar";
   util::RunRequest req;
-  req.argv = {mmdebstrap.string(), "--variant=minbase", root ? "--mode=root" : "--mode=unshare",
-              "--aptopt=Acquire::Check-Valid-Until \"false\"", "--include=" + packages, std::string(suite),
-              target.string(), source};
+  req.argv = {mmdebstrap.string(),
+              "--variant=minbase",
+              root ? "--mode=root" : "--mode=unshare",
+              "--aptopt=Acquire::Check-Valid-Until \"false\"",
+              "--include=" + packages,
+              std::string(suite),
+              target.string(),
+              source};
   req.timeout = 1800s;
   req.stderr_mode = util::Stderr::merge;
   req.env_set = {{"LC_ALL", "C"}};
@@ -109,15 +112,15 @@ util::Expected<fs::path> ensure_toolchain(std::string_view suite, std::string_vi
                                     "`autodriver kernel fetch` once as root ({})",
                                     suite, why));
     if (why.find("No space left") != std::string::npos)
-      return unexpected(ErrorKind::io, fmt::format("disk full while making the {} toolchain root in {}", suite, partial.string()));
-    return unexpected(ErrorKind::network, fmt::format("mmdebstrap of {} with {} failed ({}): {}", suite, compiler,
-                                                      r->status_text(), why));
+      return unexpected(ErrorKind::io,
+                        fmt::format("disk full while making the {} toolchain root in {}", suite, partial.string()));
+    return unexpected(ErrorKind::network,
+                      fmt::format("mmdebstrap of {} with {} failed ({}): {}", suite, compiler, r->status_text(), why));
   }
   if (!root) {
     fs::create_directories(partial / "root", ec);
     util::RunRequest tar;
-    tar.argv = {"tar", "-xf", target.string(), "-C", (partial / "root").string(), "--no-same-owner",
-                "--exclude=./dev/*"};
+    tar.argv = {"tar", "-xf", target.string(), "-C", (partial / "root").string(), "--no-same-owner", "--exclude=./dev/*"};
     tar.timeout = 600s;
     tar.stderr_mode = util::Stderr::merge;
     auto t = util::run(tar);
@@ -128,7 +131,8 @@ util::Expected<fs::path> ensure_toolchain(std::string_view suite, std::string_vi
     }
     fs::remove(target, ec);
   }
-  nlohmann::json stamp = {{"schema_version", 1}, {"suite", suite}, {"compiler", compiler}, {"packages", packages},
+  nlohmann::json stamp = {{"schema_version", 1},         {"suite", suite},
+                          {"compiler", compiler},        {"packages", packages},
                           {"mirror", Archive::mirror()}, {"made_at", static_cast<long long>(std::time(nullptr))}};
   if (auto w = util::write_file_atomic(partial / "complete.json", stamp.dump(2, ' ', false, util::json_bytes) + "\n"); !w) {
     cleanup();

@@ -25,8 +25,8 @@ bool change_explains(const core::ApiChange& c, const core::Diagnostic& d) {
   // Member changes: gcc names the member (no-member) or, for an initializer of a retyped
   // callback, the two function-pointer types.
   if (has(d.symbols, c.to) && has(d.symbols, c.from)) return true;
-  bool names_struct = has(d.symbols, c.symbol) || has(d.symbols, tag_name(c.symbol)) ||
-                      d.message.find(c.symbol) != std::string::npos;
+  bool names_struct =
+      has(d.symbols, c.symbol) || has(d.symbols, tag_name(c.symbol)) || d.message.find(c.symbol) != std::string::npos;
   return has(d.symbols, c.member) && names_struct;
 }
 
@@ -38,8 +38,8 @@ nlohmann::json changes_for_diagnostics(const std::vector<core::ApiChange>& chang
     for (const auto& c : changes)
       if (change_explains(c, d)) matched.push_back(core::to_json(c));
     if (matched.empty()) continue;
-    out.push_back({{"diagnostic", {{"file", d.file}, {"line", d.line}, {"kind", std::string(core::to_string(d.kind))},
-                                   {"message", d.message}}},
+    out.push_back({{"diagnostic",
+                    {{"file", d.file}, {"line", d.line}, {"kind", std::string(core::to_string(d.kind))}, {"message", d.message}}},
                    {"changes", std::move(matched)}});
   }
   return out;

@@ -64,8 +64,7 @@ int trial_score(const BuildState& cur, const BuildState& trial) {
   auto compiling = [](const BuildState& s) {
     return std::any_of(s.errors.begin(), s.errors.end(), [](const core::Diagnostic& d) { return d.tool == "gcc"; });
   };
-  if (compiling(cur) && !trial.errors.empty() && !compiling(trial))
-    return std::min(trial.score() + penalty, cur.score() - 1);
+  if (compiling(cur) && !trial.errors.empty() && !compiling(trial)) return std::min(trial.score() + penalty, cur.score() - 1);
   return trial.score() + penalty;
 }
 

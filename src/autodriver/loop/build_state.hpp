@@ -19,9 +19,9 @@ namespace autodriver::loop {
 struct BuildState {
   bool ok = false;
   bool timed_out = false;
-  bool by_budget = false;                 ///< the time left in the budget, not --build-timeout, cut it
-  std::chrono::seconds limit{0};          ///< the timeout it ran under
-  int compiled = 0;                       ///< C files compiled (an incremental trial: only what changed)
+  bool by_budget = false;        ///< the time left in the budget, not --build-timeout, cut it
+  std::chrono::seconds limit{0}; ///< the timeout it ran under
+  int compiled = 0;              ///< C files compiled (an incremental trial: only what changed)
   long ms = 0;
   /// Judged by compiling the changed files alone (kbuild single objects), the other files'
   /// diagnostics carried over from the build it started from; never `ok` (a full build says that).
@@ -29,21 +29,19 @@ struct BuildState {
   /// Objects-only, and a changed header was judged by a sample of the files including it: the
   /// other files' diagnostics may be stale until a full build.
   bool sampled = false;
-  bool exited_ok = false;                 ///< make exited 0
-  std::vector<core::Diagnostic> errors;   ///< error/fatal diagnostics
+  bool exited_ok = false;               ///< make exited 0
+  std::vector<core::Diagnostic> errors; ///< error/fatal diagnostics
   std::vector<core::Diagnostic> all;
   std::set<std::string> signatures;
-  int type_warnings = 0;                  ///< int-conversion / incompatible-pointer warnings
-  int fatal = 0;                          ///< fatal errors (a missing header stops the file's compilation)
-  std::vector<std::string> modules;       ///< names of the .ko files built ("vmxnet3")
+  int type_warnings = 0;            ///< int-conversion / incompatible-pointer warnings
+  int fatal = 0;                    ///< fatal errors (a missing header stops the file's compilation)
+  std::vector<std::string> modules; ///< names of the .ko files built ("vmxnet3")
   /// Errors, plus type-safety warnings: an edit that compiles only by converting a pointer to
   /// an integer (a wrong rename) must not look like progress. A fatal error hides every error
   /// after it, so removing one is progress even when the compiler then finds more.
   /// What reports show: distinct error messages (0 when the build passes).
   int error_count() const { return ok ? 0 : std::max<int>(1, static_cast<int>(signatures.size())); }
-  int score() const {
-    return (ok ? 0 : std::max<int>(1, static_cast<int>(signatures.size()))) + type_warnings + 1000 * fatal;
-  }
+  int score() const { return (ok ? 0 : std::max<int>(1, static_cast<int>(signatures.size()))) + type_warnings + 1000 * fatal; }
 };
 
 /// How long a build may take and with how many jobs; the loop sets it from the budget left and

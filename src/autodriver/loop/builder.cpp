@@ -13,7 +13,7 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 class KbuildBuilder final : public Builder {
- public:
+public:
   KbuildBuilder(std::string build_cmd, fs::path subdir) : m_build_cmd(std::move(build_cmd)), m_subdir(std::move(subdir)) {}
 
   util::Expected<BuildState> build(const core::Kernel& k, const fs::path& tree, const BuildLimit& limit,
@@ -49,7 +49,7 @@ class KbuildBuilder final : public Builder {
 
   bool single_objects() const override { return m_build_cmd.empty(); }
 
- private:
+private:
   std::string m_build_cmd;
   fs::path m_subdir;
 };

@@ -14,13 +14,13 @@
 namespace autodriver::loop {
 
 class Builder {
- public:
+public:
   virtual ~Builder() = default;
   /// Builds `tree` as it is against `kernel` (a copy of a built tree recompiles only what changed
   /// since); `objects` (paths relative to the tree): only these single objects, else the module.
   /// An interrupted build is an `interrupted` error, never a state.
-  virtual util::Expected<BuildState> build(const core::Kernel& kernel, const std::filesystem::path& tree,
-                                           const BuildLimit& limit, const std::vector<std::string>& objects) = 0;
+  virtual util::Expected<BuildState> build(const core::Kernel& kernel, const std::filesystem::path& tree, const BuildLimit& limit,
+                                           const std::vector<std::string>& objects) = 0;
   /// True when a trial may be judged by single objects (kbuild's own make, not a --build-cmd).
   virtual bool single_objects() const = 0;
 };

@@ -9,8 +9,8 @@
 #include <iterator>
 #include <map>
 #include <memory>
-#include <set>
 #include <regex>
+#include <set>
 #include <vector>
 
 namespace autodriver::loop {
@@ -129,8 +129,7 @@ std::set<std::string> identifiers(const std::vector<std::string>& lines) {
   static const std::regex k_ident(R"([A-Za-z_][A-Za-z0-9_]*)");
   std::set<std::string> out;
   for (const auto& l : lines)
-    for (auto it = std::sregex_iterator(l.begin(), l.end(), k_ident); it != std::sregex_iterator(); ++it)
-      out.insert(it->str());
+    for (auto it = std::sregex_iterator(l.begin(), l.end(), k_ident); it != std::sregex_iterator(); ++it) out.insert(it->str());
   return out;
 }
 
@@ -142,7 +141,7 @@ GuardFor kb_guards(const propose::Kb& kb, long after_code, long to_code, std::st
   for (const auto& e : kb.entries)
     if (!e.change.symbols.empty()) (*by_symbol)[e.change.symbols.front()].push_back(&e);
   return [by_symbol, after_code, to_code, fallback](const std::vector<std::string>& olds,
-                                                     const std::vector<std::string>& news) -> GuardChoice {
+                                                    const std::vector<std::string>& news) -> GuardChoice {
     auto io = identifiers(olds), in = identifiers(news);
     std::set<std::string> changed;
     std::set_symmetric_difference(io.begin(), io.end(), in.begin(), in.end(), std::inserter(changed, changed.end()));

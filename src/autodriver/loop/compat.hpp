@@ -18,17 +18,16 @@ std::string kernel_version_macro(const std::string& version);
 
 /// Where one guard's version came from.
 struct GuardChoice {
-  std::string version;  ///< "6.4.0"
-  std::string source;   ///< "target" or "kb:<entry id> (<package>)"
+  std::string version; ///< "6.4.0"
+  std::string source;  ///< "target" or "kb:<entry id> (<package>)"
 };
 
 /// Chooses the guard of one changed hunk from its old and its new lines.
-using GuardFor = std::function<GuardChoice(const std::vector<std::string>& old_lines,
-                                           const std::vector<std::string>& new_lines)>;
+using GuardFor = std::function<GuardChoice(const std::vector<std::string>& old_lines, const std::vector<std::string>& new_lines)>;
 
 /// One guard compat_merge wrote.
 struct Guard {
-  int line = 0;          ///< 1-based line of the `#if` in the merged text
+  int line = 0; ///< 1-based line of the `#if` in the merged text
   GuardChoice choice;
 };
 

@@ -70,8 +70,8 @@ static std::string wrap(const std::string& text, std::size_t width = 72) {
   return out;
 }
 
-util::Expected<std::vector<std::string>> write_patch_series(const PortRequest& req, const PortReport& rep,
-                                                            const fs::path& repo, const fs::path& pdir) {
+util::Expected<std::vector<std::string>> write_patch_series(const PortRequest& req, const PortReport& rep, const fs::path& repo,
+                                                            const fs::path& pdir) {
   std::vector<std::string> out;
   if (rep.accepted.empty()) return out;
   if (auto c = util::copy_tree(req.tree, repo, util::SkipBuildProducts::yes); !c) return util::unexpected(c.error());
@@ -83,11 +83,11 @@ util::Expected<std::vector<std::string>> write_patch_series(const PortRequest& r
   std::string driver = rep.modules.size() == 1 ? rep.modules[0] : folder.filename().string();
   if (driver.empty() || driver == ".") driver = folder.parent_path().filename().string();
   std::string validation =
-      rep.ok ? fmt::format("Validated by autodriver: the series builds against {}{}{}, and passes the integrity gate.",
-                           req.to, req.boot ? " and the module loads in the target kernel under QEMU" : "",
-                           req.from.empty() ? "" : " (it built against " + req.from + " before)")
-             : fmt::format("autodriver could not validate the whole series: {} ({} error(s) remain).", rep.status,
-                           rep.final_errors);
+      rep.ok
+          ? fmt::format("Validated by autodriver: the series builds against {}{}{}, and passes the integrity gate.", req.to,
+                        req.boot ? " and the module loads in the target kernel under QEMU" : "",
+                        req.from.empty() ? "" : " (it built against " + req.from + " before)")
+          : fmt::format("autodriver could not validate the whole series: {} ({} error(s) remain).", rep.status, rep.final_errors);
   // --api-changes: the apidiff changes this edit's symbols name, as one line each in the body.
   auto api_lines = [&](const propose::Edit& e) {
     std::set<std::string> lines;
@@ -115,8 +115,7 @@ util::Expected<std::vector<std::string>> write_patch_series(const PortRequest& r
     // trial share that trial's, and the patch says which patches they were.
     std::string figures =
         a.group_size <= 1
-            ? fmt::format("Build errors against {}: {} before this change, {} after it.", req.to, a.errors_before,
-                          a.errors_after)
+            ? fmt::format("Build errors against {}: {} before this change, {} after it.", req.to, a.errors_before, a.errors_after)
             : fmt::format("This change was validated together with patches {}-{} of this series: build errors "
                           "against {}: {} before them, {} after them.",
                           a.group + 1, a.group + a.group_size, req.to, a.errors_before, a.errors_after);
@@ -137,7 +136,8 @@ util::Expected<std::vector<std::string>> write_patch_series(const PortRequest& r
   std::error_code ec;
   fs::create_directories(pdir, ec);
   if (ec) return util::unexpected(util::ErrorKind::io, fmt::format("cannot create {}: {}", pdir.string(), ec.message()));
-  auto r = git(repo, {"format-patch", "-q", "--numbered", "-o", pdir.string(), "HEAD~" + std::to_string(rep.accepted.size())}, who);
+  auto r =
+      git(repo, {"format-patch", "-q", "--numbered", "-o", pdir.string(), "HEAD~" + std::to_string(rep.accepted.size())}, who);
   if (!r) return util::unexpected(r.error());
   for (const auto& e : fs::directory_iterator(pdir, ec)) out.push_back(e.path().string());
   std::sort(out.begin(), out.end());
@@ -156,8 +156,7 @@ nlohmann::json checkpatch_series(const std::vector<std::string>& patches, const 
     util::RunRequest r;
     // --no-tree: the patch is checked on its own; the script still reads its data files
     // (spelling.txt, const_structs.checkpatch) next to itself.
-    r.argv = {"perl", script.string(), "--strict", "--no-tree", "--terse", "--show-types", "--no-summary",
-              "--color=never", p};
+    r.argv = {"perl", script.string(), "--strict", "--no-tree", "--terse", "--show-types", "--no-summary", "--color=never", p};
     r.cwd = source;
     r.timeout = 120s;
     r.stderr_mode = util::Stderr::merge;

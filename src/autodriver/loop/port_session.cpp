@@ -41,8 +41,9 @@ util::Expected<PortReport> PortSession::run() {
   if (!done) return unexpected(done.error());
   if (*done) return std::move(m_rep);
   if (!m_from && !m_rep.reference.empty())
-    choose_reference(*m_to, m_cur.errors, m_ctx, m_rep, [this](const std::string& m) { note(m); },
-                     [this](const std::string& k, nlohmann::json d) { step(k, std::move(d)); });
+    choose_reference(
+        *m_to, m_cur.errors, m_ctx, m_rep, [this](const std::string& m) { note(m); },
+        [this](const std::string& k, nlohmann::json d) { step(k, std::move(d)); });
   make_proposers();
   if (auto r = iterate(); !r) return unexpected(r.error());
   if (auto r = conclude(); !r) return unexpected(r.error());
@@ -67,9 +68,7 @@ void PortSession::step(const std::string& kind, nlohmann::json data) {
   m_rep.steps.push_back(std::move(data));
 }
 
-void PortSession::set_elapsed() {
-  m_rep.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - m_start);
-}
+void PortSession::set_elapsed() { m_rep.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - m_start); }
 
 // The headers' own LINUX_VERSION_CODE (Debian's 6.1.0-57 is 6.1.192), not the release string.
 long PortSession::code_of(const core::Kernel& k) const {
@@ -84,8 +83,9 @@ BuildLimit PortSession::limit(int share) const {
   l.jobs = std::max(1, m_cpus / std::max(1, share));
   auto left = std::chrono::duration_cast<std::chrono::seconds>(m_req.budget - (Clock::now() - m_start));
   std::chrono::seconds cap = m_req.build_timeout.count() > 0 ? m_req.build_timeout
-                             : m_first_build.count() > 0   ? std::max<std::chrono::seconds>(std::chrono::seconds(180), 3 * m_first_build)
-                                                           : left;
+                             : m_first_build.count() > 0
+                                 ? std::max<std::chrono::seconds>(std::chrono::seconds(180), 3 * m_first_build)
+                                 : left;
   l.by_budget = left <= cap;
   l.timeout = std::max<std::chrono::seconds>(std::chrono::seconds(1), std::min(cap, left));
   return l;
@@ -116,9 +116,13 @@ static nlohmann::json build_json(const BuildState& b) {
 
 // A trial's step: what was tried, its errors, and where its time went.
 void PortSession::tried(nlohmann::json data, const Trial& t) {
-  data.update({{"errors_before", m_cur.error_count()}, {"errors_after", t.applied ? t.state.error_count() : -1},
-               {"build_ms", t.state.ms}, {"compiled", t.state.compiled}, {"objects_only", t.state.objects_only},
-               {"copy_ms", t.copy_ms}, {"apply_ms", t.apply_ms}});
+  data.update({{"errors_before", m_cur.error_count()},
+               {"errors_after", t.applied ? t.state.error_count() : -1},
+               {"build_ms", t.state.ms},
+               {"compiled", t.state.compiled},
+               {"objects_only", t.state.objects_only},
+               {"copy_ms", t.copy_ms},
+               {"apply_ms", t.apply_ms}});
   step("try", std::move(data));
 }
 
@@ -210,8 +214,9 @@ util::Expected<void> PortSession::locate_root() {
   for (auto it = m_req.subdir.begin(); it != m_req.subdir.end(); ++it) from_root = from_root.parent_path();
   if ((from_root / m_req.subdir).lexically_normal() != fs::absolute(m_req.from_tree).lexically_normal() ||
       !fs::is_directory(from_root / m_req.subdir, ec))
-    return unexpected(ErrorKind::config, fmt::format("{}: the tree built on the old kernel is not laid out like {} (the driver at {})",
-                                                     m_req.from_tree.string(), m_req.tree.string(), m_req.subdir.string()));
+    return unexpected(ErrorKind::config,
+                      fmt::format("{}: the tree built on the old kernel is not laid out like {} (the driver at {})",
+                                  m_req.from_tree.string(), m_req.tree.string(), m_req.subdir.string()));
   m_req.from_tree = from_root;
   return {};
 }
@@ -230,13 +235,15 @@ util::Expected<void> PortSession::validate() {
   if (!rules) return unexpected(ErrorKind::config, rules.error().message);
   m_rules = std::move(*rules);
   if (fs::exists(m_req.out) && !fs::is_empty(m_req.out, ec))
-    return unexpected(ErrorKind::config, fmt::format("{} already exists and is not empty: choose another -o", m_req.out.string()));
+    return unexpected(ErrorKind::config,
+                      fmt::format("{} already exists and is not empty: choose another -o", m_req.out.string()));
   m_tree_abs = fs::weakly_canonical(m_req.tree);
   auto out_abs = fs::weakly_canonical(m_req.out);
   if (out_abs.string().starts_with(m_tree_abs.string() + "/") || out_abs == m_tree_abs)
     return unexpected(ErrorKind::config,
-                      m_req.subdir.empty() ? std::string("-o must not be inside the driver tree (the tree is never written)")
-                                           : fmt::format("-o must not be inside {}, the folder copied with the driver", m_tree_abs.string()));
+                      m_req.subdir.empty()
+                          ? std::string("-o must not be inside the driver tree (the tree is never written)")
+                          : fmt::format("-o must not be inside {}, the folder copied with the driver", m_tree_abs.string()));
   if (!m_req.subdir.empty()) m_rep.root = m_tree_abs;
   return {};
 }
@@ -244,7 +251,9 @@ util::Expected<void> PortSession::validate() {
 util::Expected<void> PortSession::resolve_kernels() {
   auto resolve = [&](const std::string& name, const std::string& what) -> util::Expected<core::Kernel> {
     auto k = m_deps.resolve_kernel(name);
-    if (!k) return what.empty() ? unexpected(k.error()) : unexpected(ErrorKind::config, fmt::format("{}{}: {}", what, name, k.error().message));
+    if (!k)
+      return what.empty() ? unexpected(k.error())
+                          : unexpected(ErrorKind::config, fmt::format("{}{}: {}", what, name, k.error().message));
     if (!k->has_headers())
       return unexpected(ErrorKind::not_found,
                         fmt::format("{}kernel {}: no build directory: run `autodriver kernel fetch {}`", what, name, name));
@@ -274,8 +283,9 @@ util::Expected<void> PortSession::resolve_kernels() {
   if (m_req.compat && m_newest_old >= code_of(*m_to))
     return unexpected(ErrorKind::config, "--compat: every kernel kept building must be older than the target");
   if (m_req.boot && !m_to->has_image())
-    return unexpected(ErrorKind::not_found,
-                      fmt::format("kernel {}: the image is not in the cache: run `autodriver kernel fetch {}`", m_req.to, m_req.to));
+    return unexpected(
+        ErrorKind::not_found,
+        fmt::format("kernel {}: the image is not in the cache: run `autodriver kernel fetch {}`", m_req.to, m_req.to));
   return {};
 }
 
@@ -397,9 +407,8 @@ util::Expected<void> PortSession::iterate() {
     EditGroups groups;
     for (const auto& e : *edits) groups[e.change_id].push_back(&e);
     for (auto& [id, g] : groups)
-      std::stable_sort(g.begin(), g.end(), [](auto* a, auto* b) {
-        return a->rank != b->rank ? a->rank < b->rank : a->support > b->support;
-      });
+      std::stable_sort(g.begin(), g.end(),
+                       [](auto* a, auto* b) { return a->rank != b->rank ? a->rank < b->rank : a->support > b->support; });
     m_progressed = false;
     // Fast path: the best alternative of every change at once.
     std::vector<const propose::Edit*> firsts;
@@ -421,7 +430,9 @@ util::Expected<std::vector<propose::Edit>> PortSession::propose_edits(int iter) 
   for (auto& lp : *m_deps.proposers) {
     auto t0 = Clock::now();
     auto es = lp.proposer->propose(m_cur.all, m_ctx);
-    step("propose", {{"iteration", iter}, {"proposer", lp.proposer->id()}, {"edits", es.size()},
+    step("propose", {{"iteration", iter},
+                     {"proposer", lp.proposer->id()},
+                     {"edits", es.size()},
                      {"ms", std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count()}});
     for (auto& e : es) {
       if (m_settled.count(e.change_id)) continue;
@@ -488,8 +499,8 @@ util::Expected<void> PortSession::combined(const std::vector<const propose::Edit
       if (!suspect) rest.push_back(set[i]);
     }
     if (!rest.empty() && rest.size() < set.size()) {
-      note(fmt::format("{} of {} changes touched the functions of the new errors: trying the other {}",
-                       set.size() - rest.size(), set.size(), rest.size()));
+      note(fmt::format("{} of {} changes touched the functions of the new errors: trying the other {}", set.size() - rest.size(),
+                       set.size(), rest.size()));
       bool before = m_progressed;
       if (auto r = combined(rest, depth + 1, iter); !r) return r;
       if (m_progressed && !before) return {};
@@ -706,8 +717,8 @@ util::Expected<bool> PortSession::integrity_repair(const gate::IntegrityInput& i
       for (const auto& sym : a.edit.symbols)
         if (sym.find(' ') == std::string::npos) ai.removed_symbols.push_back(sym);
     auto again = b->ok ? gate::check_integrity(ai) : gate::IntegrityReport{};
-    step("integrity-repair", {{"dropped", m_rep.accepted[i].edit.change_id}, {"build_ok", b->ok},
-                              {"integrity_ok", b->ok && again.ok}});
+    step("integrity-repair",
+         {{"dropped", m_rep.accepted[i].edit.change_id}, {"build_ok", b->ok}, {"integrity_ok", b->ok && again.ok}});
     if (!b->ok || !again.ok) continue;
     fs::remove_all(m_work, ec);
     if (auto c = util::copy_tree(alt, m_work, util::SkipBuildProducts::no); !c) return unexpected(c.error());
@@ -751,8 +762,11 @@ util::Expected<void> PortSession::compat() {
     std::vector<Guard> written;
     if (auto w = util::write_file(ctree / rel, compat_merge(*orig, *now, guard_for, &written)); !w) return unexpected(w.error());
     for (const auto& g : written)
-      guards.push_back({{"file", rel}, {"line", g.line}, {"version", g.choice.version},
-                        {"guard", "LINUX_VERSION_CODE >= " + kernel_version_macro(g.choice.version)}, {"source", g.choice.source}});
+      guards.push_back({{"file", rel},
+                        {"line", g.line},
+                        {"version", g.choice.version},
+                        {"guard", "LINUX_VERSION_CODE >= " + kernel_version_macro(g.choice.version)},
+                        {"source", g.choice.source}});
   }
   // Each kernel's build starts from that kernel's earlier build of the tree where there is one
   // (the work tree on the target, the unchanged tree on --from): only guarded files recompile.
@@ -774,8 +788,8 @@ util::Expected<void> PortSession::compat() {
     builds[old.release] = on_old->ok;
     all = all && on_old->ok;
   }
-  m_rep.compat = {{"ok", all}, {"version", version}, {"guard", "LINUX_VERSION_CODE >= " + kernel_version_macro(version)},
-                  {"guards", guards}, {"builds", builds}, {"verified_on_old_kernel", !m_olds.empty()}};
+  m_rep.compat = {{"ok", all},        {"version", version}, {"guard", "LINUX_VERSION_CODE >= " + kernel_version_macro(version)},
+                  {"guards", guards}, {"builds", builds},   {"verified_on_old_kernel", !m_olds.empty()}};
   step("compat", {{"ok", all}, {"builds", builds}});
   if (!all) {
     m_rep.ok = false;
@@ -831,7 +845,8 @@ util::Expected<void> PortSession::gates() {
       step("baseline-load", {{"kernel", m_from->release}, {"outcome", was}});
       baseline_same = was == outcome;
       if (baseline_same)
-        m_rep.gates["baseline"] = {{"kernel", m_from->release}, {"outcome", was},
+        m_rep.gates["baseline"] = {{"kernel", m_from->release},
+                                   {"outcome", was},
                                    {"note", "the unchanged driver does not load on its own kernel either: the load "
                                             "test cannot judge the port"}};
     }
@@ -851,7 +866,8 @@ util::Expected<void> PortSession::series() {
   if (!written) util::log_info("patch series not written: {}", written.error().message);
   if (auto w = finish_out(written && !written->empty() ? patch_dir : fs::path()); !w) return unexpected(w.error());
   if (written)
-    for (const auto& p : *written) m_rep.patches.push_back((fs::absolute(m_req.out) / "patches" / fs::path(p).filename()).string());
+    for (const auto& p : *written)
+      m_rep.patches.push_back((fs::absolute(m_req.out) / "patches" / fs::path(p).filename()).string());
   if (!m_rep.patches.empty()) {
     m_rep.checkpatch = checkpatch_series(m_rep.patches, kernel::cached_source(*m_to));
     step("checkpatch", m_rep.checkpatch);

@@ -23,13 +23,13 @@
 namespace autodriver::loop {
 
 class PortSession {
- public:
+public:
   PortSession(const PortRequest& request, PortProgressFn progress, PortDeps deps);
   PortSession(const PortSession&) = delete;
   PortSession& operator=(const PortSession&) = delete;
   util::Expected<PortReport> run();
 
- private:
+private:
   using Clock = std::chrono::steady_clock;
   using EditGroups = std::map<std::string, std::vector<const propose::Edit*>>;
 
@@ -62,8 +62,8 @@ class PortSession {
   bool over_budget() const { return Clock::now() - m_start > m_req.budget; }
   void note(const std::string& m) const;
   void step(const std::string& kind, nlohmann::json data);
-  util::Expected<BuildState> build(const core::Kernel& k, const std::filesystem::path& tree,
-                                   const BuildLimit& limit, const std::vector<std::string>& objects = {});
+  util::Expected<BuildState> build(const core::Kernel& k, const std::filesystem::path& tree, const BuildLimit& limit,
+                                   const std::vector<std::string>& objects = {});
   util::Expected<Trial> trial(const std::vector<const propose::Edit*>& edits);
   void tried(nlohmann::json data, const Trial& t);
   util::Expected<void> adopt(Trial& t);
@@ -82,8 +82,8 @@ class PortSession {
   Clock::time_point m_start;
   std::filesystem::path m_tree_abs;
   std::optional<core::Kernel> m_to, m_from;
-  std::vector<core::Kernel> m_olds;       ///< --from and --compat kernels, kept building
-  std::vector<std::string> m_old_names;   ///< as the user wrote them (the gates resolve them again)
+  std::vector<core::Kernel> m_olds;     ///< --from and --compat kernels, kept building
+  std::vector<std::string> m_old_names; ///< as the user wrote them (the gates resolve them again)
   long m_newest_old = 0;
   propose::ApplyOptions m_apply;
   std::optional<util::TempDir> m_scratch;
@@ -91,14 +91,14 @@ class PortSession {
   std::filesystem::path m_from_tree;
   bool m_from_built = false;
   propose::PortContext m_ctx;
-  std::vector<propose::Rule> m_rules;     ///< the rule packs in use (m_ctx.rules)
+  std::vector<propose::Rule> m_rules; ///< the rule packs in use (m_ctx.rules)
   int m_cpus = 1;
   std::chrono::seconds m_first_build{0};
-  BuildState m_cur;                       ///< the build of the work tree as it is
+  BuildState m_cur; ///< the build of the work tree as it is
   std::vector<core::Diagnostic> m_original_diags;
-  std::set<std::string> m_settled;        ///< change ids accepted or exhausted
-  std::set<std::string> m_alone_first;    ///< change ids of alone-first proposers' edits
-  bool m_progressed = false;              ///< this iteration kept an edit
+  std::set<std::string> m_settled;     ///< change ids accepted or exhausted
+  std::set<std::string> m_alone_first; ///< change ids of alone-first proposers' edits
+  bool m_progressed = false;           ///< this iteration kept an edit
 };
 
 } // namespace autodriver::loop

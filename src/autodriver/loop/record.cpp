@@ -34,7 +34,8 @@ nlohmann::json request_to_json(const PortRequest& r) {
           {"kb_path", r.kb_path.string()},
           {"store_kb", r.store_kb},
           {"rule_packs", r.rule_packs},
-          {"rule_dirs", [&] {
+          {"rule_dirs",
+           [&] {
              std::vector<std::string> v;
              for (const auto& d : r.rule_dirs) v.push_back(fs::absolute(d).string());
              return v;
@@ -113,12 +114,18 @@ void record_kb(store::RunStore& st, std::int64_t run_id, const PortReport& rep, 
       e.proposer = acc.edit.proposer;
       e.edit = propose::to_json(acc.edit);
       e.patch = patch;
-      e.evidence = {{"errors_before", acc.errors_before}, {"errors_after", acc.errors_after},
-                    {"final_build_ok", true}, {"integrity_ok", rep.integrity.is_object() && rep.integrity.value("ok", false)},
+      e.evidence = {{"errors_before", acc.errors_before},
+                    {"errors_after", acc.errors_after},
+                    {"final_build_ok", true},
+                    {"integrity_ok", rep.integrity.is_object() && rep.integrity.value("ok", false)},
                     {"gates_ok", rep.gates.is_object() ? nlohmann::json(rep.gates.value("ok", false)) : nlohmann::json(nullptr)},
-                    {"from", req.from}, {"to", req.to}, {"driver", fs::absolute(req.tree).filename().string()},
+                    {"from", req.from},
+                    {"to", req.to},
+                    {"driver", fs::absolute(req.tree).filename().string()},
                     // Leave-out keys (store-kb never replays an entry to the case or files it came from).
-                    {"case", req.case_id}, {"unit_files", req.leave_out}, {"packages", req.kb_leave_out}};
+                    {"case", req.case_id},
+                    {"unit_files", req.leave_out},
+                    {"packages", req.kb_leave_out}};
       e.run_id = run_id;
       if (auto r = store::add_kb_entry(st, e); !r) warn(r.error());
     }
@@ -137,11 +144,17 @@ void record_artifacts(store::RunStore& st, std::int64_t run_id, const PortReport
     nlohmann::json files = nlohmann::json::object();
     for (const auto& [f, text] : a.snapshot)
       if (auto h = st.put_blob(text); h) files[f] = *h;
-    nlohmann::json j = {{"edit", propose::to_json(a.edit)}, {"errors_before", a.errors_before},
-                        {"errors_after", a.errors_after}, {"files", files}};
-    if (auto r = st.add_artifact(run_id, fmt::format("accepted/{:03d}.json", k + 1), "accepted", j.dump(2, ' ', false, util::json_bytes)); !r) warn(r.error());
+    nlohmann::json j = {{"edit", propose::to_json(a.edit)},
+                        {"errors_before", a.errors_before},
+                        {"errors_after", a.errors_after},
+                        {"files", files}};
+    if (auto r = st.add_artifact(run_id, fmt::format("accepted/{:03d}.json", k + 1), "accepted",
+                                 j.dump(2, ' ', false, util::json_bytes));
+        !r)
+      warn(r.error());
   }
-  if (auto r = st.add_artifact(run_id, "verdict.json", "verdict", to_json(rep, req).dump(2, ' ', false, util::json_bytes)); !r) warn(r.error());
+  if (auto r = st.add_artifact(run_id, "verdict.json", "verdict", to_json(rep, req).dump(2, ' ', false, util::json_bytes)); !r)
+    warn(r.error());
 }
 
 } // namespace
@@ -156,7 +169,8 @@ util::Expected<RecordedPort> run_port_recorded(const PortRequest& request, const
   // The root run_port will copy with the driver (--root, or found from its build files): a
   // rerun and an explain replay copy the same folder.
   if (request.root.empty())
-    if (auto found = gate::find_build_root(request.tree); found && !found->subdir.empty()) info.args["root"] = found->root.string();
+    if (auto found = gate::find_build_root(request.tree); found && !found->subdir.empty())
+      info.args["root"] = found->root.string();
   if (info.args.value("case_id", "").empty()) info.args["case_id"] = opt.case_id;
   for (const auto& [k, v] : opt.extra_args.items()) info.args[k] = v;
   info.tree = opt.extra_args.value("original_tree", fs::absolute(request.tree).string());
@@ -197,10 +211,14 @@ util::Expected<RecordedPort> run_port_recorded(const PortRequest& request, const
   } else {
     const auto& rep = *out.report;
     status = rep.ok ? store::RunStatus::ok : store::RunStatus::failed;
-    summary = {{"outcome", rep.status},          {"ok", rep.ok},
-               {"initial_errors", rep.initial_errors}, {"final_errors", rep.final_errors},
-               {"accepted", rep.accepted.size()},  {"remaining", rep.remaining},
-               {"integrity", rep.integrity},       {"gates_ok", rep.gates.is_object() ? nlohmann::json(rep.gates.value("ok", false)) : nlohmann::json(nullptr)},
+    summary = {{"outcome", rep.status},
+               {"ok", rep.ok},
+               {"initial_errors", rep.initial_errors},
+               {"final_errors", rep.final_errors},
+               {"accepted", rep.accepted.size()},
+               {"remaining", rep.remaining},
+               {"integrity", rep.integrity},
+               {"gates_ok", rep.gates.is_object() ? nlohmann::json(rep.gates.value("ok", false)) : nlohmann::json(nullptr)},
                {"elapsed_ms", rep.elapsed.count()}};
     record_artifacts(*st, run_id, rep, request);
     record_kb(*st, run_id, rep, req);

@@ -10,7 +10,7 @@
 namespace autodriver::loop {
 
 struct RecordOptions {
-  std::filesystem::path store;              ///< empty = store::default_store_path()
+  std::filesystem::path store; ///< empty = store::default_store_path()
   std::string command = "port";
   std::string case_id;
   std::optional<std::int64_t> parent_run;

@@ -27,7 +27,8 @@ void choose_reference(const core::Kernel& to, const std::vector<core::Diagnostic
   auto declared = [&](const fs::path& src) {
     propose::TargetIndex idx(src, {});
     const auto& names = idx.names();
-    return static_cast<std::size_t>(std::count_if(missing.begin(), missing.end(), [&](const auto& m) { return names.count(m) > 0; }));
+    return static_cast<std::size_t>(
+        std::count_if(missing.begin(), missing.end(), [&](const auto& m) { return names.count(m) > 0; }));
   };
   // A kernel that still declares the names but where (almost) no driver uses them any more has
   // already moved its drivers away: 7.2 kept `struct acpi_driver` for one last user, the
@@ -68,13 +69,12 @@ void choose_reference(const core::Kernel& to, const std::vector<core::Diagnostic
     if (best == missing.size() && best_users >= k_enough_users) break;
   }
   if (best_src.empty()) return;
-  note(fmt::format("reference: {} still declares {} of the {} name(s) the target lacks{}; learning from it instead",
-                   best_release, best, missing.size(),
-                   best_users ? fmt::format(", used by {} of its drivers", best_users) : std::string()));
+  note(fmt::format("reference: {} still declares {} of the {} name(s) the target lacks{}; learning from it instead", best_release,
+                   best, missing.size(), best_users ? fmt::format(", used by {} of its drivers", best_users) : std::string()));
   ctx.old_src = best_src;
   rep.reference = best_release;
-  step("reference", {{"kernel", best_release}, {"source", best_src.string()}, {"declares_missing", best},
-                     {"missing", missing.size()}});
+  step("reference",
+       {{"kernel", best_release}, {"source", best_src.string()}, {"declares_missing", best}, {"missing", missing.size()}});
 }
 
 } // namespace autodriver::loop

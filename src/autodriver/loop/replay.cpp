@@ -45,7 +45,9 @@ util::Expected<std::int64_t> write_checkpoint(store::RunStore& st, std::int64_t 
       if (s.kind != "accept") continue;
       if (s.seq > upto) break;
       if (k >= accepted.size())
-        return unexpected(ErrorKind::not_found, fmt::format("run {}: step {} has no recorded edit (the run did not finish): use an earlier step", id, s.seq));
+        return unexpected(
+            ErrorKind::not_found,
+            fmt::format("run {}: step {} has no recorded edit (the run did not finish): use an earlier step", id, s.seq));
       auto text = st.blob(accepted[k].hash);
       if (!text) return unexpected(text.error());
       auto j = *text ? nlohmann::json::parse(**text, nullptr, false) : nlohmann::json();
@@ -87,10 +89,12 @@ ReplayBuildFn real_builder(const std::string& kernel_name, const nlohmann::json&
     gate::clean_build_products(tree);
     auto r = gate::build_tree(*k, tree, spec);
     if (!r) return unexpected(r.error());
-    if (r->run.timed_out) return unexpected(ErrorKind::timeout, fmt::format("the build timed out after {} s", spec.timeout.count()));
+    if (r->run.timed_out)
+      return unexpected(ErrorKind::timeout, fmt::format("the build timed out after {} s", spec.timeout.count()));
     std::set<std::string> sigs;
     for (const auto& d : r->diagnostics)
-      if (d.severity == core::Severity::error || d.severity == core::Severity::fatal) sigs.insert(store::diagnostic_signature(core::to_json(d)));
+      if (d.severity == core::Severity::error || d.severity == core::Severity::fatal)
+        sigs.insert(store::diagnostic_signature(core::to_json(d)));
     if (sigs.empty() && (!r->run.ok() || r->modules.empty())) sigs.insert("build failed: " + r->run.status_text());
     return sigs;
   };
@@ -143,7 +147,8 @@ void replay_attributions(store::RunStore& st, const store::RunRow& run, nlohmann
     }
     // One copy of the original tree at a checkpoint, built; nullopt + `why` when that failed.
     std::string why;
-    auto tree_at = [&](const std::string& name, std::optional<std::int64_t> until, const ReplayBuildFn& fn) -> std::optional<std::set<std::string>> {
+    auto tree_at = [&](const std::string& name, std::optional<std::int64_t> until,
+                       const ReplayBuildFn& fn) -> std::optional<std::set<std::string>> {
       fs::path tree = dir->path() / name / original.filename();
       if (auto c = util::copy_tree(original, tree, util::SkipBuildProducts::yes); !c) {
         why = c.error().message;
@@ -175,9 +180,13 @@ void replay_attributions(store::RunStore& st, const store::RunRow& run, nlohmann
       bool was = before->count(sig) > 0, is = after->count(sig) > 0;
       nlohmann::json builds = {{{"tree", fmt::format("before step {}", seq)}, {"errors", before->size()}, {"has_error", was}},
                                {{"tree", fmt::format("after step {}", seq)}, {"errors", after->size()}, {"has_error", is}}};
-      a["replay"] = !was && is ? verdict("confirmed", fmt::format("the error is absent before step {}'s edit and present after it", seq), builds)
-                               : verdict("refuted", fmt::format("the error is {} before step {}'s edit and {} after it", was ? "present" : "absent",
-                                                                seq, is ? "present" : "absent"), builds);
+      a["replay"] =
+          !was && is
+              ? verdict("confirmed", fmt::format("the error is absent before step {}'s edit and present after it", seq), builds)
+              : verdict("refuted",
+                        fmt::format("the error is {} before step {}'s edit and {} after it", was ? "present" : "absent", seq,
+                                    is ? "present" : "absent"),
+                        builds);
       continue;
     }
     if (mapping) {

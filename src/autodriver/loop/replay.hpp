@@ -27,9 +27,9 @@ util::Expected<std::int64_t> write_checkpoint(store::RunStore& st, std::int64_t 
 using ReplayBuildFn = std::function<util::Expected<std::set<std::string>>(const std::filesystem::path& tree)>;
 
 struct ReplayOptions {
-  int max_replays = 2;                        ///< attributions checked, at most (each one or two builds)
-  std::chrono::seconds build_timeout{120};    ///< per build
-  std::chrono::seconds total{300};            ///< all replays together; the rest are skipped
+  int max_replays = 2;                     ///< attributions checked, at most (each one or two builds)
+  std::chrono::seconds build_timeout{120}; ///< per build
+  std::chrono::seconds total{300};         ///< all replays together; the rest are skipped
 };
 
 /// Counterfactual replays where cheap. A `proposer-regression` attributed to an accepted edit is

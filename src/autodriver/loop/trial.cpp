@@ -1,8 +1,8 @@
 #include "autodriver/loop/trial.hpp"
 
+#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/gate/kbuild.hpp"
 #include "autodriver/loop/trial_objects.hpp"
-#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/util/log.hpp"
 
 #include <map>
@@ -14,8 +14,8 @@ using util::ErrorKind;
 using util::unexpected;
 using Clock = std::chrono::steady_clock;
 
-util::Expected<Trial> try_edits(const std::vector<const propose::Edit*>& edits, const TrialSetup& setup,
-                                const BuildLimit& limit, const BuildState& cur) {
+util::Expected<Trial> try_edits(const std::vector<const propose::Edit*>& edits, const TrialSetup& setup, const BuildLimit& limit,
+                                const BuildState& cur) {
   const fs::path& work = setup.work;
   const core::Kernel& to = setup.kernel;
   Builder& builder = setup.builder;
@@ -25,7 +25,9 @@ util::Expected<Trial> try_edits(const std::vector<const propose::Edit*>& edits, 
   auto t0 = Clock::now();
   if (auto c = util::copy_tree(work, t, util::SkipBuildProducts::no); !c) return unexpected(c.error());
   Trial trial;
-  auto ms_since = [](Clock::time_point a) { return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - a).count(); };
+  auto ms_since = [](Clock::time_point a) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - a).count();
+  };
   trial.copy_ms = ms_since(t0);
   t0 = Clock::now();
   std::set<std::string> changed;
@@ -107,8 +109,8 @@ util::Expected<void> write_snapshot(const fs::path& work, const std::vector<std:
 }
 
 util::Expected<std::vector<AcceptedEdit>> replay_without(const std::vector<AcceptedEdit>& accepted, std::size_t skip,
-                                                         const fs::path& original, const fs::path& tree,
-                                                         const fs::path& scratch, const propose::ApplyOptions& options) {
+                                                         const fs::path& original, const fs::path& tree, const fs::path& scratch,
+                                                         const propose::ApplyOptions& options) {
   std::error_code ec;
   fs::remove_all(tree, ec);
   if (auto c = util::copy_tree(original, tree, util::SkipBuildProducts::yes); !c) return unexpected(c.error());

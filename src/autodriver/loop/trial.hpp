@@ -20,8 +20,8 @@ struct Trial {
   std::optional<util::TempDir> dir; ///< holds `tree`, built: kept on the work tree when accepted
   std::filesystem::path tree;
   BuildState state;
-  long copy_ms = 0;   ///< copying the built work tree
-  long apply_ms = 0;  ///< applying the edits (spatch, line edits)
+  long copy_ms = 0;  ///< copying the built work tree
+  long apply_ms = 0; ///< applying the edits (spatch, line edits)
   std::vector<std::pair<std::string, std::string>> snapshot;
   bool applied = false;
   /// Per edit (in order): "file|function" it changed ("file|" for code outside functions).
@@ -30,12 +30,12 @@ struct Trial {
 
 /// What every trial of a port shares.
 struct TrialSetup {
-  const std::filesystem::path& work;     ///< the built work tree
-  const std::filesystem::path& scratch;  ///< where trial copies go
-  const core::Kernel& kernel;            ///< the target
+  const std::filesystem::path& work;    ///< the built work tree
+  const std::filesystem::path& scratch; ///< where trial copies go
+  const core::Kernel& kernel;           ///< the target
   Builder& builder;
   const propose::ApplyOptions& apply_options;
-  std::filesystem::path subdir;          ///< the driver's folder in the tree (a root around it)
+  std::filesystem::path subdir; ///< the driver's folder in the tree (a root around it)
 };
 
 /// Copy `work` with its build (objects, .cmd files, timestamps), apply the edits in order, build:
@@ -43,8 +43,8 @@ struct TrialSetup {
 /// edits touch a few files is judged by compiling their objects alone (trial_objects.hpp) while
 /// other files still have errors, and by the whole module once they are clean. Returns the
 /// state, the built copy and the changed files' contents.
-util::Expected<Trial> try_edits(const std::vector<const propose::Edit*>& edits, const TrialSetup& setup,
-                                const BuildLimit& limit, const BuildState& cur);
+util::Expected<Trial> try_edits(const std::vector<const propose::Edit*>& edits, const TrialSetup& setup, const BuildLimit& limit,
+                                const BuildState& cur);
 
 /// Writes the files of a snapshot (relative path, text) into `work`.
 util::Expected<void> write_snapshot(const std::filesystem::path& work,
@@ -53,8 +53,7 @@ util::Expected<void> write_snapshot(const std::filesystem::path& work,
 /// Replays `accepted` except entry `skip` on a fresh copy of the original tree, recording new
 /// snapshots (a later edit's snapshot of a shared file must not carry the dropped edit).
 util::Expected<std::vector<AcceptedEdit>> replay_without(const std::vector<AcceptedEdit>& accepted, std::size_t skip,
-                                                         const std::filesystem::path& original,
-                                                         const std::filesystem::path& tree,
+                                                         const std::filesystem::path& original, const std::filesystem::path& tree,
                                                          const std::filesystem::path& scratch,
                                                          const propose::ApplyOptions& options);
 

@@ -30,7 +30,7 @@ std::string reporting_unit(const core::Diagnostic& d, const std::string& prefix,
     auto colon = rest.find(':');
     if (colon != std::string_view::npos) unit = std::string(rest.substr(0, colon));
   }
-  if (unit.empty()) return tree_relative(d.file, prefix);  // the parser made it tree-relative
+  if (unit.empty()) return tree_relative(d.file, prefix); // the parser made it tree-relative
   // kbuild of 6.13 and later names the chain's files relative to M= (the driver's folder).
   if (!subdir.empty() && fs::path(unit).is_relative()) return tree_relative((subdir / unit).string(), "");
   return tree_relative(unit, prefix);

@@ -7,9 +7,9 @@
 // old type is rewritten, never an uncast argument. Likewise an array of the driver's that a
 // member now wants with more const (attribute_group.bin_attrs) gains the qualifiers.
 
-#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/csrc/tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
+#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/strings.hpp"
@@ -33,7 +33,7 @@ public:
   std::vector<Edit> propose(const std::vector<core::Diagnostic>& diags, const PortContext& ctx) override {
     static const std::regex k_msg(R"(^passing argument (\d+) of '([A-Za-z_]\w*)' from incompatible pointer type)");
     static const std::regex k_note(R"(^expected '([^']+)'(?: \{aka '[^']+'\})? but argument is of type '([^']+)')");
-    std::map<std::string, Edit> by_change; // callee|argument -> one edit for all its casts
+    std::map<std::string, Edit> by_change;                           // callee|argument -> one edit for all its casts
     std::map<std::string, std::map<std::string, std::string>> texts; // change -> file -> new text
     for (const auto& d : diags) {
       std::smatch m, n;
@@ -44,8 +44,8 @@ public:
       for (const auto& note : d.notes)
         if (std::regex_search(note.message, n, k_note)) want = n[1].str(), have = n[2].str();
       // Object pointers only: a function pointer's type is the callback proposer's business.
-      if (want.empty() || want.find("(*)") != std::string::npos || have.find("(*)") != std::string::npos ||
-          want.back() != '*' || have.back() != '*')
+      if (want.empty() || want.find("(*)") != std::string::npos || have.find("(*)") != std::string::npos || want.back() != '*' ||
+          have.back() != '*')
         continue;
       const std::size_t argn = std::stoul(m[1].str());
       const std::string callee = m[2].str();
@@ -61,8 +61,8 @@ public:
       if (toks.empty()) continue;
       bool done = false;
       for (const auto& c : find_calls(toks, 0, toks.size() - 1)) {
-        if (done || c.callee != callee || toks[c.name_tok].line > d.line || toks[c.close_tok].line < d.line ||
-            argn == 0 || c.arg_toks.size() < argn)
+        if (done || c.callee != callee || toks[c.name_tok].line > d.line || toks[c.close_tok].line < d.line || argn == 0 ||
+            c.arg_toks.size() < argn)
           continue;
         auto [first, last] = c.arg_toks[argn - 1];
         // `( TYPE ) operand`: the cast's closing parenthesis is followed by the operand.
@@ -109,13 +109,12 @@ private:
   /// now points at const elements (6.15's attribute_group.bin_attrs), so the array's declaration
   /// takes the same qualifiers. Only qualifiers: the types must be the same without const.
   void qualified_array(const core::Diagnostic& d, const PortContext& ctx, std::vector<Edit>& out) {
-    if (d.kind != core::DiagKind::incompatible_pointer_type || d.symbols.size() < 2 || d.file.empty() ||
-        d.file.front() == '/' || d.line <= 0)
+    if (d.kind != core::DiagKind::incompatible_pointer_type || d.symbols.size() < 2 || d.file.empty() || d.file.front() == '/' ||
+        d.line <= 0)
       return;
     const std::string& want = d.symbols[0];
     const std::string& have = d.symbols[1];
-    if (want.find("(*)") != std::string::npos || want.back() != '*' || type_key(want) != type_key(have) || want == have)
-      return;
+    if (want.find("(*)") != std::string::npos || want.back() != '*' || type_key(want) != type_key(have) || want == have) return;
     std::string elem(util::trim(std::string_view(want).substr(0, want.size() - 1)));
     // "* const" as the kernel writes it: "*const".
     for (auto p = elem.find("* const"); p != std::string::npos; p = elem.find("* const")) elem.replace(p, 7, "*const");
@@ -132,8 +131,8 @@ private:
         // `[static] TYPE NAME [ ] =` at file scope, the declaration on one line.
         if (toks[i].text != name || toks[i + 1].text != "[" || toks[i + 2].text != "]") continue;
         std::size_t first = i;
-        while (first > 0 && toks[first - 1].line == toks[i].line && toks[first - 1].text != ";" &&
-               toks[first - 1].text != "}" && toks[first - 1].text != "{")
+        while (first > 0 && toks[first - 1].line == toks[i].line && toks[first - 1].text != ";" && toks[first - 1].text != "}" &&
+               toks[first - 1].text != "{")
           --first;
         std::string storage;
         std::size_t type_first = first;
@@ -152,7 +151,8 @@ private:
         e.label = "other";
         e.title = fmt::format("{}[] holds '{}' elements", name, elem);
         e.description = fmt::format("The kernel now takes '{}' where the driver passes its array {} of '{}': the "
-                                    "array's declaration gains the qualifiers.", want, name, have);
+                                    "array's declaration gains the qualifiers.",
+                                    want, name, have);
         e.text_edits.push_back({rel, toks[first].line, 1, text});
         e.symbols = {name};
         e.support = 1;

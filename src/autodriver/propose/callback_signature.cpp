@@ -4,10 +4,10 @@
 // fixed; the rule comes from the two types gcc prints, not from a table.
 
 #include "autodriver/propose/callback_signature.hpp"
-#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/csrc/tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/rules/rules.hpp"
+#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/propose/shared/struct_swap.hpp"
 #include "autodriver/propose/shared/target_decls.hpp"
 #include "autodriver/util/files.hpp"
@@ -33,7 +33,8 @@ namespace {
 
 /// The rules a retype applied, named in the edit's description.
 void cite_rules(Edit& e, const std::set<std::string>& used) {
-  for (const auto& p : used) e.description += fmt::format(" A type-strict helper called with a retyped argument becomes its typed variant (rule {}).", p);
+  for (const auto& p : used)
+    e.description += fmt::format(" A type-strict helper called with a retyped argument becomes its typed variant (rule {}).", p);
 }
 
 struct FnType {
@@ -104,8 +105,8 @@ std::string squash(const std::string& s) {
 
 /// One declaration or definition of a function in a token stream.
 struct FnDecl {
-  std::size_t name = 0, open = 0, close = 0; ///< tokens: the name, '(' and ')'
-  std::size_t body = 0;                      ///< '{' of a definition, 0 for a prototype
+  std::size_t name = 0, open = 0, close = 0;               ///< tokens: the name, '(' and ')'
+  std::size_t body = 0;                                    ///< '{' of a definition, 0 for a prototype
   std::vector<std::pair<std::size_t, std::size_t>> params; ///< token ranges of the parameters
 };
 
@@ -198,8 +199,7 @@ std::string typed_for_retyped(const std::string& text, const std::string& fn, co
     if (!fd.body || fd.params.size() != to.size() || to.size() != from.size()) continue;
     for (std::size_t p = 0; p < fd.params.size(); ++p) {
       auto b = fd.params[p].second;
-      if (squash(to[p]) != squash(from[p]) && integer_type(to[p]) && integer_type(from[p]) &&
-          toks[b].kind == TokKind::ident)
+      if (squash(to[p]) != squash(from[p]) && integer_type(to[p]) && integer_type(from[p]) && toks[b].kind == TokKind::ident)
         retyped[toks[b].text] = std::string(util::trim(to[p]));
     }
     open = fd.body;
@@ -254,7 +254,6 @@ std::optional<std::vector<std::size_t>> old_positions(const ParamReshape& plan, 
   return out;
 }
 
-
 std::string with_name(const std::string& type, const std::string& name) {
   if (name.empty()) return type;
   return type + (type.back() == '*' ? "" : " ") + name;
@@ -276,8 +275,7 @@ std::string pointed_struct(const std::string& type) {
 
 } // namespace
 
-std::optional<ParamReshape> plan_param_reshape(const std::vector<Param>& old_params,
-                                               const std::vector<std::string>& to_types,
+std::optional<ParamReshape> plan_param_reshape(const std::vector<Param>& old_params, const std::vector<std::string>& to_types,
                                                const std::vector<std::string>& to_names,
                                                const std::function<std::vector<Param>(const std::string&)>& members,
                                                const std::vector<std::size_t>& old_to_new) {
@@ -330,9 +328,7 @@ std::optional<ParamReshape> plan_param_reshape(const std::vector<Param>& old_par
   std::size_t pre = 0;
   while (pre < no && pre < nt && compatible(old_params[pre].type, to_types[pre])) ++pre;
   std::size_t suf = 0;
-  while (suf < no - pre && suf < nt - pre &&
-         compatible(old_params[no - 1 - suf].type, to_types[nt - 1 - suf]))
-    ++suf;
+  while (suf < no - pre && suf < nt - pre && compatible(old_params[no - 1 - suf].type, to_types[nt - 1 - suf])) ++suf;
   std::set<std::string> taken;
   for (const auto& p : old_params) taken.insert(p.name);
   std::vector<std::string> mid_names(nt, "");
@@ -356,8 +352,7 @@ std::optional<ParamReshape> plan_param_reshape(const std::vector<Param>& old_par
         for (const auto& m : ms)
           if (m.name == g.name && !m.type.empty() && !claimed.count(m.name)) {
             if (gt == drop_const(m.type)) return fmt::format("{} = {{}}->{};", with_name(g.type, g.name), m.name);
-            if (gt == drop_const(m.type) + "*")
-              return fmt::format("{} = &{{}}->{};", with_name(g.type, g.name), m.name);
+            if (gt == drop_const(m.type) + "*") return fmt::format("{} = &{{}}->{};", with_name(g.type, g.name), m.name);
             return {};
           }
         for (bool address : {false, true}) {
@@ -370,8 +365,7 @@ std::optional<ParamReshape> plan_param_reshape(const std::vector<Param>& old_par
               ++n;
             }
           }
-          if (n == 1)
-            return fmt::format("{} = {}{{}}->{};", with_name(g.type, g.name), address ? "&" : "", only->name);
+          if (n == 1) return fmt::format("{} = {}{{}}->{};", with_name(g.type, g.name), address ? "&" : "", only->name);
           if (n > 1) return {};
         }
         return {};
@@ -589,8 +583,8 @@ std::string callback_label(const core::Diagnostic& d, const PortContext& ctx) {
 
 /// Replaces the parameter list of one declaration with `params`, wrapping after commas (aligned
 /// with the opening parenthesis) where the line would pass 100 columns.
-TextEdit param_list_edit(const std::string& file, const std::string& text, const std::vector<Token>& toks,
-                         const FnDecl& fd, const std::vector<std::string>& params) {
+TextEdit param_list_edit(const std::string& file, const std::string& text, const std::vector<Token>& toks, const FnDecl& fd,
+                         const std::vector<std::string>& params) {
   std::size_t ls = text.rfind('\n', toks[fd.name].begin);
   ls = ls == std::string::npos ? 0 : ls + 1;
   std::size_t le = text.find('\n', toks[fd.close].end);
@@ -602,7 +596,7 @@ TextEdit param_list_edit(const std::string& file, const std::string& text, const
     return c;
   };
   std::string indent;
-  for (std::size_t c = columns(head), tabs = c / 8; indent.size() < tabs; ) indent += '\t';
+  for (std::size_t c = columns(head), tabs = c / 8; indent.size() < tabs;) indent += '\t';
   indent += std::string(columns(head) % 8, ' ');
   std::string out = head, line = head;
   for (std::size_t i = 0; i < params.size(); ++i) {
@@ -749,10 +743,9 @@ public:
       if (fn.empty()) continue;
       Edit e = callback_edit(fn);
       e.title = fmt::format("{} returns void instead of {}", callback_label(d, ctx), from.ret);
-      e.description = fmt::format(
-          "The kernel now expects '{}' where {}() is '{}': {}() returns void and its return statements "
-          "no longer carry a value.",
-          d.symbols[0], fn, d.symbols[1], fn);
+      e.description = fmt::format("The kernel now expects '{}' where {}() is '{}': {}() returns void and its return statements "
+                                  "no longer carry a value.",
+                                  d.symbols[0], fn, d.symbols[1], fn);
       e.smpl = void_return_smpl(fn, from.ret);
       // Prototypes (often in a header) must follow the definition, or the types conflict.
       e.text_edits = retype_return_edits(ctx, fn, from.ret, "void", true);
@@ -799,10 +792,10 @@ private:
 
   /// A driver function passed where the target wants another function type.
   struct Passed {
-    std::string fn;                ///< the driver function passed
+    std::string fn;                 ///< the driver function passed
     std::vector<std::string> names; ///< parameter names of the target's typedef, when it has one
   };
-  std::map<std::size_t, Passed> m_passed;                 ///< by index into propose()'s `passed`
+  std::map<std::size_t, Passed> m_passed; ///< by index into propose()'s `passed`
   std::map<const core::Diagnostic*, std::size_t> m_passed_at;
 
   const Passed* passed_for(const core::Diagnostic& d) const {
@@ -813,8 +806,7 @@ private:
   }
 
   /// The callback of an assignment's line, or the function a converted argument diagnostic passes.
-  std::string callback_for(const core::Diagnostic& d, const PortContext& ctx, std::set<std::string>& done,
-                           const FnType* from) {
+  std::string callback_for(const core::Diagnostic& d, const PortContext& ctx, std::set<std::string>& done, const FnType* from) {
     if (const auto* p = passed_for(d)) return done.insert(p->fn).second ? p->fn : std::string();
     return callback_at(d, ctx, done, from);
   }
@@ -848,8 +840,7 @@ private:
     if (toks.empty()) return std::nullopt;
     std::string fn;
     for (const auto& c : find_calls(toks, 0, toks.size() - 1)) {
-      if (c.callee != callee || toks[c.name_tok].line > d.line || toks[c.close_tok].line < d.line ||
-          c.arg_toks.size() < argn)
+      if (c.callee != callee || toks[c.name_tok].line > d.line || toks[c.close_tok].line < d.line || c.arg_toks.size() < argn)
         continue;
       auto [first, last] = c.arg_toks[argn - 1];
       if (first == last && toks[first].kind == TokKind::ident) fn = toks[first].text;
@@ -874,8 +865,7 @@ private:
   /// 'void(struct x *)'". The old kernel must have declared it too (else it is a clash of names,
   /// not an API change). The definition follows the prototype: its return type, or its parameter
   /// types (`struct device *` -> `const struct device *`).
-  void own_definition(const core::Diagnostic& d, const PortContext& ctx, std::set<std::string>& done,
-                      std::vector<Edit>& out) {
+  void own_definition(const core::Diagnostic& d, const PortContext& ctx, std::set<std::string>& done, std::vector<Edit>& out) {
     if (d.symbols.empty() || d.file.empty() || d.file.front() == '/') return;
     const std::string fn = d.symbols[0];
     static const std::regex k_have(R"(; have '(.*)'$)");
@@ -902,7 +892,8 @@ private:
     if (squash(to.params) == squash(from.params) && squash(to.ret) != squash(from.ret)) {
       e.title = fmt::format("{}() returns {} as the kernel now declares it", fn, to.ret);
       e.description = fmt::format("The driver defines {}(), which the kernel declares; the target declares it "
-                                  "'{}' where the driver has '{}'.", fn, want, have);
+                                  "'{}' where the driver has '{}'.",
+                                  fn, want, have);
       if (to.ret == "void") {
         e.smpl = void_return_smpl(fn, from.ret);
         e.text_edits = retype_return_edits(ctx, fn, from.ret, "void", true);
@@ -939,8 +930,8 @@ private:
     if (fn.empty()) return;
     Edit e = callback_edit(fn);
     e.title = fmt::format("{} returns {}", callback_label(d, ctx), to.ret);
-    e.description = fmt::format("The kernel now expects '{}' where {}() is '{}': its return type becomes {}.",
-                                d.symbols[0], fn, d.symbols[1], to.ret);
+    e.description = fmt::format("The kernel now expects '{}' where {}() is '{}': its return type becomes {}.", d.symbols[0], fn,
+                                d.symbols[1], to.ret);
     e.text_edits = retype_return_edits(ctx, fn, from.ret, to.ret, false);
     if (e.text_edits.empty()) return;
     if (from.ret == "void") {
@@ -965,10 +956,10 @@ private:
     auto variants = typed_variants(ctx);
     std::set<std::string> used;
     Edit e = callback_edit(fn);
-    e.title = fmt::format("{} returns {} and takes ({})", callback_label(d, ctx), to.ret,
-                          to.params);
+    e.title = fmt::format("{} returns {} and takes ({})", callback_label(d, ctx), to.ret, to.params);
     e.description = fmt::format("The kernel now expects '{}' where {}() is '{}': its return and parameter types "
-                                "are retyped to match.", d.symbols[0], fn, d.symbols[1]);
+                                "are retyped to match.",
+                                d.symbols[0], fn, d.symbols[1]);
     for (const auto& [rel, t] : sources_mentioning(ctx.tree, fn)) {
       std::vector<TextEdit> mine;
       for (const auto& te : ret_edits)
@@ -1042,8 +1033,7 @@ private:
       for (const auto& n : names_of_struct_type(t, {a, b})) names.insert(n);
     Edit e = callback_edit(fn);
     e.rank = 1;
-    e.title = fmt::format("{} takes struct {}: the driver's struct {} becomes struct {}",
-                          callback_label(d, ctx), b, a, b);
+    e.title = fmt::format("{} takes struct {}: the driver's struct {} becomes struct {}", callback_label(d, ctx), b, a, b);
     e.description = fmt::format("The kernel now expects '{}' where {}() is '{}'; the driver's other uses of "
                                 "struct {} (helpers, locals, members) carry the same values and move to struct {}.",
                                 d.symbols[0], fn, d.symbols[1], a, b);
@@ -1074,8 +1064,8 @@ private:
 
   /// The callback type gained, lost or folded parameters: plan the new list from the driver's
   /// definition, the target's member struct types and its own implementations' parameter names.
-  void params_reshaped(const core::Diagnostic& d, const std::vector<std::string>& tp, const FnType& from,
-                       const PortContext& ctx, std::set<std::string>& done, std::vector<Edit>& out) {
+  void params_reshaped(const core::Diagnostic& d, const std::vector<std::string>& tp, const FnType& from, const PortContext& ctx,
+                       std::set<std::string>& done, std::vector<Edit>& out) {
     std::string member = member_at(d, ctx);
     std::string fn = callback_for(d, ctx, done, &from);
     if (fn.empty()) return;
@@ -1090,8 +1080,7 @@ private:
         if (!fd.body) continue;
         for (auto [a, b] : fd.params) {
           if (toks[b].kind != TokKind::ident || a == b) return; // unnamed or "void"
-          old_params.push_back({std::string(util::trim(t.substr(toks[a].begin, toks[b].begin - toks[a].begin))),
-                                toks[b].text});
+          old_params.push_back({std::string(util::trim(t.substr(toks[a].begin, toks[b].begin - toks[a].begin))), toks[b].text});
         }
         auto close = matching_close(toks, fd.body);
         for (std::size_t k = fd.body; k < toks.size() && k <= close; ++k) body_text += toks[k].text + " ";
@@ -1137,7 +1126,8 @@ private:
         if (n > best) best = n, old_to_new = moved;
     }
     // A function passed as an argument has no member to look up: its typedef names the parameters.
-    if (const auto* p = passed_for(d); p && p->names.size() == tp.size() &&
+    if (const auto* p = passed_for(d);
+        p && p->names.size() == tp.size() &&
         std::all_of(usage.param_names.begin(), usage.param_names.end(), [](const std::string& x) { return x.empty(); }))
       usage.param_names = p->names;
     util::log_debug("callback-signature: the target's implementations name them ({}); {} old position(s) followed",
@@ -1174,9 +1164,8 @@ private:
       plan->prologue.push_back(fmt::format("{} = {};", with_name(g.type, g.name), best));
       derived.push_back(g.name);
     }
-    std::erase_if(plan->unused, [&](const std::string& u) {
-      return std::find(derived.begin(), derived.end(), u) != derived.end();
-    });
+    std::erase_if(plan->unused,
+                  [&](const std::string& u) { return std::find(derived.begin(), derived.end(), u) != derived.end(); });
     Edit e = callback_edit(fn);
     e.title = fmt::format("{} takes ({})", callback_label(d, ctx), fmt::join(tp, ", "));
     e.description = fmt::format("The kernel now expects '{}' where {}() is '{}'.", d.symbols[0], fn, d.symbols[1]);
@@ -1184,12 +1173,12 @@ private:
       e.description += fmt::format(" The parameters it no longer passes are members of the structure it passes "
                                    "instead; the body reads them from there ({}).",
                                    fmt::join(plan->prologue, " "));
-    if (!plan->unused.empty())
-      e.description += fmt::format(" Dropped, unused: {}.", fmt::join(plan->unused, ", "));
+    if (!plan->unused.empty()) e.description += fmt::format(" Dropped, unused: {}.", fmt::join(plan->unused, ", "));
     if (!plan->added.empty()) e.description += fmt::format(" Added: {}.", fmt::join(plan->added, ", "));
     if (!derived.empty())
       e.description += fmt::format(" {} computed from the remaining parameters as the kernel's own "
-                                   "implementations of .{} do.", fmt::join(derived, ", "), member);
+                                   "implementations of .{} do.",
+                                   fmt::join(derived, ", "), member);
     // The driver's own direct calls of the callback pass the added parameters too: 0 or NULL,
     // which the body never reads (it was written without them).
     const auto positions = old_positions(*plan, old_params);
@@ -1236,12 +1225,11 @@ private:
   }
 };
 
-
 } // namespace
 
 std::optional<std::string> pass_added_arguments(const std::string& text, const std::string& fn,
-                                                 const std::vector<std::size_t>& old_at,
-                                                 const std::vector<std::string>& to_types) {
+                                                const std::vector<std::size_t>& old_at,
+                                                const std::vector<std::string>& to_types) {
   std::vector<std::string> neutral(to_types.size());
   for (std::size_t j = 0; j < to_types.size(); ++j) {
     if (std::find(old_at.begin(), old_at.end(), j) != old_at.end()) continue;
@@ -1273,8 +1261,7 @@ std::optional<std::string> pass_added_arguments(const std::string& text, const s
       }
       if (k == 0)
         splices.push_back({toks[c.name_tok + 1].end, neutral[j] + (old_at.empty() && j + 1 == to_types.size() ? "" : ", ")});
-      else
-        splices.push_back({toks[c.arg_toks[k - 1].second].end, ", " + neutral[j]});
+      else splices.push_back({toks[c.arg_toks[k - 1].second].end, ", " + neutral[j]});
     }
   }
   std::stable_sort(splices.begin(), splices.end(), [](const Splice& a, const Splice& b) { return a.at < b.at; });

@@ -28,8 +28,7 @@ struct ParamReshape {
 /// implementations call them) or after their struct tag. When parameters were only added, an old
 /// parameter goes where its name went among `to_names`, else to `old_to_new[i]` (where the kernel's
 /// own implementations moved position i). Nullopt when no such plan exists.
-std::optional<ParamReshape> plan_param_reshape(const std::vector<Param>& old_params,
-                                               const std::vector<std::string>& to_types,
+std::optional<ParamReshape> plan_param_reshape(const std::vector<Param>& old_params, const std::vector<std::string>& to_types,
                                                const std::vector<std::string>& to_names,
                                                const std::function<std::vector<Param>(const std::string&)>& members,
                                                const std::vector<std::size_t>& old_to_new = {});
@@ -39,7 +38,6 @@ std::optional<ParamReshape> plan_param_reshape(const std::vector<Param>& old_par
 /// NULL when it is a pointer, else 0 (the body, written without it, never reads it). Nullopt when
 /// an added parameter is a struct or union by value or a call does not have the old arity.
 std::optional<std::string> pass_added_arguments(const std::string& text, const std::string& fn,
-                                                const std::vector<std::size_t>& old_at,
-                                                const std::vector<std::string>& to_types);
+                                                const std::vector<std::size_t>& old_at, const std::vector<std::string>& to_types);
 
 } // namespace autodriver::propose

@@ -4,10 +4,10 @@
 // is found in the driver and replaced by the maintainers' new form, arguments bound by position.
 // Rules seen in more packages rank first; entries whose boundary is above the target are ignored.
 
-#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/propose/kb/kb_file.hpp"
 #include "autodriver/propose/kb/kb_rewrite.hpp"
 #include "autodriver/propose/proposer.hpp"
+#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/strings.hpp"
@@ -40,10 +40,8 @@ bool wanted(DiagKind k) {
   case DiagKind::incompatible_type:
   case DiagKind::int_conversion:
   case DiagKind::modpost_undefined_symbol:
-  case DiagKind::conflicting_types:
-    return true;
-  default:
-    return false;
+  case DiagKind::conflicting_types: return true;
+  default: return false;
   }
 }
 
@@ -94,8 +92,8 @@ public:
         if (!r.first) r.first = &e;
         r.packages.insert(e.provenance.package);
         if (r.evidence.size() < 4)
-          r.evidence.push_back(fmt::format("{} {}:{} ({})", e.provenance.package, e.provenance.file, e.provenance.line,
-                                           e.boundary));
+          r.evidence.push_back(
+              fmt::format("{} {}:{} ({})", e.provenance.package, e.provenance.file, e.provenance.line, e.boundary));
       }
       std::vector<Rule*> ranked;
       for (auto& [k, r] : rules) ranked.push_back(&r);
@@ -124,13 +122,14 @@ public:
         if (e.text_edits.empty()) continue;
         e.proposer = "compat-kb";
         e.change_id = "kb:" + sym;
-        e.label = c.kind == "member-rename" ? "member-changed"
-                  : c.kind == "call-args"   ? "arguments-changed"
-                  : c.kind == "include"     ? "header-moved"
+        e.label = c.kind == "member-rename"                     ? "member-changed"
+                  : c.kind == "call-args"                       ? "arguments-changed"
+                  : c.kind == "include"                         ? "header-moved"
                   : c.kind == "delete" || c.kind == "statement" ? "removed-with-replacement"
-                                                                 : "rename";
-        e.title = c.new_form.empty() ? fmt::format("{}: drop `{}` (Linux {})", sym, c.old_form, r->first->boundary)
-                                     : fmt::format("{}: `{}` -> `{}` (Linux {})", sym, c.old_form, c.new_form, r->first->boundary);
+                                                                : "rename";
+        e.title = c.new_form.empty()
+                      ? fmt::format("{}: drop `{}` (Linux {})", sym, c.old_form, r->first->boundary)
+                      : fmt::format("{}: `{}` -> `{}` (Linux {})", sym, c.old_form, c.new_form, r->first->boundary);
         e.description = fmt::format("Since Linux {}, maintainers of {} write `{}` where older kernels need `{}` "
                                     "(learned from their #if LINUX_VERSION_CODE blocks; {} site(s) here).",
                                     r->first->boundary, fmt::join(r->packages, ", "), c.new_form, c.old_form, sites);

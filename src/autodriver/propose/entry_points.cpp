@@ -6,10 +6,10 @@
 // defines gets a name of its own (`<module>_<magic name>`) and is registered with its macro
 // right after its definition, in one edit (objtool reports one at a time).
 
-#include "autodriver/kernel/source_grep.hpp"
-#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/csrc/tokens.hpp"
+#include "autodriver/kernel/source_grep.hpp"
 #include "autodriver/propose/proposer.hpp"
+#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/strings.hpp"
@@ -112,7 +112,8 @@ public:
     e.title = fmt::format("entry points registered with {}", fmt::join(macros, ", "));
     e.description = fmt::format("objtool no longer accepts a module entry point by its magic name; each gets a name of "
                                 "its own and is registered with the macro the target's <linux/module.h> defines it "
-                                "with: {}.", fmt::join(done, "; "));
+                                "with: {}.",
+                                fmt::join(done, "; "));
     // The new names are what the integrity gate sees on the renamed definitions' lines.
     e.symbols.insert(e.symbols.end(), names.begin(), names.end());
     e.support = 1;

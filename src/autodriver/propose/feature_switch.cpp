@@ -7,11 +7,11 @@
 // the switch only when the build improves. Kernel macros (any name the target's headers declare,
 // CONFIG_*, reserved names) and debug switches are never touched.
 
-#include "autodriver/csrc/scan.hpp"
 #include "autodriver/gate/feature_switch.hpp"
-#include "autodriver/propose/shared/apply.hpp"
+#include "autodriver/csrc/scan.hpp"
 #include "autodriver/csrc/tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
+#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/propose/shared/target_decls.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
@@ -62,8 +62,7 @@ std::vector<int> depth_of_lines(const std::vector<std::string_view>& lines) {
     } else if (std::regex_search(l, k_close)) {
       if (d > 0) --d;
       if (guard_depth >= 0 && d == guard_depth) guard_depth = -1;
-    } else if (l.find_first_not_of(" \t\r") != std::string::npos && l.find("//") != 0 && l.find("/*") != 0 &&
-               l.find(" *") != 0) {
+    } else if (l.find_first_not_of(" \t\r") != std::string::npos && l.find("//") != 0 && l.find("/*") != 0 && l.find(" *") != 0) {
       first = false;
     }
   }
@@ -90,7 +89,10 @@ int insertion_line(const std::string& text, const std::string& macro) {
   auto depth = depth_of_lines(lines);
   auto scanned = csrc::scan(text);
   auto line_text = [&](int l) { return std::string(lines[static_cast<std::size_t>(l) - 1]); };
-  auto continued = [&](int l) { auto t = line_text(l); return !t.empty() && t.back() == '\\'; };
+  auto continued = [&](int l) {
+    auto t = line_text(l);
+    return !t.empty() && t.back() == '\\';
+  };
   int limit = first;
   for (const auto& it : scanned.items)
     if (it.kind == csrc::ItemKind::function) {
@@ -112,7 +114,7 @@ int insertion_line(const std::string& text, const std::string& macro) {
   for (int l = first; l >= 1; --l) {
     if (depth[static_cast<std::size_t>(l)] != 0) continue;
     const auto* it = scanned.item_at(l);
-    if (it && it->first_line < l) continue; // inside a function or declaration
+    if (it && it->first_line < l) continue;  // inside a function or declaration
     if (l > 1 && continued(l - 1)) continue; // inside a multi-line directive
     return l;
   }
@@ -126,8 +128,8 @@ public:
   std::vector<Edit> propose(const std::vector<core::Diagnostic>& diags, const PortContext& ctx) override {
     std::vector<Edit> out;
     std::map<std::string, std::vector<gate::SwitchTest>> tests;
-    std::map<std::string, int> votes;          // macro -> diagnostics in its undefined branch
-    std::map<std::string, bool> value_tests;   // macro -> some test needs a value
+    std::map<std::string, int> votes;        // macro -> diagnostics in its undefined branch
+    std::map<std::string, bool> value_tests; // macro -> some test needs a value
     for (const auto& d : diags) {
       if (d.severity != core::Severity::error && d.severity != core::Severity::fatal) continue;
       if (d.file.empty() || d.file.front() == '/' || d.line <= 0) continue;
@@ -151,10 +153,12 @@ public:
       if (auto t = util::read_file(ctx.tree / rel)) texts[rel] = std::move(*t);
     std::string makefiles;
     std::error_code ec;
-    for (auto it = fs::recursive_directory_iterator(ctx.tree, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    for (auto it = fs::recursive_directory_iterator(ctx.tree, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
       auto name = it->path().filename().string();
-      if (it->is_regular_file(ec) && (name == "Makefile" || name == "Kbuild" || name == "dkms.conf" || name.starts_with("Makefile.") ||
-                                      name == "configure" || name.ends_with(".mk") || name.ends_with(".sh")))
+      if (it->is_regular_file(ec) &&
+          (name == "Makefile" || name == "Kbuild" || name == "dkms.conf" || name.starts_with("Makefile.") ||
+           name == "configure" || name.ends_with(".mk") || name.ends_with(".sh")))
         if (auto t = util::read_file(it->path())) makefiles += *t + "\n";
     }
     int rank = 0;
@@ -174,7 +178,8 @@ public:
         std::smatch m;
         if (!std::regex_search(text, m, k_def)) continue;
         if (m[1].str() == "undef") undef = true;
-        else if (auto v = util::trim(m[2].str()); !v.empty() && v.find("/*") != 0 && v.find("//") != 0) value = " " + std::string(v);
+        else if (auto v = util::trim(m[2].str()); !v.empty() && v.find("/*") != 0 && v.find("//") != 0)
+          value = " " + std::string(v);
       }
       if (undef) continue;
       std::vector<std::string> testers;

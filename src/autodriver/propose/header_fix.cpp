@@ -38,12 +38,13 @@ std::vector<std::string> declaring_headers(const fs::path& src, const std::strin
   // line is a continued declaration, not an enumerator).
   bool constant = std::none_of(sym.begin(), sym.end(), [](char ch) { return std::islower(static_cast<unsigned char>(ch)); });
   std::string enumerator = constant ? "|^[ \\t]*" + sym + "[ \\t]*(=[^=\\n][^\\n]*,|,)[ \\t]*(/[*/][^\\n]*)?$" : "";
-  std::regex decl = is_type ? std::regex("(struct|union|enum)\\s+" + sym + "\\s*\\{|typedef[^;]*\\b" + sym + "\\s*;|\\}\\s*" + sym + "\\s*;")
-                            // a prototype or definition: type words before the name at a line's
-                            // start (a call after `return`, `=` or `(` declares nothing)
-                            : std::regex("^[ \\t]*(?!return\\b)(?:[A-Za-z_]\\w*[ \\t\\*]+)+" + sym +
-                                             "\\s*\\(|#\\s*define\\s+" + sym + "\\b" + enumerator,
-                                         std::regex::ECMAScript | std::regex::multiline);
+  std::regex decl =
+      is_type ? std::regex("(struct|union|enum)\\s+" + sym + "\\s*\\{|typedef[^;]*\\b" + sym + "\\s*;|\\}\\s*" + sym + "\\s*;")
+              // a prototype or definition: type words before the name at a line's
+              // start (a call after `return`, `=` or `(` declares nothing)
+              : std::regex("^[ \\t]*(?!return\\b)(?:[A-Za-z_]\\w*[ \\t\\*]+)+" + sym + "\\s*\\(|#\\s*define\\s+" + sym + "\\b" +
+                               enumerator,
+                           std::regex::ECMAScript | std::regex::multiline);
   for (const auto& rel : files) {
     auto text = util::read_file(src / rel);
     if (!text || !std::regex_search(*text, decl)) continue;
@@ -200,10 +201,12 @@ std::optional<Edit> vendored_header(SiteIndex& idx, const PortContext& ctx, cons
   e.label = "header-moved";
   e.title = fmt::format("<{}> is gone: keep the old kernel's copy", h);
   e.description = fmt::format("<{}> does not exist in the target kernel (it went with its in-tree users); the "
-                              "old kernel's header is copied into the driver as \"{}\".", h, name);
+                              "old kernel's header is copied into the driver as \"{}\".",
+                              h, name);
   std::string rel_src = fs::relative(*src, ctx.old_src, ec).generic_string();
-  e.text_edits.push_back({(dir / name).generic_string(), 1, 0,
-                          spdx + fmt::format("/* Copied from the old kernel's {}: the target kernel no longer has it. */\n", rel_src) + body});
+  e.text_edits.push_back(
+      {(dir / name).generic_string(), 1, 0,
+       spdx + fmt::format("/* Copied from the old kernel's {}: the target kernel no longer has it. */\n", rel_src) + body});
   for (const auto& [rel, line] : including) e.text_edits.push_back({rel, line, 1, fmt::format("#include \"{}\"\n", name)});
   e.symbols = {h};
   e.support = 1;
@@ -245,8 +248,7 @@ public:
       if (d.symbols.empty() || d.severity == core::Severity::note) continue;
       if (d.kind == core::DiagKind::missing_header) {
         if (seen.insert("h:" + d.symbols[0]).second) moved_header(idx, ctx, d, out);
-      } else if (d.kind == core::DiagKind::implicit_function_declaration ||
-                 d.kind == core::DiagKind::undeclared_identifier) {
+      } else if (d.kind == core::DiagKind::implicit_function_declaration || d.kind == core::DiagKind::undeclared_identifier) {
         // In a kernel header (a macro it defines uses a name of a header it does not include):
         // the include goes into the driver file that brought that header in.
         core::Diagnostic here = d;
@@ -277,8 +279,7 @@ private:
     auto l = diagnostic_line(ctx.tree, d);
     if (!l) return field;
     std::smatch m;
-    if (std::regex_search(*l, m, std::regex(R"((?:struct|union|enum)\s+([A-Za-z_]\w*)\s+)" + field + R"(\b)")))
-      return m[1].str();
+    if (std::regex_search(*l, m, std::regex(R"((?:struct|union|enum)\s+([A-Za-z_]\w*)\s+)" + field + R"(\b)"))) return m[1].str();
     return field;
   }
 
@@ -355,7 +356,8 @@ private:
     e.label = "header-moved";
     e.title = fmt::format("<{}> is gone", h);
     e.description = fmt::format("<{}> does not exist in the target kernel and no header took its name; the include "
-                                "is dropped.", h);
+                                "is dropped.",
+                                h);
     for (const auto& [rel, line] : including) e.text_edits.push_back({rel, line, 1, ""});
     if (e.text_edits.empty()) return; // a quoted (driver-local) header: not the kernel's
     e.symbols = {h};
@@ -364,8 +366,8 @@ private:
     out.push_back(std::move(e));
   }
 
-  void missing_include(SiteIndex& idx, const PortContext& ctx, const core::Diagnostic& d, bool is_type,
-                       std::vector<Edit>& out, std::string sym = {}) {
+  void missing_include(SiteIndex& idx, const PortContext& ctx, const core::Diagnostic& d, bool is_type, std::vector<Edit>& out,
+                       std::string sym = {}) {
     if (sym.empty()) sym = d.symbols[0];
     auto headers = declaring_headers(ctx.new_src, sym, is_type);
     if (headers.empty() || headers.size() > 6) return;

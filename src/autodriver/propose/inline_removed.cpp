@@ -10,9 +10,9 @@
 // argument with side effects is not duplicated); the build gate decides whether what the body
 // uses still exists in the target.
 
-#include "autodriver/kernel/source_grep.hpp"
-#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/propose/inline_removed.hpp"
+#include "autodriver/csrc/tokens.hpp"
+#include "autodriver/kernel/source_grep.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/shared/target_decls.hpp"
 #include "autodriver/util/files.hpp"
@@ -40,19 +40,16 @@ using namespace std::chrono_literals;
 namespace {
 
 struct OldBody {
-  std::vector<std::string> params;   ///< parameter names in order
-  std::vector<std::string> expr;     ///< the body's expression, as tokens
-  std::string where;                 ///< "include/linux/fdtable.h:40"
+  std::vector<std::string> params; ///< parameter names in order
+  std::vector<std::string> expr;   ///< the body's expression, as tokens
+  std::string where;               ///< "include/linux/fdtable.h:40"
   bool is_macro = false;
 };
 
-bool is_ident(const std::string& s) {
-  return !s.empty() && (std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_');
-}
+bool is_ident(const std::string& s) { return !s.empty() && (std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_'); }
 
 /// `return E;` (or `E;` for a void function) as the whole body between `open` and its '}'.
-std::optional<std::vector<std::string>> single_expression(const std::vector<Token>& toks, std::size_t open,
-                                                          std::size_t close) {
+std::optional<std::vector<std::string>> single_expression(const std::vector<Token>& toks, std::size_t open, std::size_t close) {
   std::size_t a = open + 1;
   if (a < close && toks[a].text == "return") ++a;
   if (a + 1 >= close || toks[close - 1].text != ";") return std::nullopt;
@@ -77,7 +74,8 @@ bool is_stub(const std::vector<std::string>& expr, const std::vector<std::string
   if (core.size() != 1) return false;
   const auto& c = core[0];
   return std::isdigit(static_cast<unsigned char>(c[0])) || c == "NULL" || c == "false" || c == "true" ||
-         (c.size() > 1 && c[0] == 'E' && std::all_of(c.begin() + 1, c.end(), [](char ch) { return std::isupper(static_cast<unsigned char>(ch)); }));
+         (c.size() > 1 && c[0] == 'E' &&
+          std::all_of(c.begin() + 1, c.end(), [](char ch) { return std::isupper(static_cast<unsigned char>(ch)); }));
 }
 
 /// The definition of `name` in one header's text, when it is one expression.
@@ -139,7 +137,8 @@ std::optional<std::pair<std::string, std::string>> alias_in(const std::string& t
                                                             const std::string& where) {
   for (const auto& t : tokenize(text)) {
     if (t.kind != TokKind::pp_line) continue;
-    if (auto a = define_alias(t.text); a && a->first == name) return std::make_pair(a->second, fmt::format("{}:{}", where, t.line));
+    if (auto a = define_alias(t.text); a && a->first == name)
+      return std::make_pair(a->second, fmt::format("{}:{}", where, t.line));
   }
   return std::nullopt;
 }
@@ -151,7 +150,8 @@ std::optional<std::pair<std::string, std::string>> alias_in(const std::string& t
 /// dropped may have been given another meaning, an identifier keeps its number).
 std::optional<std::pair<std::string, std::string>> registry_constant(const std::string& text, const std::string& name,
                                                                      const std::string& where) {
-  static const std::regex k_def(R"(^#\s*define\s+([A-Za-z_]\w*)\s+((?:0[xX][0-9a-fA-F]+|[0-9]+)[uUlL]*)\s*(?:/\*.*\*/\s*|//.*)?$)");
+  static const std::regex k_def(
+      R"(^#\s*define\s+([A-Za-z_]\w*)\s+((?:0[xX][0-9a-fA-F]+|[0-9]+)[uUlL]*)\s*(?:/\*.*\*/\s*|//.*)?$)");
   std::map<std::string, std::string> consts;
   std::string value;
   int line = 0;
@@ -187,7 +187,8 @@ struct DefinitionSource {
 
 /// The definition of `name` in the first source that has one.
 template <typename Find>
-auto in_old_headers(const DefinitionSource& src, const std::string& name, Find find) -> decltype(find(std::string(), std::string())) {
+auto in_old_headers(const DefinitionSource& src, const std::string& name, Find find)
+    -> decltype(find(std::string(), std::string())) {
   if (!src.old_src.empty()) {
     for (const auto& rel : kernel::headers_naming(src.old_src, name))
       if (auto text = util::read_file(src.old_src / rel))
@@ -246,7 +247,7 @@ class InlineRemoved final : public Proposer {
   /// the driver defines it itself, with the number the old kernel gave it, in each file gcc
   /// names, after the file's last #include before its first use (else just before that use).
   void registry_define(const PortContext& ctx, const std::vector<core::Diagnostic>& diags, const std::string& name,
-                              std::vector<Edit>& out) {
+                       std::vector<Edit>& out) {
     auto k = in_old_headers(source(ctx), name, [&](const std::string& text, const std::string& where) {
       return registry_constant(text, name, where);
     });
@@ -331,8 +332,8 @@ public:
       e.symbols = {name, a->first};
       e.support = 1;
       e.evidence = {a->second};
-      e.description = fmt::format("{} {} is declared nowhere in the target kernel; {} defined it as an alias of {}.", what,
-                                  name, a->second, a->first);
+      e.description = fmt::format("{} {} is declared nowhere in the target kernel; {} defined it as an alias of {}.", what, name,
+                                  a->second, a->first);
       out.push_back(std::move(e));
     };
     for (const auto& name : idents) {
@@ -370,8 +371,7 @@ public:
       e.change_id = "inline:" + name;
       e.label = "removed-with-replacement";
       e.title = fmt::format("{}() was removed: use its old body", name);
-      e.smpl = fmt::format("@@\n{}@@\n- {}({})\n+ {}\n", metas.empty() ? "" : "expression " + metas + ";\n", name,
-                           args, body);
+      e.smpl = fmt::format("@@\n{}@@\n- {}({})\n+ {}\n", metas.empty() ? "" : "expression " + metas + ";\n", name, args, body);
       // A body that is one call is also a token-level call rewrite (for uses spatch cannot parse).
       if (primary(*expr) && expr->size() > 1) {
         std::vector<std::string> targs;
@@ -396,10 +396,9 @@ public:
       if (e.call) e.symbols.push_back(e.call->to); // the replacement's callee may appear wherever the name was
       e.support = 1;
       e.evidence = {b->where};
-      e.description = fmt::format(
-          "{}() is declared nowhere in the target kernel's headers. {} defined it as `{}`; "
-          "each call is replaced by that expression with its arguments in place.",
-          name, b->where, join_c_tokens(b->expr));
+      e.description = fmt::format("{}() is declared nowhere in the target kernel's headers. {} defined it as `{}`; "
+                                  "each call is replaced by that expression with its arguments in place.",
+                                  name, b->where, join_c_tokens(b->expr));
       util::log_debug("inline-removed: {} -> {}", name, body);
       out.push_back(std::move(e));
     }
@@ -438,7 +437,9 @@ public:
 
 } // namespace
 
-std::unique_ptr<Proposer> make_inline_removed() { return std::make_unique<InlineRemoved>("inline-removed", std::vector<OldDefinitions>{}, true); }
+std::unique_ptr<Proposer> make_inline_removed() {
+  return std::make_unique<InlineRemoved>("inline-removed", std::vector<OldDefinitions>{}, true);
+}
 
 std::unique_ptr<Proposer> make_inline_from_definitions(std::string id, std::vector<OldDefinitions> texts) {
   return std::make_unique<InlineRemoved>(std::move(id), std::move(texts), false);

@@ -6,9 +6,9 @@
 // driver's Makefile and Kbuild files use the name the old kbuild forwarded it to. Both facts
 // come from the two kernel trees' scripts/, nothing from a table.
 
-#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/csrc/tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
+#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/strings.hpp"

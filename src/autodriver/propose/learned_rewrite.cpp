@@ -4,9 +4,9 @@
 // (call arguments dropped/added/reordered, callee renamed, designated member renamed/removed,
 // identifier replaced). The majority rule becomes a Coccinelle semantic patch.
 
+#include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/shared/call_merge.hpp"
 #include "autodriver/propose/shared/family_rename.hpp"
-#include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/shared/site_index.hpp"
 #include "autodriver/propose/shared/stmt_template.hpp"
 #include "autodriver/propose/shared/target_decls.hpp"
@@ -62,8 +62,7 @@ std::string template_arg(const std::string& new_arg, const std::vector<std::stri
   // An identifier now passed as a string literal (`MODULE_IMPORT_NS(NS)` -> `MODULE_IMPORT_NS("NS")`).
   static const std::regex k_ident(R"(^[A-Za-z_]\w*$)");
   for (std::size_t i = 0; i < old_args.size(); ++i)
-    if (new_arg == "\"" + old_args[i] + "\"" && std::regex_match(old_args[i], k_ident))
-      return "\"$" + std::to_string(i) + "\"";
+    if (new_arg == "\"" + old_args[i] + "\"" && std::regex_match(old_args[i], k_ident)) return "\"$" + std::to_string(i) + "\"";
   // Replace whole-token occurrences of old arguments, longest first.
   std::vector<std::size_t> order(old_args.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -275,9 +274,10 @@ std::string call_smpl(const std::string& sym, const CallRule& r) {
   for (std::size_t i = 0; i < r.old_arity; ++i) {
     auto d = r.dropped_as.find(i);
     if (d == r.dropped_as.end()) metas += (metas.empty() ? "" : ", ") + fmt::format("E{}", i);
-    old_args += (i ? ", " : "") + (d == r.dropped_as.end() ? fmt::format("E{}", i)
-                                                          : c_text(util::split_words(std::regex_replace(
-                                                                d->second, std::regex(R"(\$(\d+))"), "E$1"))));
+    old_args +=
+        (i ? ", " : "") + (d == r.dropped_as.end()
+                               ? fmt::format("E{}", i)
+                               : c_text(util::split_words(std::regex_replace(d->second, std::regex(R"(\$(\d+))"), "E$1"))));
   }
   for (std::size_t i = 0; i < r.args.size(); ++i) {
     std::string a = std::regex_replace(r.args[i], std::regex(R"(\$(\d+))"), "E$1");
@@ -312,12 +312,10 @@ std::string describe_call(const std::string& sym, const CallRule& r, std::string
       what = fmt::format("{}() takes {} argument(s) instead of {}", sym, r.args.size(), r.old_arity);
     else if (r.args.size() > r.old_arity)
       what = fmt::format("{}() takes {} argument(s) instead of {}", sym, r.args.size(), r.old_arity);
-    else if (reordered)
-      what = fmt::format("{}() takes its arguments in another order", sym);
+    else if (reordered) what = fmt::format("{}() takes its arguments in another order", sym);
     else if (std::any_of(r.args.begin(), r.args.end(), [](const std::string& a) { return a.starts_with("\"$"); }))
       what = fmt::format("{}() takes a string literal where it took a name", sym);
-    else
-      what = fmt::format("{}() takes different arguments", sym);
+    else what = fmt::format("{}() takes different arguments", sym);
   }
   return what;
 }
@@ -366,11 +364,9 @@ std::string member_smpl(const std::string& type_symbol, const std::string& membe
                         const std::string& fixed_value) {
   std::string value = fixed_value.empty() ? "E" : fixed_value;
   std::string metas = fixed_value.empty() ? "identifier x;\nexpression E;\n" : "identifier x;\n";
-  if (decision == "remove")
-    return fmt::format("@@\n{}@@\n{} x = {{\n-\t.{} = {},\n}};\n", metas, type_symbol, member, value);
+  if (decision == "remove") return fmt::format("@@\n{}@@\n{} x = {{\n-\t.{} = {},\n}};\n", metas, type_symbol, member, value);
   std::string to = decision.substr(7);
-  return fmt::format("@@\n{}@@\n{} x = {{\n-\t.{} = {},\n+\t.{} = {},\n}};\n", metas, type_symbol, member, value, to,
-                     value);
+  return fmt::format("@@\n{}@@\n{} x = {{\n-\t.{} = {},\n+\t.{} = {},\n}};\n", metas, type_symbol, member, value, to, value);
 }
 
 // --- identifiers used as values (constants, functions used as pointers) -----------------------
@@ -448,8 +444,8 @@ struct Alignment {
 /// are unchanged and what the new code has between them is `op ident (op ident)*`. Read off the
 /// diff's alignment, so an insertion (`ethtool ->`) counts as well as a replacement.
 void member_path_votes(const SourceFile& before, const SourceFile& after, const Unit& u, const Unit& nu,
-                       const std::vector<TokenHunk>& hunks, const std::string& sym,
-                       std::map<std::string, Vote>& votes, std::map<std::string, StmtTemplate>& templates) {
+                       const std::vector<TokenHunk>& hunks, const std::string& sym, std::map<std::string, Vote>& votes,
+                       std::map<std::string, StmtTemplate>& templates) {
   const auto& a = before.tokens;
   const auto& b = after.tokens;
   const Alignment mapped{hunks, u.body, nu.body};
@@ -480,9 +476,8 @@ const std::string k_or_drop = "or-drop";
 /// `where` picks the kernel files to read: the symbol itself, or for a member the struct's
 /// "struct tag" (a member name like `file` is everywhere; `struct fd` finds the files that use it).
 /// Files in `read` are skipped (and added), so two searches never count a file twice.
-void learn_statement_votes(SiteIndex& idx, const std::string& sym, const std::string& where,
-                           std::map<std::string, Vote>& votes, std::map<std::string, StmtTemplate>& templates,
-                           std::set<std::string>& read) {
+void learn_statement_votes(SiteIndex& idx, const std::string& sym, const std::string& where, std::map<std::string, Vote>& votes,
+                           std::map<std::string, StmtTemplate>& templates, std::set<std::string>& read) {
   auto texts = [](const std::vector<Token>& toks, std::size_t a, std::size_t b) {
     std::vector<std::string> out;
     for (std::size_t k = a; k <= b; ++k) out.push_back(toks[k].text);
@@ -616,14 +611,13 @@ public:
       case DiagKind::no_member:
         if (d.symbols.size() >= 2 && d.symbols[0].starts_with("struct ")) members.insert({d.symbols[0], d.symbols[1]});
         if (d.symbols.size() >= 2 && is_identifier(d.symbols[1]))
-          stmts.insert({d.symbols[1], d.symbols[0].starts_with("struct ") || d.symbols[0].starts_with("union ")
-                                          ? d.symbols[0] : d.symbols[1]});
+          stmts.insert({d.symbols[1],
+                        d.symbols[0].starts_with("struct ") || d.symbols[0].starts_with("union ") ? d.symbols[0] : d.symbols[1]});
         break;
       case DiagKind::read_only_member:
         if (is_identifier(d.symbols[0])) stmts.insert({d.symbols[0], d.symbols[0]});
         break;
-      default:
-        break;
+      default: break;
       }
     }
     // An undeclared call of a function the target's headers still declare wants an include
@@ -648,8 +642,8 @@ public:
     for (const auto& sym : idents) {
       bool learned = std::any_of(out.begin(), out.end(), [&](const Edit& e) { return e.change_id == "ident:" + sym; });
       bool in_family = std::any_of(out.begin(), out.end(), [&](const Edit& e) {
-        return e.change_id.starts_with("family:") && std::any_of(e.renames.begin(), e.renames.end(),
-                                                                 [&](const auto& r) { return r.first == sym; });
+        return e.change_id.starts_with("family:") &&
+               std::any_of(e.renames.begin(), e.renames.end(), [&](const auto& r) { return r.first == sym; });
       });
       if (learned || in_family || !ctx.to) continue;
       // Each attempt greps the old tree once per prefix: a few names per round are enough (the
@@ -740,8 +734,8 @@ private:
       e.support = vote.count;
       e.rank = rank++;
       e.evidence = vote.files;
-      e.description = fmt::format("{}. Learned from {} initializer(s) of {} in the kernel's own drivers, e.g. {}.",
-                                  e.title, vote.count, type, fmt::join(vote.files, ", "));
+      e.description = fmt::format("{}. Learned from {} initializer(s) of {} in the kernel's own drivers, e.g. {}.", e.title,
+                                  vote.count, type, fmt::join(vote.files, ", "));
       out.push_back(std::move(e));
     }
   }
@@ -793,9 +787,8 @@ private:
       e.support = vote.count;
       e.rank = rank++;
       e.evidence = vote.files;
-      e.description = fmt::format("{}. Learned from {} {} the kernel's own code rewrote this way, e.g. {}.", e.title,
-                                  vote.count, t.expression ? "expression(s)" : "statement(s)",
-                                  fmt::join(vote.files, ", "));
+      e.description = fmt::format("{}. Learned from {} {} the kernel's own code rewrote this way, e.g. {}.", e.title, vote.count,
+                                  t.expression ? "expression(s)" : "statement(s)", fmt::join(vote.files, ", "));
       out.push_back(std::move(e));
     }
     util::log_debug("learned-rewrite: statements using {}: {} template(s)", sym, votes.size());
@@ -807,11 +800,10 @@ private:
       if (rank >= 2) break;
       std::vector<std::string> names;
       for (const auto& [c, n] : m.rule.calls)
-        names.push_back(c.starts_with("=") ? fmt::format("the .{} assignment", c.substr(2))
-                                           : c + "()");
-      std::string list = names.size() == 2 ? names[0] + " and " + names[1]
-                                           : fmt::format("{} and {}", fmt::join(names.begin(), names.end() - 1, ", "),
-                                                         names.back());
+        names.push_back(c.starts_with("=") ? fmt::format("the .{} assignment", c.substr(2)) : c + "()");
+      std::string list = names.size() == 2
+                             ? names[0] + " and " + names[1]
+                             : fmt::format("{} and {}", fmt::join(names.begin(), names.end() - 1, ", "), names.back());
       Edit e;
       e.proposer = "learned-rewrite";
       e.change_id = "merge:" + sym;
@@ -822,8 +814,8 @@ private:
       e.support = m.count;
       e.rank = rank++;
       e.evidence = m.files;
-      e.description = fmt::format("{}. Learned from {} function(s) the kernel's own code changed this way, e.g. {}.",
-                                  e.title, m.count, fmt::join(m.files, ", "));
+      e.description = fmt::format("{}. Learned from {} function(s) the kernel's own code changed this way, e.g. {}.", e.title,
+                                  m.count, fmt::join(m.files, ", "));
       out.push_back(std::move(e));
     }
   }
@@ -857,8 +849,8 @@ private:
         e.title = fmt::format("{} was removed: drop .{} = {}", sym, member, sym);
         e.smpl = fmt::format("@@\nidentifier x;\n@@\n{} x = {{\n-\t.{} = {},\n}};\n", type, member, sym);
       }
-      e.description = fmt::format("{}. Learned from {} use(s) the kernel's own code changed, e.g. {}.", e.title,
-                                  vote.count, fmt::join(vote.files, ", "));
+      e.description = fmt::format("{}. Learned from {} use(s) the kernel's own code changed, e.g. {}.", e.title, vote.count,
+                                  fmt::join(vote.files, ", "));
       out.push_back(std::move(e));
     }
   }

@@ -131,8 +131,8 @@ private:
             if (s > best_s) best_s = s, best = x, tie = false;
             else if (s == best_s) tie = true;
           }
-          bool is_fn_value = std::regex_match(dm.value, std::regex(R"([A-Za-z_]\w*)")) && dm.value != "THIS_MODULE" &&
-                             dm.value != "NULL";
+          bool is_fn_value =
+              std::regex_match(dm.value, std::regex(R"([A-Za-z_]\w*)")) && dm.value != "THIS_MODULE" && dm.value != "NULL";
           std::string l(tlines[static_cast<std::size_t>(ln) - 1]);
           if (best_s >= 0.5 && !tie && (to_fns.count(best) > 0) == is_fn_value) {
             auto pos = l.find("." + dm.member);

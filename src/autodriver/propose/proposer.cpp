@@ -9,20 +9,36 @@ namespace autodriver::propose {
 const std::vector<ProposerEntry>& proposer_table() {
   static const std::vector<ProposerEntry> k_table = {
       {"store-kb", "edits that solved the same diagnostic in earlier runs (the run store's KB), replayed first", &make_store_kb},
-      {"learned-rewrite", "rewrites learned from the kernel's own drivers (old tree vs new tree), as SmPL", &make_learned_rewrite},
+      {"learned-rewrite", "rewrites learned from the kernel's own drivers (old tree vs new tree), as SmPL",
+       &make_learned_rewrite},
       {"callback-signature", "callback return type changes read off incompatible-pointer-type errors", &make_callback_signature},
       {"void-result", "a function the kernel made void: the driver's uses of its value become the call and 0", &make_void_result},
       {"argument-cast", "an argument the driver casts to a parameter's old type is cast to its new one", &make_argument_cast},
-      {"entry-points", "an entry point found by its magic name (init_module) is registered with the macro objtool names", &make_entry_points},
-      {"kbuild-vars", "Makefile variables the target's kbuild no longer reads renamed as the old kbuild forwarded them (EXTRA_CFLAGS -> ccflags-y)", &make_kbuild_vars},
-      {"ops-swap", "an ops table passed where the kernel now wants another struct type: retyped, members mapped by name", &make_ops_swap},
-      {"struct-convert", "an object whose struct type the target removed, converted as the kernel's own drivers converted theirs (members, calls, callback types, handed-over callbacks)", &make_struct_convert},
+      {"entry-points", "an entry point found by its magic name (init_module) is registered with the macro objtool names",
+       &make_entry_points},
+      {"kbuild-vars",
+       "Makefile variables the target's kbuild no longer reads renamed as the old kbuild forwarded them (EXTRA_CFLAGS -> "
+       "ccflags-y)",
+       &make_kbuild_vars},
+      {"ops-swap", "an ops table passed where the kernel now wants another struct type: retyped, members mapped by name",
+       &make_ops_swap},
+      {"struct-convert",
+       "an object whose struct type the target removed, converted as the kernel's own drivers converted theirs (members, calls, "
+       "callback types, handed-over callbacks)",
+       &make_struct_convert},
       {"header-fix", "moved headers and declarations that need another #include, from the target tree", &make_header_fix},
-      {"inline-removed", "calls of a one-expression helper the target removed become its old body (old kernel's headers)", &make_inline_removed},
-      {"rule-pack", "knowledge stated by hand in rule files with provenance (rules/*.rule, compiled in; --rules DIR adds yours, --no-rule-packs leaves the shipped ones out): old definitions, removed statements, table paths, semantic patches", &make_rule_pack},
+      {"inline-removed", "calls of a one-expression helper the target removed become its old body (old kernel's headers)",
+       &make_inline_removed},
+      {"rule-pack",
+       "knowledge stated by hand in rule files with provenance (rules/*.rule, compiled in; --rules DIR adds yours, "
+       "--no-rule-packs leaves the shipped ones out): old definitions, removed statements, table paths, semantic patches",
+       &make_rule_pack},
       {"target-api", "repairs from the target kernel alone: arguments by type/name, renames, members", &make_target_api},
-      {"feature-switch", "the driver's own feature macro (#ifdef HAVE_X ... #else) switched on when the target's errors sit in its #else branch", &make_feature_switch, true},
-      {"compat-kb", "old-API -> new-API forms learned from maintainers' #if LINUX_VERSION_CODE blocks (DKMS sources)", &make_compat_kb},
+      {"feature-switch",
+       "the driver's own feature macro (#ifdef HAVE_X ... #else) switched on when the target's errors sit in its #else branch",
+       &make_feature_switch, true},
+      {"compat-kb", "old-API -> new-API forms learned from maintainers' #if LINUX_VERSION_CODE blocks (DKMS sources)",
+       &make_compat_kb},
   };
   return k_table;
 }
@@ -38,12 +54,14 @@ std::optional<std::string> diagnostic_line(const std::filesystem::path& tree, co
 
 nlohmann::json to_json(const Edit& e) {
   nlohmann::json edits = nlohmann::json::array();
-  for (const auto& t : e.text_edits) edits.push_back({{"file", t.file}, {"line", t.line}, {"remove", t.remove}, {"text", t.text}});
+  for (const auto& t : e.text_edits)
+    edits.push_back({{"file", t.file}, {"line", t.line}, {"remove", t.remove}, {"text", t.text}});
   nlohmann::json renames = nlohmann::json::array();
   for (const auto& [a, b] : e.renames) renames.push_back({a, b});
-  nlohmann::json j = {{"proposer", e.proposer}, {"change_id", e.change_id}, {"label", e.label},   {"title", e.title},
-                      {"description", e.description}, {"smpl", e.smpl}, {"text_edits", edits}, {"renames", renames},
-                      {"symbols", e.symbols}, {"support", e.support}, {"rank", e.rank}, {"evidence", e.evidence}};
+  nlohmann::json j = {
+      {"proposer", e.proposer},       {"change_id", e.change_id}, {"label", e.label},    {"title", e.title},
+      {"description", e.description}, {"smpl", e.smpl},           {"text_edits", edits}, {"renames", renames},
+      {"symbols", e.symbols},         {"support", e.support},     {"rank", e.rank},      {"evidence", e.evidence}};
   if (e.call) j["call"] = {{"from", e.call->from}, {"arity", e.call->arity}, {"to", e.call->to}, {"args", e.call->args}};
   return j;
 }
@@ -77,7 +95,8 @@ Edit edit_from_json(const nlohmann::json& j) {
       }
   if (j.contains("renames") && j["renames"].is_array())
     for (const auto& r : j["renames"])
-      if (r.is_array() && r.size() == 2 && r[0].is_string() && r[1].is_string()) e.renames.emplace_back(r[0].get<std::string>(), r[1].get<std::string>());
+      if (r.is_array() && r.size() == 2 && r[0].is_string() && r[1].is_string())
+        e.renames.emplace_back(r[0].get<std::string>(), r[1].get<std::string>());
   if (j.contains("call") && j["call"].is_object()) {
     const auto& c = j["call"];
     e.call = CallRewrite{util::json_get(c, "from", ""), util::json_get(c, "arity", std::size_t{0}), util::json_get(c, "to", ""),

@@ -20,27 +20,27 @@ struct Rule;
 
 /// What a proposer may look at. Proposers never write the tree; the loop applies edits.
 struct PortContext {
-  const core::Kernel* from = nullptr;         ///< the driver's old kernel, null when unknown
-  const core::Kernel* to = nullptr;           ///< the target kernel
-  std::filesystem::path old_src;              ///< from-kernel source tree, empty when unknown
-  std::filesystem::path new_src;              ///< target-kernel source tree
-  std::vector<std::string> leave_out;         ///< kernel-relative paths never learned from
-  std::filesystem::path tree;                 ///< the current work tree (read only)
-  std::filesystem::path original_tree;        ///< the user's tree as given (read only)
-  std::filesystem::path scratch;              ///< scratch dir proposers may use
-  std::vector<std::string> kb_leave_out;      ///< compat-kb: KB provenance packages never learned from
-  std::filesystem::path kb_path;              ///< compat-kb: KB file; empty = $AUTODRIVER_KB or the cache
-  std::filesystem::path store;                ///< store-kb: run store whose KB entries are replayed; empty = off
-  std::string case_id;                        ///< store-kb: bench case whose own entries are never replayed
-  const std::vector<Rule>* rules = nullptr;   ///< the rule packs in use (rules.hpp); null or empty = none
+  const core::Kernel* from = nullptr;       ///< the driver's old kernel, null when unknown
+  const core::Kernel* to = nullptr;         ///< the target kernel
+  std::filesystem::path old_src;            ///< from-kernel source tree, empty when unknown
+  std::filesystem::path new_src;            ///< target-kernel source tree
+  std::vector<std::string> leave_out;       ///< kernel-relative paths never learned from
+  std::filesystem::path tree;               ///< the current work tree (read only)
+  std::filesystem::path original_tree;      ///< the user's tree as given (read only)
+  std::filesystem::path scratch;            ///< scratch dir proposers may use
+  std::vector<std::string> kb_leave_out;    ///< compat-kb: KB provenance packages never learned from
+  std::filesystem::path kb_path;            ///< compat-kb: KB file; empty = $AUTODRIVER_KB or the cache
+  std::filesystem::path store;              ///< store-kb: run store whose KB entries are replayed; empty = off
+  std::string case_id;                      ///< store-kb: bench case whose own entries are never replayed
+  const std::vector<Rule>* rules = nullptr; ///< the rule packs in use (rules.hpp); null or empty = none
 };
 
 /// A whole-line text replacement in one file of the tree (1-based, inclusive).
 struct TextEdit {
-  std::string file;       ///< relative to the tree
-  int line = 0;           ///< insert before this line when `remove` is 0
-  int remove = 0;         ///< number of lines replaced
-  std::string text;       ///< replacement lines, each ending in '\n'
+  std::string file; ///< relative to the tree
+  int line = 0;     ///< insert before this line when `remove` is 0
+  int remove = 0;   ///< number of lines replaced
+  std::string text; ///< replacement lines, each ending in '\n'
   /// The lines [line, line + remove) as proposed (for an insertion: the line before it), filled
   /// by fill_expectations(); applying relocates the edit to the nearest place they still match,
   /// so an edit stays right after another accepted edit moved lines, and fails when they are gone.
@@ -58,21 +58,21 @@ struct CallRewrite {
 
 /// One candidate fix for one API change.
 struct Edit {
-  std::string proposer;             ///< id of the proposer that made it
-  std::string change_id;            ///< stable key of the API change, e.g. "call:class_create"
-  std::string label;                ///< taxonomy: rename, arguments-changed, return-type-changed,
-                                    ///< member-changed, callback-type-changed, removed-with-replacement,
-                                    ///< header-moved, other
-  std::string title;                ///< "class_create() lost an argument", for patch subjects
-  std::string description;          ///< what changed in the kernel and where the rule came from
-  std::string smpl;                 ///< Coccinelle semantic patch, applied with spatch
-  std::vector<TextEdit> text_edits; ///< used when SmPL cannot express it
+  std::string proposer;                                     ///< id of the proposer that made it
+  std::string change_id;                                    ///< stable key of the API change, e.g. "call:class_create"
+  std::string label;                                        ///< taxonomy: rename, arguments-changed, return-type-changed,
+                                                            ///< member-changed, callback-type-changed, removed-with-replacement,
+                                                            ///< header-moved, other
+  std::string title;                                        ///< "class_create() lost an argument", for patch subjects
+  std::string description;                                  ///< what changed in the kernel and where the rule came from
+  std::string smpl;                                         ///< Coccinelle semantic patch, applied with spatch
+  std::vector<TextEdit> text_edits;                         ///< used when SmPL cannot express it
   std::vector<std::pair<std::string, std::string>> renames; ///< whole-identifier renames (outside strings/comments)
-  std::optional<CallRewrite> call;  ///< the same rule as `smpl` for calls, as a token fallback
-  std::vector<std::string> symbols; ///< the kernel symbols involved
-  int support = 0;                  ///< kernel sites that agree with the rule
-  int rank = 0;                     ///< 0 = best alternative for this change
-  std::vector<std::string> evidence;///< kernel files the rule was learned from (a few)
+  std::optional<CallRewrite> call;                          ///< the same rule as `smpl` for calls, as a token fallback
+  std::vector<std::string> symbols;                         ///< the kernel symbols involved
+  int support = 0;                                          ///< kernel sites that agree with the rule
+  int rank = 0;                                             ///< 0 = best alternative for this change
+  std::vector<std::string> evidence;                        ///< kernel files the rule was learned from (a few)
 };
 
 nlohmann::json to_json(const Edit& e);

@@ -9,12 +9,12 @@
 //                      the target declares none of its `target-lacks`
 //   typed-variant      read by callback-signature (it retypes variables), nothing here
 
-#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/csrc/tokens.hpp"
 #include "autodriver/propose/inline_removed.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/rules/rule_mechanisms.hpp"
 #include "autodriver/propose/rules/rules.hpp"
+#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/propose/shared/target_decls.hpp"
 
 #include <fmt/format.h>
@@ -43,8 +43,7 @@ Edit smpl_edit(const Rule& r) {
   e.proposer = "rule-pack";
   e.change_id = "rule:" + r.name;
   e.label = "other";
-  e.title = r.why.empty() ? fmt::format("rule {}: {}", r.name, r.symbols.empty() ? std::string() : r.symbols.front())
-                          : r.why;
+  e.title = r.why.empty() ? fmt::format("rule {}: {}", r.name, r.symbols.empty() ? std::string() : r.symbols.front()) : r.why;
   e.description = fmt::format("{}. Rule: {}.", r.why.empty() ? "A semantic patch stated in a rule file" : r.why, r.provenance());
   e.smpl = r.body;
   e.symbols = r.symbols;

@@ -6,8 +6,8 @@
 // (their line numbers and function names are that driver's), so entries that need them are skipped.
 // Entries are data: SmPL with script rules is refused, and the loop gates every replayed edit.
 
-#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/propose/proposer.hpp"
+#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/store/kb.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/json_text.hpp"
@@ -152,8 +152,8 @@ public:
     // diagnostics (or by several runs) is one alternative with that many supporting entries.
     struct Candidate {
       Edit edit;
-      int support = 0;                ///< distinct drivers whose runs recorded it
-      std::set<std::string> drivers;  ///< the bench case, else the driver tree, of each entry
+      int support = 0;               ///< distinct drivers whose runs recorded it
+      std::set<std::string> drivers; ///< the bench case, else the driver tree, of each entry
       bool local = false;
       std::size_t order = 0;
     };

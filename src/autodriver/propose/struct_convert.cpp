@@ -24,9 +24,7 @@ namespace {
 
 constexpr std::size_t npos = std::string::npos;
 
-bool is_ident(const std::string& s) {
-  return !s.empty() && (std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_');
-}
+bool is_ident(const std::string& s) { return !s.empty() && (std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_'); }
 
 /// Skips a designator chain `.a.b` starting at `i`; the members in `out`, the index after it.
 std::size_t designators(const std::vector<Token>& toks, std::size_t i, std::size_t end, std::string& out) {
@@ -79,8 +77,8 @@ void flatten(const std::vector<Token>& toks, std::size_t open, std::size_t close
 
 /// A function's return type and parameters, read from its definition.
 struct Fn {
-  std::string ret;                ///< "int"
-  std::vector<Param> params;      ///< types as C text ("struct acpi_device *"), names
+  std::string ret;           ///< "int"
+  std::vector<Param> params; ///< types as C text ("struct acpi_device *"), names
 };
 
 std::string type_of(const std::vector<Param>& ps, std::size_t i) { return i < ps.size() ? type_key(ps[i].type) : ""; }
@@ -93,8 +91,8 @@ std::optional<Fn> function_of(const std::vector<Token>& toks, const Unit& u) {
   if (at == npos) return std::nullopt;
   std::size_t close = matching_close(toks, at + 1);
   if (close == npos || close > u.body) return std::nullopt;
-  static const std::set<std::string> k_storage = {"static", "inline", "__always_inline", "noinline", "__init",
-                                                  "__exit", "__maybe_unused", "__cold", "extern", "__inline__"};
+  static const std::set<std::string> k_storage = {"static", "inline",         "__always_inline", "noinline", "__init",
+                                                  "__exit", "__maybe_unused", "__cold",          "extern",   "__inline__"};
   std::vector<std::string> ret;
   for (std::size_t k = at; k-- > u.first;) {
     if (toks[k].kind == TokKind::pp_line) break;
@@ -193,8 +191,7 @@ std::map<std::string, std::string> pointer_locals(const std::vector<Token>& toks
         toks[k + 3].kind != TokKind::ident)
       continue;
     const std::string& prev = k > u.first ? toks[k - 1].text : "";
-    if (k > u.first && prev != ";" && prev != "{" && prev != "}" && prev != "(" && prev != "," && prev != "const")
-      continue;
+    if (k > u.first && prev != ";" && prev != "{" && prev != "}" && prev != "(" && prev != "," && prev != "const") continue;
     out.emplace(toks[k + 3].text, type_key("struct " + toks[k + 1].text + " *"));
   }
   return out;
@@ -217,18 +214,18 @@ struct Conversion {
   std::string to_tag;
   int examples = 0;
   std::vector<std::string> evidence;
-  std::map<std::string, std::string> member;  ///< old path -> new path, "" = dropped
-  std::map<std::string, std::string> calls;   ///< old callee of the object -> new callee
-  std::map<std::string, Fn> callback;         ///< new path -> the callback's type
+  std::map<std::string, std::string> member;              ///< old path -> new path, "" = dropped
+  std::map<std::string, std::string> calls;               ///< old callee of the object -> new callee
+  std::map<std::string, Fn> callback;                     ///< new path -> the callback's type
   std::map<std::string, std::vector<std::string>> bridge; ///< key(old type) '\n' key(new type) -> template over $P
   /// In callbacks the object reaches through its tables (its dev_pm_ops), the old way from a
   /// parameter to the old type and the new one: those callbacks get the new object's device
   /// now (`to_acpi_device(dev)` -> `ACPI_COMPANION(dev)`). key(old type) '\n' key(param type).
   std::map<std::string, std::pair<std::vector<std::string>, std::vector<std::string>>> rebridge;
   struct Hook {
-    std::string at;                 ///< the new path whose callback makes the call
-    std::vector<std::string> call;  ///< tokens; $H the function, $L:<type> a local of that type, $C its context
-    bool value = false;             ///< the call's result is used (an int to check)
+    std::string at;                ///< the new path whose callback makes the call
+    std::vector<std::string> call; ///< tokens; $H the function, $L:<type> a local of that type, $C its context
+    bool value = false;            ///< the call's result is used (an int to check)
   };
   std::map<std::string, std::vector<Hook>> moved; ///< old path -> calls in the new callbacks, in path order
   std::map<std::string, Fn> moved_type;           ///< old path -> the function's new type
@@ -461,8 +458,7 @@ private:
 
   /// `T x = E;` or `T x; ... x = E;` in a body of single-space-joined tokens, E naming `param`:
   /// E with `param` spelled $P.
-  static std::optional<std::string> bridge_in(const std::string& body, const std::string& type,
-                                              const std::string& param) {
+  static std::optional<std::string> bridge_in(const std::string& body, const std::string& type, const std::string& param) {
     const std::string t = regex_escape(type);
     std::smatch m;
     std::string expr;
@@ -499,7 +495,8 @@ private:
         std::string x;
         if (arg == f) {
           x = "$H";
-        } else if (auto it = locals.find(arg); it != locals.end() && hf &&
+        } else if (auto it = locals.find(arg);
+                   it != locals.end() && hf &&
                    std::none_of(hf->params.begin(), hf->params.end(), [&](const Param& p) { return p.name == arg; })) {
           x = "$L:" + it->second;
         } else {
@@ -512,7 +509,8 @@ private:
           if (x.empty()) {
             bool constant = true;
             for (const auto& t : token_texts(arg))
-              if (is_ident(t) && std::any_of(t.begin(), t.end(), [](char ch) { return std::islower(static_cast<unsigned char>(ch)); }))
+              if (is_ident(t) &&
+                  std::any_of(t.begin(), t.end(), [](char ch) { return std::islower(static_cast<unsigned char>(ch)); }))
                 constant = false;
             x = constant ? arg : "$C";
           }
@@ -577,12 +575,12 @@ std::string fill(const std::vector<std::string>& tmpl, const std::map<std::strin
 /// through learned bridges, calls the driver's callback and makes the hooks' calls.
 struct Adapter {
   std::string name;
-  std::string path;        ///< new member path
-  Fn type;                 ///< the new callback type
-  std::string wrapped;     ///< the driver's function, may be empty
+  std::string path;    ///< new member path
+  Fn type;             ///< the new callback type
+  std::string wrapped; ///< the driver's function, may be empty
   std::optional<Fn> wrapped_type;
   std::vector<std::pair<Conversion::Hook, std::string>> hooks; ///< hook, its handler adapter
-  std::string undo;        ///< the driver's function to call when a hook fails after `wrapped`
+  std::string undo; ///< the driver's function to call when a hook fails after `wrapped`
   std::optional<Fn> undo_type;
   /// The old object's device-managed resources, which the driver core released when the old
   /// driver unbound and no driver of the old object's device releases now: the callback's
@@ -590,7 +588,7 @@ struct Adapter {
   /// (a devm action of the new object, run after its remove or a failed probe). The function
   /// releasing the group; empty when not needed.
   std::string devres_release;
-  std::string devres_old;  ///< type key of the old object
+  std::string devres_old; ///< type key of the old object
 };
 
 } // namespace
@@ -604,7 +602,6 @@ std::vector<MemberPath> member_paths(const std::vector<Token>& toks, std::size_t
   return out;
 }
 
-
 namespace {
 
 class StructConvert final : public Proposer {
@@ -614,7 +611,8 @@ public:
   std::vector<Edit> propose(const std::vector<core::Diagnostic>& diags, const PortContext& ctx) override {
     std::vector<Edit> out;
     if (ctx.old_src.empty() || ctx.new_src.empty()) return out;
-    static const std::regex k_var(R"((?:variable '(\w+)' has initializer but incomplete type|storage size of '(\w+)' isn't known))");
+    static const std::regex k_var(
+        R"((?:variable '(\w+)' has initializer but incomplete type|storage size of '(\w+)' isn't known))");
     std::set<std::string> done;
     for (const auto& d : diags) {
       if (d.file.empty() || d.file.front() == '/') continue;
@@ -632,8 +630,7 @@ private:
     auto it = m_learned.find(tag);
     if (it != m_learned.end()) return it->second;
     Learner l(tag);
-    for (const auto& p : idx.pairs_using("struct " + tag, 120, SiteIndex::Pairs::changed))
-      l.add(*p.before, *p.after);
+    for (const auto& p : idx.pairs_using("struct " + tag, 120, SiteIndex::Pairs::changed)) l.add(*p.before, *p.after);
     auto r = l.result();
     if (r) {
       std::vector<std::string> m;
@@ -859,7 +856,8 @@ private:
         "The target kernel no longer has struct {}. {} of its own drivers that declared one in the old tree declare a "
         "struct {} in the target (e.g. {}); as they did: {}{}. The driver's callbacks are unchanged; functions with the "
         "new callback types call them{}.",
-        from, c.examples, c.to_tag, fmt::join(c.evidence.begin(), c.evidence.begin() + std::min<std::size_t>(2, c.evidence.size()), ", "),
+        from, c.examples, c.to_tag,
+        fmt::join(c.evidence.begin(), c.evidence.begin() + std::min<std::size_t>(2, c.evidence.size()), ", "),
         fmt::join(mapping, ", "), renamed.empty() ? std::string() : fmt::format("; {}", fmt::join(renamed, ", ")),
         adapters.empty() ? std::string() : fmt::format(" ({})", fmt::join(adapter_names(adapters), ", ")));
     if (!rebridged.empty())
@@ -940,7 +938,8 @@ private:
       a.devres_old = type_key(op.type);
       return fmt::format("static void {}(void *data)\n{{\n", name) +
              line(fmt::format("{}{}{} = data;", np.type, np.type.ends_with("*") ? "" : " ", np.name)) +
-             line(fmt::format("{}{}{} = {};", op.type, op.type.ends_with("*") ? "" : " ", lname, fill(br->second, {{"$P", np.name}}))) +
+             line(fmt::format("{}{}{} = {};", op.type, op.type.ends_with("*") ? "" : " ", lname,
+                              fill(br->second, {{"$P", np.name}}))) +
              "\n" + line(fmt::format("devres_release_group(&{}->dev, {});", lname, np.name)) + "}\n\n";
     }
     return std::nullopt;
@@ -1020,7 +1019,8 @@ private:
   static std::string signature(const std::string& name, const Fn& f, const std::vector<Param>& ps) {
     std::vector<std::string> p;
     for (const auto& x : ps) p.push_back(x.type.ends_with("*") ? x.type + x.name : x.type + " " + x.name);
-    return fmt::format("static {} {}({})\n", f.ret, name, p.empty() ? std::string("void") : fmt::format("{}", fmt::join(p, ", ")));
+    return fmt::format("static {} {}({})\n", f.ret, name,
+                       p.empty() ? std::string("void") : fmt::format("{}", fmt::join(p, ", ")));
   }
 
   /// The driver's handler `f` (type `old`) called from a function of the type the kernel's
@@ -1141,14 +1141,11 @@ private:
         body += line(fmt::format("ret = {};", call));
         body += line(fmt::format("devres_close_group({}, {});", od, np));
         body += has_install ? "\tif (ret)\n\t\treturn ret;\n" : "\treturn ret;\n";
-        if (!has_install)
-          return signature(a.name, a.type, ps) + "{\n" + decls + "\n" + body + "}\n\n";
+        if (!has_install) return signature(a.name, a.type, ps) + "{\n" + decls + "\n" + body + "}\n\n";
       } else if (returns && old_returns && has_install)
         body += line(fmt::format("{} = {};", ret_var(), call)) + "\tif (ret)\n\t\treturn ret;\n";
-      else if (returns && old_returns)
-        body += line("return " + call + ";");
-      else
-        body += line(call + ";");
+      else if (returns && old_returns) body += line("return " + call + ";");
+      else body += line(call + ";");
     }
     bool installed = false;
     for (const auto& [h, handler] : a.hooks) {
@@ -1176,8 +1173,8 @@ private:
   std::map<std::string, std::optional<Conversion>> m_learned;
   std::map<std::string, std::string> m_handler_old; ///< old path -> the driver's function
   std::set<std::string> m_generated_handlers;
-  std::string m_ctx_type;                           ///< the old type a handler's context stands for
-  std::map<std::string, std::string> m_type_text;   ///< type key -> as the driver spells it
+  std::string m_ctx_type;                         ///< the old type a handler's context stands for
+  std::map<std::string, std::string> m_type_text; ///< type key -> as the driver spells it
 };
 
 } // namespace

@@ -31,8 +31,8 @@ using namespace csrc; // the C reader shared with gate/
 /// `.drv.pm = &x` give paths ".ops.add" and ".drv.pm". Members in later #elif/#else branches are
 /// skipped (the first branch stands for the file).
 struct MemberPath {
-  std::string path;                ///< ".ops.add"
-  std::vector<std::string> value;  ///< the value's tokens
+  std::string path;               ///< ".ops.add"
+  std::vector<std::string> value; ///< the value's tokens
 };
 
 /// The flattened members of the braces opening at `open` (a '{' token).

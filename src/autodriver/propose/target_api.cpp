@@ -47,11 +47,14 @@ struct Strategy {
 
 const std::vector<Strategy>& strategies() {
   static const std::vector<Strategy> k_table = {
-      {"import-namespace", {DiagKind::modpost_other},
+      {"import-namespace",
+       {DiagKind::modpost_other},
        [](Ask& a, const core::Diagnostic& d) { import_namespace(a.idx, a.ctx, d, a.seen, a.out); }},
-      {"obsolete-annotation", {DiagKind::syntax_error},
+      {"obsolete-annotation",
+       {DiagKind::syntax_error},
        [](Ask& a, const core::Diagnostic& d) { obsolete_annotation(a.idx, a.ctx, d, a.seen, a.out); }},
-      {"arguments", {DiagKind::too_many_arguments, DiagKind::too_few_arguments},
+      {"arguments",
+       {DiagKind::too_many_arguments, DiagKind::too_few_arguments},
        [](Ask& a, const core::Diagnostic& d) {
          if (named(d) && a.once("args:" + d.symbols[0])) arguments(a.idx, a.ctx, d, a.out);
        }},
@@ -60,25 +63,30 @@ const std::vector<Strategy>& strategies() {
        [](Ask& a, const core::Diagnostic& d) {
          if (named(d) && a.once("name:" + d.symbols[0])) renamed(a.idx, a.ctx, d, a.out);
        }},
-      {"unexported-array", {DiagKind::modpost_undefined_symbol},
+      {"unexported-array",
+       {DiagKind::modpost_undefined_symbol},
        [](Ask& a, const core::Diagnostic& d) {
          if (named(d) && a.once("array:" + d.symbols[0])) unexported_array(a.idx, a.ctx, d, a.out);
        }},
-      {"prototype-sync", {DiagKind::conflicting_types},
+      {"prototype-sync",
+       {DiagKind::conflicting_types},
        [](Ask& a, const core::Diagnostic& d) {
          if (named(d) && a.once("proto:" + d.symbols[0])) prototype_sync(a.ctx, d, a.out);
        }},
-      {"read-only-member", {DiagKind::read_only_member},
+      {"read-only-member",
+       {DiagKind::read_only_member},
        [](Ask& a, const core::Diagnostic& d) {
          if (named(d) && a.once("readonly:" + d.symbols[0])) accessor(a.idx, "", d.symbols[0], false, a.out);
        }},
-      {"adapter", {DiagKind::incompatible_pointer_type},
+      {"adapter",
+       {DiagKind::incompatible_pointer_type},
        [](Ask& a, const core::Diagnostic& d) {
          if (named(d) && d.symbols.size() >= 2 && d.symbols[0].find("(*)") == std::string::npos &&
              a.once("adapter:" + d.file + ":" + std::to_string(d.line)))
            adapter(a.idx, a.ctx, d, a.out);
        }},
-      {"member", {DiagKind::no_member},
+      {"member",
+       {DiagKind::no_member},
        [](Ask& a, const core::Diagnostic& d) {
          // "'const struct file_operations' has no member named 'iterate'" is the same struct.
          if (named(d) && d.symbols.size() >= 2 &&

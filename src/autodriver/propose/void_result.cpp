@@ -8,9 +8,9 @@
 // of the API, learned from the two trees' headers), and only for statements that occupy whole
 // lines; other uses (`if (f(x))`, an initializer) are left to other proposers.
 
-#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/csrc/tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
+#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/propose/shared/target_decls.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
@@ -63,7 +63,7 @@ public:
     std::vector<Edit> out;
     if (ctx.new_src.empty() || !ctx.to || ctx.old_src.empty() || !ctx.from) return out;
     std::optional<TargetIndex> target, old;
-    std::map<std::string, Edit> by_callee; // one edit per function, all its uses
+    std::map<std::string, Edit> by_callee;                           // one edit per function, all its uses
     std::map<std::string, std::map<std::string, std::string>> texts; // callee -> file -> new text
     std::set<std::pair<std::string, int>> seen;
     for (const auto& d : diags) {
@@ -114,8 +114,7 @@ public:
       ls = ls == std::string::npos ? 0 : ls + 1;
       std::size_t le = text->find('\n', toks[last].end);
       if (le == std::string::npos) le = text->size();
-      if (text->find_first_not_of(" \t", ls) != toks[first].begin ||
-          text->find_first_not_of(" \t", toks[last].end) != le)
+      if (text->find_first_not_of(" \t", ls) != toks[first].begin || text->find_first_not_of(" \t", toks[last].end) != le)
         continue;
       std::string indent = text->substr(ls, toks[first].begin - ls);
       std::string call_text = text->substr(toks[call].begin, toks[last].end - toks[call].begin);
@@ -135,10 +134,10 @@ public:
         e.change_id = "void-result:" + callee;
         e.label = "return-type-changed";
         e.title = fmt::format("{}() returns void", callee);
-        e.description = fmt::format(
-            "The target declares {}() void (the old kernel: '{}'): it cannot fail any more. Each use of its value "
-            "becomes the call followed by the success value it now always has, 0.",
-            callee, std::string(util::trim(before->ret)));
+        e.description =
+            fmt::format("The target declares {}() void (the old kernel: '{}'): it cannot fail any more. Each use of its value "
+                        "becomes the call followed by the success value it now always has, 0.",
+                        callee, std::string(util::trim(before->ret)));
         e.symbols = {callee};
         e.support = 1;
       }

@@ -12,9 +12,7 @@ namespace autodriver::store {
 
 namespace {
 
-nlohmann::json step_ref(const StepRow& s) {
-  return {{"seq", s.seq}, {"kind", s.kind}, {"component", s.component}};
-}
+nlohmann::json step_ref(const StepRow& s) { return {{"seq", s.seq}, {"kind", s.kind}, {"component", s.component}}; }
 
 /// The symbol a change id names ("call:class_create" -> "class_create").
 std::string change_symbol(const std::string& change) {
@@ -64,16 +62,22 @@ struct Explainer {
   Explainer(const RunRow& r, const std::vector<StepRow>& s, const nlohmann::json& v, RunStore* k)
       : run(r), steps(s), verdict(v), kb(k) {
     outcome = run.summary.is_object() ? run.summary.value("outcome", run.status) : run.status;
-    doc = {{"schema", "autodriver.explain"}, {"schema_version", 1}, {"run", run.id},
-           {"status", run.status}, {"outcome", outcome}, {"detect", nullptr},
-           {"attribute", nlohmann::json::array()}, {"recover", nlohmann::json::array()}};
+    doc = {{"schema", "autodriver.explain"},
+           {"schema_version", 1},
+           {"run", run.id},
+           {"status", run.status},
+           {"outcome", outcome},
+           {"detect", nullptr},
+           {"attribute", nlohmann::json::array()},
+           {"recover", nlohmann::json::array()}};
     last = steps.empty() ? nullptr : &steps.back();
     for (const auto& st : steps)
       if (st.kind == "accept") accepts.push_back(&st);
   }
 
   void cause(const std::string& c, const StepRow* s, const std::string& why, nlohmann::json evidence = nullptr) {
-    doc["attribute"].push_back({{"cause", c}, {"step", s ? step_ref(*s) : nlohmann::json(nullptr)}, {"why", why}, {"evidence", evidence}});
+    doc["attribute"].push_back(
+        {{"cause", c}, {"step", s ? step_ref(*s) : nlohmann::json(nullptr)}, {"why", why}, {"evidence", evidence}});
   }
   void detect(const StepRow* s, const std::string& what) {
     if (doc["detect"].is_null()) doc["detect"] = {{"step", s ? step_ref(*s) : nlohmann::json(nullptr)}, {"what", what}};
@@ -92,9 +96,11 @@ struct Explainer {
     }
     if (run.status != "interrupted" && run.status != "error") return false;
     std::string err = run.summary.is_object() ? run.summary.value("error", run.summary.value("detected", "")) : "";
-    detect(last, last ? fmt::format("the run stopped after step {} ({})", last->seq, last->kind) : "the run stopped before its first step");
+    detect(last, last ? fmt::format("the run stopped after step {} ({})", last->seq, last->kind)
+                      : "the run stopped before its first step");
     cause(run.status == "interrupted" ? "interrupted" : "infrastructure", last, err.empty() ? "the run did not finish" : err);
-    recover({{"action", "rerun"}, {"command", rerun_cmd(run.id, checkpoint_before(steps, last ? last->seq + 1 : 0), "")},
+    recover({{"action", "rerun"},
+             {"command", rerun_cmd(run.id, checkpoint_before(steps, last ? last->seq + 1 : 0), "")},
              {"why", "resume from the last accepted edit"}});
     return true;
   }
@@ -110,8 +116,9 @@ struct Explainer {
             budget ? "the time left in the budget ran out during the build"
                    : "the build took longer than --build-timeout allows: nothing is known about the driver yet");
       recover({{"action", "rerun"},
-               {"command", rerun_cmd(run.id, 0, budget ? fmt::format("--budget-s {}", 2 * run.args.value("budget_s", 900))
-                                                       : fmt::format("--with build-timeout={}", std::max(600, 2 * limit)))},
+               {"command", rerun_cmd(run.id, 0,
+                                     budget ? fmt::format("--budget-s {}", 2 * run.args.value("budget_s", 900))
+                                            : fmt::format("--with build-timeout={}", std::max(600, 2 * limit)))},
                {"why", "the same port with more time for its builds"}});
       return true;
     }
@@ -145,11 +152,13 @@ struct Explainer {
       for (const auto& v : violations)
         if (mentions(v.dump(-1, ' ', false, util::json_bytes), change_symbol(a->input.value("change", "")))) culprit = a;
     cause("integrity", culprit,
-          culprit ? fmt::format("edit {} ({}) changed what the API change does not explain", culprit->input.value("change", ""), culprit->component)
+          culprit ? fmt::format("edit {} ({}) changed what the API change does not explain", culprit->input.value("change", ""),
+                                culprit->component)
                   : "the tree changed outside the API changes",
           violations);
     if (culprit)
-      recover({{"action", "rerun"}, {"command", rerun_cmd(run.id, checkpoint_before(steps, culprit->seq), "")},
+      recover({{"action", "rerun"},
+               {"command", rerun_cmd(run.id, checkpoint_before(steps, culprit->seq), "")},
                {"why", "restart before the rejected edit and let the loop pick another alternative"}});
     return true;
   }
@@ -170,7 +179,8 @@ struct Explainer {
       cause("gate-false-positive", gates, "the guest failed before the driver was loaded", boot_outcome);
     else
       cause("runtime", accepts.empty() ? gates : accepts.back(), "the ported driver builds but fails when loaded", boot_outcome);
-    recover({{"action", "check"}, {"command", "autodriver check OUT/tree --to TARGET --boot"},
+    recover({{"action", "check"},
+             {"command", "autodriver check OUT/tree --to TARGET --boot"},
              {"why", "reproduce the gate on the ported tree"}});
     return true;
   }
@@ -186,12 +196,14 @@ struct Explainer {
     // A replayed KB entry would be replayed again: the rerun goes without the KB.
     if (culprit)
       recover({{"action", "rerun"},
-               {"command", rerun_cmd(run.id, checkpoint_before(steps, culprit->seq), culprit->component == "store-kb" ? "--with store-kb=false" : "")},
+               {"command", rerun_cmd(run.id, checkpoint_before(steps, culprit->seq),
+                                     culprit->component == "store-kb" ? "--with store-kb=false" : "")},
                {"why", "restart before the edit that introduced the error"}});
   }
 
   /// An error present from the start: which changes were tried for it, and what the KB knows.
-  void unsolved(const StepRow* first, const StepRow* final_build, const std::string& sig, const std::string& msg, nlohmann::json ev) {
+  void unsolved(const StepRow* first, const StepRow* final_build, const std::string& sig, const std::string& msg,
+                nlohmann::json ev) {
     const StepRow* tried = nullptr;
     const StepRow* rejected = nullptr;
     for (const auto& s : steps) {
@@ -201,14 +213,20 @@ struct Explainer {
       if (s.kind == "reject") rejected = &s;
     }
     if (tried) {
-      detect(rejected ? rejected : tried, fmt::format("no alternative for {} removed: {}", tried->input.value("change", ""), msg));
+      detect(rejected ? rejected : tried,
+             fmt::format("no alternative for {} removed: {}", tried->input.value("change", ""), msg));
       ev["tries"] = nlohmann::json::array();
       for (const auto& s : steps)
         if (s.kind == "try" && s.input.value("change", "") == tried->input.value("change", ""))
-          ev["tries"].push_back({{"seq", s.seq}, {"proposer", s.component}, {"rank", s.input.value("rank", 0)},
-                                 {"errors_before", s.input.value("errors_before", 0)}, {"errors_after", s.output.value("errors_after", 0)}});
+          ev["tries"].push_back({{"seq", s.seq},
+                                 {"proposer", s.component},
+                                 {"rank", s.input.value("rank", 0)},
+                                 {"errors_before", s.input.value("errors_before", 0)},
+                                 {"errors_after", s.output.value("errors_after", 0)}});
       cause("wrong-mapping", rejected ? rejected : tried,
-            fmt::format("the API change {} as proposed by {} does not fit this use", tried->input.value("change", ""), tried->component), ev);
+            fmt::format("the API change {} as proposed by {} does not fit this use", tried->input.value("change", ""),
+                        tried->component),
+            ev);
     } else {
       detect(first ? first : final_build, fmt::format("no proposer offered an edit for: {}", msg));
       cause("missing-mapping", first ? first : final_build, fmt::format("no proposer knows the API change behind: {}", msg), ev);
@@ -222,8 +240,12 @@ struct Explainer {
       if (s.kind == "try" && s.component == "store-kb") replayed.insert(s.input.value("change", ""));
     for (const auto& h : *hits)
       if (!replayed.count(h.change_id))
-        recover({{"action", "kb"}, {"signature", sig}, {"change_id", h.change_id}, {"title", h.title},
-                 {"origin", h.origin}, {"why", "a recorded fix for the same diagnostic"}});
+        recover({{"action", "kb"},
+                 {"signature", sig},
+                 {"change_id", h.change_id},
+                 {"title", h.title},
+                 {"origin", h.origin},
+                 {"why", "a recorded fix for the same diagnostic"}});
   }
 
   /// Errors left at the end: where did each first appear, and what did the loop do about it?
@@ -257,8 +279,9 @@ struct Explainer {
     }
     if (outcome == "budget") {
       cause("budget", last, "the time budget ended while the loop was still going");
-      recover({{"action", "rerun"}, {"command", rerun_cmd(run.id, checkpoint_before(steps, last ? last->seq + 1 : 0),
-                                                          fmt::format("--budget-s {}", 2 * run.args.value("budget_s", 900)))},
+      recover({{"action", "rerun"},
+               {"command", rerun_cmd(run.id, checkpoint_before(steps, last ? last->seq + 1 : 0),
+                                     fmt::format("--budget-s {}", 2 * run.args.value("budget_s", 900)))},
                {"why", "continue from the last accepted edit with more time"}});
     }
     if (doc["attribute"].empty()) {
@@ -280,22 +303,24 @@ std::string render_explanation(const nlohmann::json& d) {
   std::string out = fmt::format("run {}: {} ({})\n", d.value("run", 0), d.value("status", ""), d.value("outcome", ""));
   if (d["detect"].is_object()) {
     const auto& s = d["detect"]["step"];
-    out += fmt::format("detect:    {}{}\n", s.is_object() ? fmt::format("step {} ({}): ", s.value("seq", 0), s.value("kind", "")) : "",
+    out += fmt::format("detect:    {}{}\n",
+                       s.is_object() ? fmt::format("step {} ({}): ", s.value("seq", 0), s.value("kind", "")) : "",
                        d["detect"].value("what", ""));
   }
   for (const auto& a : d["attribute"]) {
     const auto& s = a["step"];
-    out += fmt::format("attribute: {} at {}: {}\n", a.value("cause", ""),
-                       s.is_object() ? fmt::format("step {} ({}, {})", s.value("seq", 0), s.value("kind", ""), s.value("component", "")) : "-",
-                       a.value("why", ""));
+    out += fmt::format(
+        "attribute: {} at {}: {}\n", a.value("cause", ""),
+        s.is_object() ? fmt::format("step {} ({}, {})", s.value("seq", 0), s.value("kind", ""), s.value("component", "")) : "-",
+        a.value("why", ""));
     if (a.contains("replay") && a["replay"].is_object())
       out += fmt::format("           replay: {}: {}\n", a["replay"].value("result", ""), a["replay"].value("why", ""));
   }
   for (const auto& r : d["recover"]) {
     if (r.value("action", "") == "kb")
-      out += fmt::format("recover:   KB entry for this diagnostic: {} ({}, {})\n", r.value("title", ""), r.value("change_id", ""), r.value("origin", ""));
-    else
-      out += fmt::format("recover:   {}  # {}\n", r.value("command", ""), r.value("why", ""));
+      out += fmt::format("recover:   KB entry for this diagnostic: {} ({}, {})\n", r.value("title", ""), r.value("change_id", ""),
+                         r.value("origin", ""));
+    else out += fmt::format("recover:   {}  # {}\n", r.value("command", ""), r.value("why", ""));
   }
   return out;
 }

@@ -19,14 +19,13 @@ namespace autodriver::store {
 ///  gate-false-positive the boot gate failed for a reason outside the driver (QEMU, kernel)
 ///  budget              time ran out while the loop was still making progress
 struct Explanation {
-  nlohmann::json doc;   ///< {"run", "status", "outcome", "detect", "attribute", "recover"}
+  nlohmann::json doc; ///< {"run", "status", "outcome", "detect", "attribute", "recover"}
 };
 
 /// Works on the recorded rows only (no rebuilds; loop::replay_attributions adds counterfactual
 /// replays to the document). `verdict` is the run's verdict.json artifact
 /// (null when missing); `kb` may be null (no knowledge-base suggestions).
-Explanation explain_run(const RunRow& run, const std::vector<StepRow>& steps, const nlohmann::json& verdict,
-                        RunStore* kb);
+Explanation explain_run(const RunRow& run, const std::vector<StepRow>& steps, const nlohmann::json& verdict, RunStore* kb);
 
 /// Human-readable rendering of explain_run's document.
 std::string render_explanation(const nlohmann::json& doc);

@@ -40,7 +40,10 @@ std::string scrub_string(std::string s) {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   // Whole words only: a user called "dev" must not turn "device" into "<user>ice".
-  auto word = [](const std::string& w) { return std::regex(R"((^|[^A-Za-z0-9_]))" + std::regex_replace(w, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") + R"(($|[^A-Za-z0-9_]))"); };
+  auto word = [](const std::string& w) {
+    return std::regex(R"((^|[^A-Za-z0-9_]))" + std::regex_replace(w, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
+                      R"(($|[^A-Za-z0-9_]))");
+  };
   if (user.size() > 1 && user != "root") s = std::regex_replace(s, word(user), "$1<user>$2");
   if (std::string h = host; h.size() > 1) s = std::regex_replace(s, word(h), "$1<host>$2");
   return s;
@@ -116,7 +119,11 @@ util::Expected<bool> add_kb_entry(RunStore& st, const KbEntry& e) {
                            "evidence, run_id, origin, created_at) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   if (!q) return unexpected(q.error());
   q->bind(1, e.signature).bind(2, e.change_id).bind(3, e.label).bind(4, e.title).bind(5, e.proposer);
-  q->bind(6, e.edit.dump(-1, ' ', false, util::json_bytes)).bind(7, hash).bind(8, e.evidence.dump(-1, ' ', false, util::json_bytes)).bind_opt(9, e.run_id).bind(10, e.origin);
+  q->bind(6, e.edit.dump(-1, ' ', false, util::json_bytes))
+      .bind(7, hash)
+      .bind(8, e.evidence.dump(-1, ' ', false, util::json_bytes))
+      .bind_opt(9, e.run_id)
+      .bind(10, e.origin);
   q->bind(11, e.created_at.empty() ? now_iso() : e.created_at);
   if (auto r = q->exec(); !r) return unexpected(r.error());
   auto changes = st.db().prepare("SELECT changes()");
@@ -181,10 +188,14 @@ nlohmann::json export_kb_bundle(const std::vector<KbEntry>& entries) {
 
 util::Expected<int> import_kb_bundle(RunStore& st, const nlohmann::json& b, const std::string& origin) {
   if (!b.is_object() || b.value("schema", "") != "autodriver.kb-bundle")
-    return unexpected(ErrorKind::parse, "not a KB bundle (no \"schema\": \"autodriver.kb-bundle\"): export one with `autodriver kb export FILE`");
+    return unexpected(ErrorKind::parse,
+                      "not a KB bundle (no \"schema\": \"autodriver.kb-bundle\"): export one with `autodriver kb export FILE`");
   int v = b.value("schema_version", 0);
   if (v > k_kb_bundle_version)
-    return unexpected(ErrorKind::parse, fmt::format("KB bundle schema_version {} is newer than this autodriver understands ({}): upgrade autodriver", v, k_kb_bundle_version));
+    return unexpected(
+        ErrorKind::parse,
+        fmt::format("KB bundle schema_version {} is newer than this autodriver understands ({}): upgrade autodriver", v,
+                    k_kb_bundle_version));
   if (v < 1 || !b.contains("entries") || !b["entries"].is_array())
     return unexpected(ErrorKind::parse, "KB bundle: schema_version and an \"entries\" array are required");
   std::vector<KbEntry> entries;

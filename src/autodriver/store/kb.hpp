@@ -10,13 +10,13 @@ inline constexpr int k_kb_bundle_version = 1;
 
 struct KbEntry {
   std::int64_t id = 0;
-  std::string signature;        ///< diagnostic_signature() of a diagnostic the edit solved
-  std::string change_id;        ///< "call:class_create"
-  std::string label;            ///< taxonomy label of the change
+  std::string signature; ///< diagnostic_signature() of a diagnostic the edit solved
+  std::string change_id; ///< "call:class_create"
+  std::string label;     ///< taxonomy label of the change
   std::string title;
   std::string proposer;
   nlohmann::json edit = nlohmann::json::object();     ///< propose::to_json(Edit)
-  std::string patch;            ///< the patch text (stored as a blob)
+  std::string patch;                                  ///< the patch text (stored as a blob)
   nlohmann::json evidence = nlohmann::json::object(); ///< errors before/after, integrity, gates, kernels
   std::optional<std::int64_t> run_id;
   std::string origin = "local"; ///< "local" or "import:<bundle file name>"

@@ -126,7 +126,11 @@ util::Expected<std::int64_t> RunStore::begin_run(const RunInfo& info) {
                           "VALUES(?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)");
   if (!st) return unexpected(st.error());
   std::int64_t pid = getpid();
-  st->bind_opt(1, info.parent_run).bind(2, info.command).bind(3, info.args.dump(-1, ' ', false, util::json_bytes)).bind(4, info.tree).bind(5, info.case_id);
+  st->bind_opt(1, info.parent_run)
+      .bind(2, info.command)
+      .bind(3, info.args.dump(-1, ' ', false, util::json_bytes))
+      .bind(4, info.tree)
+      .bind(5, info.case_id);
   st->bind(6, now_iso()).bind(7, host_name()).bind(8, pid).bind(9, process_start(pid));
   if (auto r = st->exec(); !r) return unexpected(r.error());
   return m_db->last_insert_id();
@@ -136,11 +140,18 @@ util::Expected<std::int64_t> RunStore::add_step(const StepRow& s) {
   // seq in the same statement as the insert: atomic without a transaction of our own.
   auto st = m_db->prepare(
       "INSERT INTO steps(run_id, seq, kind, component, input, output, diagnostics, started_at, elapsed_ms, tokens_in, "
-      "tokens_out, argv) SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11 FROM steps WHERE run_id = ?1 "
+      "tokens_out, argv) SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11 FROM steps WHERE run_id "
+      "= ?1 "
       "RETURNING seq");
   if (!st) return unexpected(st.error());
-  st->bind(1, s.run_id).bind(2, s.kind).bind(3, s.component).bind(4, s.input.dump(-1, ' ', false, util::json_bytes)).bind(5, s.output.dump(-1, ' ', false, util::json_bytes));
-  st->bind(6, s.diagnostics.dump(-1, ' ', false, util::json_bytes)).bind(7, s.started_at.empty() ? now_iso() : s.started_at).bind(8, s.elapsed_ms);
+  st->bind(1, s.run_id)
+      .bind(2, s.kind)
+      .bind(3, s.component)
+      .bind(4, s.input.dump(-1, ' ', false, util::json_bytes))
+      .bind(5, s.output.dump(-1, ' ', false, util::json_bytes));
+  st->bind(6, s.diagnostics.dump(-1, ' ', false, util::json_bytes))
+      .bind(7, s.started_at.empty() ? now_iso() : s.started_at)
+      .bind(8, s.elapsed_ms);
   st->bind(9, s.tokens_in).bind(10, s.tokens_out);
   if (s.argv.is_null()) st->bind_null(11);
   else st->bind(11, s.argv.dump(-1, ' ', false, util::json_bytes));
@@ -163,8 +174,8 @@ util::Expected<std::int64_t> RunStore::add_loop_step(std::int64_t run_id, const 
   s.input = nlohmann::json::object();
   s.output = nlohmann::json::object();
   s.diagnostics = nlohmann::json::array();
-  static const std::set<std::string> k_outputs = {"ok", "edits", "errors_after", "violations", "title", "t_ms",
-                                                     "timed_out", "compiled", "objects_only", "build_ms", "copy_ms", "apply_ms"};
+  static const std::set<std::string> k_outputs = {"ok",        "edits",    "errors_after", "violations", "title",   "t_ms",
+                                                  "timed_out", "compiled", "objects_only", "build_ms",   "copy_ms", "apply_ms"};
   for (const auto& [k, v] : data.items()) {
     if (k == "step" || k == "ms" || k == "argv" || k == "tokens_in" || k == "tokens_out") continue;
     if (k == "errors") s.diagnostics = v;
@@ -380,10 +391,17 @@ nlohmann::json to_json(const RunRow& r) {
 }
 
 nlohmann::json to_json(const StepRow& s) {
-  return {{"seq", s.seq},         {"kind", s.kind},           {"component", s.component},
-          {"input", s.input},     {"output", s.output},       {"diagnostics", s.diagnostics},
-          {"started_at", s.started_at}, {"elapsed_ms", s.elapsed_ms}, {"tokens_in", s.tokens_in},
-          {"tokens_out", s.tokens_out}, {"argv", s.argv}};
+  return {{"seq", s.seq},
+          {"kind", s.kind},
+          {"component", s.component},
+          {"input", s.input},
+          {"output", s.output},
+          {"diagnostics", s.diagnostics},
+          {"started_at", s.started_at},
+          {"elapsed_ms", s.elapsed_ms},
+          {"tokens_in", s.tokens_in},
+          {"tokens_out", s.tokens_out},
+          {"argv", s.argv}};
 }
 
 } // namespace autodriver::store

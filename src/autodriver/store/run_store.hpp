@@ -28,7 +28,7 @@ std::string_view to_string(RunStatus s);
 std::filesystem::path default_store_path();
 
 struct RunInfo {
-  std::string command;                     ///< "port", "bench", "rerun"
+  std::string command;                            ///< "port", "bench", "rerun"
   nlohmann::json args = nlohmann::json::object(); ///< effective options
   std::string tree;
   std::string case_id;
@@ -42,20 +42,20 @@ struct RunRow {
   nlohmann::json args;
   std::string tree;
   std::string case_id;
-  std::string status;        ///< effective: a `running` row whose process is gone reads `interrupted`
-  std::string started_at;    ///< UTC, ISO 8601
+  std::string status;     ///< effective: a `running` row whose process is gone reads `interrupted`
+  std::string started_at; ///< UTC, ISO 8601
   std::string ended_at;
   std::string host;
   std::int64_t pid = 0;
-  nlohmann::json summary;    ///< outcome, error counts, error message (null while running)
+  nlohmann::json summary; ///< outcome, error counts, error message (null while running)
   std::int64_t steps = 0;
 };
 
 struct StepRow {
   std::int64_t run_id = 0;
-  std::int64_t seq = 0;       ///< 1-based, in the order the steps happened
-  std::string kind;           ///< build-from, build-target, propose, try, accept, reject, integrity, gates
-  std::string component;      ///< proposer or gate id ("kbuild", "integrity", "qemu-boot", "loop")
+  std::int64_t seq = 0;  ///< 1-based, in the order the steps happened
+  std::string kind;      ///< build-from, build-target, propose, try, accept, reject, integrity, gates
+  std::string component; ///< proposer or gate id ("kbuild", "integrity", "qemu-boot", "loop")
   nlohmann::json input;
   nlohmann::json output;
   nlohmann::json diagnostics;
@@ -63,22 +63,22 @@ struct StepRow {
   std::int64_t elapsed_ms = 0;
   std::int64_t tokens_in = 0;
   std::int64_t tokens_out = 0;
-  nlohmann::json argv;        ///< the command line when the step ran one, else null
+  nlohmann::json argv; ///< the command line when the step ran one, else null
 };
 
 struct Artifact {
-  std::string name;           ///< "patches/0001-....patch", "verdict.json", "accepted/1.json"
-  std::string kind;           ///< patch, verdict, accepted, log
-  std::string hash;           ///< sha256 of the content (blobs table)
+  std::string name; ///< "patches/0001-....patch", "verdict.json", "accepted/1.json"
+  std::string kind; ///< patch, verdict, accepted, log
+  std::string hash; ///< sha256 of the content (blobs table)
   std::int64_t size = 0;
 };
 
 struct RunFilter {
-  std::optional<std::string> status;  ///< effective status
+  std::optional<std::string> status; ///< effective status
   std::optional<std::string> case_id;
-  std::optional<std::string> since;   ///< started_at >= (ISO date or time prefix)
-  std::optional<std::string> until;   ///< started_at < 
-  int limit = 0;                      ///< 0 = all, newest first
+  std::optional<std::string> since; ///< started_at >= (ISO date or time prefix)
+  std::optional<std::string> until; ///< started_at <
+  int limit = 0;                    ///< 0 = all, newest first
 };
 
 /// One connection to the store. Use one RunStore per thread; any number of processes may

@@ -97,7 +97,8 @@ util::Expected<int> migrate(Db& db) {
   if (version == k_store_schema_version) return version;
   for (int v = version + 1; v <= k_store_schema_version; ++v)
     if (auto r = db.exec(k_migrations[static_cast<std::size_t>(v - 1)]); !r)
-      return util::unexpected(util::ErrorKind::io, fmt::format("migrating the run store to version {}: {}", v, r.error().message));
+      return util::unexpected(util::ErrorKind::io,
+                              fmt::format("migrating the run store to version {}: {}", v, r.error().message));
   if (auto r = db.exec("DELETE FROM schema_version"); !r) return util::unexpected(r.error());
   auto ins = db.prepare("INSERT INTO schema_version(version) VALUES(?)");
   if (!ins) return util::unexpected(ins.error());

@@ -12,7 +12,7 @@
 namespace autodriver::util {
 
 class FakeRunner final : public CommandRunner {
- public:
+public:
   /// A command whose words contain every string of `match` (each as a substring of some word)
   /// is answered with `result` (its argv set to the command's); later rules win over earlier
   /// ones. A command no rule matches exits 0 with no output.
@@ -27,7 +27,7 @@ class FakeRunner final : public CommandRunner {
   /// The requests whose words contain `word` (as a substring of some word).
   std::vector<RunRequest> requests_with(const std::string& word) const;
 
- private:
+private:
   struct Rule {
     std::vector<std::string> match;
     RunResult result;
@@ -40,13 +40,13 @@ class FakeRunner final : public CommandRunner {
 /// Installs a runner for its lifetime (default_runner() and run() use it), then restores the
 /// previous one.
 class ScopedRunner {
- public:
+public:
   explicit ScopedRunner(CommandRunner& runner) : m_previous(set_default_runner(&runner)) {}
   ~ScopedRunner() { set_default_runner(m_previous); }
   ScopedRunner(const ScopedRunner&) = delete;
   ScopedRunner& operator=(const ScopedRunner&) = delete;
 
- private:
+private:
   CommandRunner* m_previous;
 };
 

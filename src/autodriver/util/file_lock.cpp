@@ -30,8 +30,8 @@ Expected<FileLock> FileLock::acquire(const std::filesystem::path& path, std::chr
     }
     if (std::chrono::steady_clock::now() >= deadline) {
       close(fd);
-      return unexpected(ErrorKind::timeout, fmt::format("another autodriver holds {} for more than {} s",
-                                                        path.string(), timeout.count()));
+      return unexpected(ErrorKind::timeout,
+                        fmt::format("another autodriver holds {} for more than {} s", path.string(), timeout.count()));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }

@@ -7,12 +7,12 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <fstream>
 #include <mutex>
 #include <random>
 #include <set>
 #include <sstream>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,8 +44,7 @@ Expected<void> write_file(const fs::path& path, std::string_view content) {
     p += n;
     left -= static_cast<std::size_t>(n);
   }
-  if (::close(fd) != 0)
-    return unexpected(ErrorKind::io, fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
+  if (::close(fd) != 0) return unexpected(ErrorKind::io, fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
   return {};
 }
 
@@ -82,8 +81,8 @@ Expected<void> copy_file(const fs::path& from, const fs::path& to) {
   // Not std::filesystem::copy_file: libstdc++ reports a destination that fills up mid-copy as
   // "Input/output error"; a plain read/write loop keeps the real errno (ENOSPC, EDQUOT).
   auto fail = [&](const char* what, int err) {
-    return unexpected(ErrorKind::io, fmt::format("cannot copy {} to {}: {}: {}", from.string(), to.string(), what,
-                                                 std::strerror(err)));
+    return unexpected(ErrorKind::io,
+                      fmt::format("cannot copy {} to {}: {}: {}", from.string(), to.string(), what, std::strerror(err)));
   };
   int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
   if (in < 0) return fail("open", errno);
@@ -151,7 +150,7 @@ Expected<void> copy_tree(const fs::path& from, const fs::path& to, SkipBuildProd
       if (it->is_directory()) it.disable_recursion_pending();
       continue;
     }
-    fs::path dst = to / src.lexically_relative(from);  // not fs::relative: it follows symlinks
+    fs::path dst = to / src.lexically_relative(from); // not fs::relative: it follows symlinks
     if (it->is_symlink()) {
       // Symlinks could point outside the tree; copy them as links, never follow.
       fs::copy_symlink(src, dst, ec);
@@ -279,8 +278,8 @@ Expected<TempDir> TempDir::create(const fs::path& parent, std::string_view prefi
   std::vector<char> buf(templ.begin(), templ.end());
   buf.push_back('\0');
   if (!mkdtemp(buf.data()))
-    return unexpected(ErrorKind::io, fmt::format("cannot create a directory under {}: {}", parent.string(),
-                                                 std::strerror(errno)));
+    return unexpected(ErrorKind::io,
+                      fmt::format("cannot create a directory under {}: {}", parent.string(), std::strerror(errno)));
   TempDir dir{fs::path(buf.data())};
   if (parent == scratch_root()) {
     if (auto w = write_file(dir.path() / k_owner_file, process_identity(getpid()) + "\n"); !w) return unexpected(w.error());
@@ -288,9 +287,7 @@ Expected<TempDir> TempDir::create(const fs::path& parent, std::string_view prefi
   return dir;
 }
 
-TempDir::TempDir(TempDir&& other) noexcept : m_path(std::move(other.m_path)), m_keep(other.m_keep) {
-  other.m_path.clear();
-}
+TempDir::TempDir(TempDir&& other) noexcept : m_path(std::move(other.m_path)), m_keep(other.m_keep) { other.m_path.clear(); }
 
 TempDir& TempDir::operator=(TempDir&& other) noexcept {
   if (this == &other) return *this;
@@ -319,8 +316,7 @@ fs::path scratch_root() {
 std::vector<fs::path> list_files(const fs::path& root) {
   std::vector<fs::path> out;
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
+  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (it->is_regular_file()) out.push_back(it->path().lexically_relative(root));
   }
   std::sort(out.begin(), out.end());

@@ -59,8 +59,7 @@ Expected<void> sandbox_available() {
   return result;
 }
 
-std::vector<std::string> sandbox_argv(const SandboxSpec& spec, const std::vector<std::string>& argv,
-                                      const fs::path& cwd) {
+std::vector<std::string> sandbox_argv(const SandboxSpec& spec, const std::vector<std::string>& argv, const fs::path& cwd) {
   std::vector<std::string> out = {find_program("bwrap").string()};
   if (out[0].empty()) out[0] = "bwrap";
   fs::path root = spec.root.empty() ? fs::path("/") : spec.root;
@@ -87,8 +86,8 @@ std::vector<std::string> sandbox_argv(const SandboxSpec& spec, const std::vector
     out.insert(out.end(), {"--bind", a, a});
   }
   for (const auto& [host, inside] : spec.moved) out.insert(out.end(), {"--bind", absolute_of(host).string(), inside.string()});
-  out.insert(out.end(), {"--unshare-all", "--die-with-parent", "--new-session", "--setenv", "HOME", "/tmp",
-                         "--setenv", "TMPDIR", "/tmp"});
+  out.insert(out.end(),
+             {"--unshare-all", "--die-with-parent", "--new-session", "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp"});
   if (!cwd.empty()) {
     fs::path dir = absolute_of(cwd);
     for (const auto& [host, inside] : spec.moved) {

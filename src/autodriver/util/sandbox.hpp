@@ -13,7 +13,7 @@
 namespace autodriver::util {
 
 struct SandboxSpec {
-  std::filesystem::path root;                 ///< the sandbox's /: a toolchain root; empty: the host's /
+  std::filesystem::path root;                   ///< the sandbox's /: a toolchain root; empty: the host's /
   std::vector<std::filesystem::path> read_only; ///< bound read-only at the same path
   std::vector<std::filesystem::path> writable;  ///< bound writable at the same path
   /// Bound writable at another path (host, sandbox): a build tree always at one path, so every

@@ -30,16 +30,12 @@ std::vector<std::string> split_words(std::string_view text) {
 }
 
 std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n' || s.front() == '\r'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
-    s.remove_suffix(1);
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n' || s.front() == '\r')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r')) s.remove_suffix(1);
   return s;
 }
 
-bool contains(std::string_view haystack, std::string_view needle) {
-  return haystack.find(needle) != std::string_view::npos;
-}
+bool contains(std::string_view haystack, std::string_view needle) { return haystack.find(needle) != std::string_view::npos; }
 
 std::string substitute(std::string text, const std::vector<std::pair<std::string, std::string>>& vars) {
   for (const auto& [key, value] : vars) {
@@ -52,8 +48,7 @@ std::string substitute(std::string text, const std::vector<std::pair<std::string
 
 std::string tail_capped(std::string_view text, std::size_t cap) {
   if (text.size() <= cap) return std::string(text);
-  return "[... " + std::to_string(text.size() - cap) + " bytes cut ...]\n" +
-         std::string(text.substr(text.size() - cap));
+  return "[... " + std::to_string(text.size() - cap) + " bytes cut ...]\n" + std::string(text.substr(text.size() - cap));
 }
 
 std::vector<std::string> split_command(std::string_view cmd) {
@@ -63,10 +58,8 @@ std::vector<std::string> split_command(std::string_view cmd) {
   char quote = 0;
   for (char c : cmd) {
     if (quote) {
-      if (c == quote)
-        quote = 0;
-      else
-        cur += c;
+      if (c == quote) quote = 0;
+      else cur += c;
       continue;
     }
     if (c == '\'' || c == '"') {

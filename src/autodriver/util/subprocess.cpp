@@ -10,10 +10,10 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
-#include <sched.h>
 #include <poll.h>
-#include <sys/wait.h>
+#include <sched.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 extern char** environ;
@@ -171,10 +171,8 @@ Expected<RunResult> ProcessRunner::run(const RunRequest& r) {
         continue;
       }
       auto len = static_cast<std::size_t>(n);
-      if (is_out)
-        append_capped(result.out, result.out_dropped, r.output_cap, buf, len);
-      else
-        append_capped(result.err, result.err_dropped, r.output_cap, buf, len);
+      if (is_out) append_capped(result.out, result.out_dropped, r.output_cap, buf, len);
+      else append_capped(result.err, result.err_dropped, r.output_cap, buf, len);
       if (r.on_output) r.on_output(std::string_view(buf, len));
     }
     // After a kill, grandchildren that escaped the group may hold the pipe; stop waiting.
@@ -184,12 +182,10 @@ Expected<RunResult> ProcessRunner::run(const RunRequest& r) {
   if (err_open) close(err_pipe[0]);
 
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   // Reap anything left in the group (e.g. make's children after the parent exited).
   kill(-pid, SIGKILL);
-  result.elapsed =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+  result.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
   if (WIFEXITED(status)) {
     result.exit_code = WEXITSTATUS(status);
   } else if (WIFSIGNALED(status)) {
@@ -261,10 +257,8 @@ std::string render_argv(const std::vector<std::string>& argv) {
   for (const auto& a : argv) {
     if (!out.empty()) out += ' ';
     bool quote = a.empty() || a.find_first_of(" \t\"'$") != std::string::npos;
-    if (quote)
-      out += "'" + a + "'";
-    else
-      out += a;
+    if (quote) out += "'" + a + "'";
+    else out += a;
   }
   return out;
 }

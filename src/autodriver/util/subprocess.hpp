@@ -23,23 +23,23 @@ enum class Stderr { separate, merge };
 
 struct RunRequest {
   std::vector<std::string> argv;
-  std::filesystem::path cwd;                      ///< empty: the current directory
-  std::map<std::string, std::string> env_set;     ///< variables added or overridden
-  std::vector<std::string> env_unset;             ///< variables removed
-  std::chrono::milliseconds timeout{0};           ///< required: 0 is rejected
-  std::size_t output_cap = 4 * 1024 * 1024;       ///< bytes kept per stream; the rest is counted, not kept
+  std::filesystem::path cwd;                  ///< empty: the current directory
+  std::map<std::string, std::string> env_set; ///< variables added or overridden
+  std::vector<std::string> env_unset;         ///< variables removed
+  std::chrono::milliseconds timeout{0};       ///< required: 0 is rejected
+  std::size_t output_cap = 4 * 1024 * 1024;   ///< bytes kept per stream; the rest is counted, not kept
   Stderr stderr_mode = Stderr::separate;
-  std::optional<std::string> stdin_data;          ///< empty: stdin is /dev/null
+  std::optional<std::string> stdin_data; ///< empty: stdin is /dev/null
   /// Called with each chunk of merged output as it arrives (progress, live console).
   std::function<void(std::string_view)> on_output;
 };
 
 struct RunResult {
   std::vector<std::string> argv;
-  int exit_code = -1;          ///< -1 when killed by a signal
-  int signal = 0;              ///< terminating signal, 0 if none
-  bool timed_out = false;      ///< killed because the timeout expired
-  bool interrupted = false;    ///< killed because the user interrupted autodriver
+  int exit_code = -1;       ///< -1 when killed by a signal
+  int signal = 0;           ///< terminating signal, 0 if none
+  bool timed_out = false;   ///< killed because the timeout expired
+  bool interrupted = false; ///< killed because the user interrupted autodriver
   std::string out;
   std::string err;             ///< empty when Stderr::merge
   std::size_t out_dropped = 0; ///< bytes beyond output_cap

@@ -68,15 +68,15 @@ std::optional<Cond> parse_cond(const std::string& c) {
 }
 
 struct Line {
-  std::string text;  // with continuations joined (for directives)
-  int first = 0;     // 1-based first physical line
+  std::string text; // with continuations joined (for directives)
+  int first = 0;    // 1-based first physical line
   int last = 0;
 };
 
 struct Branch {
-  std::string cond;  // empty for #else
+  std::string cond; // empty for #else
   bool is_else = false;
-  int dir_line = 0;  // physical line of the directive (last line if continued)
+  int dir_line = 0; // physical line of the directive (last line if continued)
   int body_first = 0;
   int body_last = -1;
 };
@@ -214,12 +214,13 @@ std::vector<VersionBlock> extract_version_blocks(std::string_view text, ExtractS
 namespace {
 
 bool is_keyword(const std::string& s) {
-  static const std::set<std::string> k = {
-      "auto",   "break",  "case",    "char",   "const",    "continue", "default",  "do",     "double", "else",
-      "enum",   "extern", "float",   "for",    "goto",     "if",       "inline",   "int",    "long",   "register",
-      "return", "short",  "signed",  "sizeof", "static",   "struct",   "switch",   "typedef", "union", "unsigned",
-      "void",   "volatile", "while", "bool",   "__always_inline", "u8", "u16",  "u32",    "u64",    "s32",
-      "s64",    "size_t", "ssize_t", "loff_t", "__user",   "__iomem"};
+  static const std::set<std::string> k = {"auto",    "break",    "case",   "char",     "const",  "continue", "default",
+                                          "do",      "double",   "else",   "enum",     "extern", "float",    "for",
+                                          "goto",    "if",       "inline", "int",      "long",   "register", "return",
+                                          "short",   "signed",   "sizeof", "static",   "struct", "switch",   "typedef",
+                                          "union",   "unsigned", "void",   "volatile", "while",  "bool",     "__always_inline",
+                                          "u8",      "u16",      "u32",    "u64",      "s32",    "s64",      "size_t",
+                                          "ssize_t", "loff_t",   "__user", "__iomem"};
   return k.count(s) > 0;
 }
 

@@ -26,26 +26,26 @@ KVersion parse_kversion(std::string_view s);
 /// of `>=` conditions yields one block per adjacent pair of branches.
 struct VersionBlock {
   KVersion boundary;
-  std::string old_code;   ///< text of the branch for kernels < boundary (lines, '\n'-terminated)
-  std::string new_code;   ///< text of the branch for kernels >= boundary
-  int line = 0;           ///< 1-based line of the `#if`
-  int end_line = 0;       ///< 1-based line of the `#endif`
+  std::string old_code; ///< text of the branch for kernels < boundary (lines, '\n'-terminated)
+  std::string new_code; ///< text of the branch for kernels >= boundary
+  int line = 0;         ///< 1-based line of the `#if`
+  int end_line = 0;     ///< 1-based line of the `#endif`
   /// Lines of the old / new branch (1-based, inclusive; first > last when the branch is empty).
   int old_first = 0, old_last = -1, new_first = 0, new_last = -1;
-  bool simple = true;     ///< exactly `#if`, optional `#else`, `#endif`
-  KVersion old_since;     ///< the old branch applies from this version on (0.0.0: any older kernel)
-  KVersion new_until;     ///< the new branch applies below this version (0.0.0: any newer kernel);
-                          ///< set in `#elif` chains, where a newer branch takes over
+  bool simple = true; ///< exactly `#if`, optional `#else`, `#endif`
+  KVersion old_since; ///< the old branch applies from this version on (0.0.0: any older kernel)
+  KVersion new_until; ///< the new branch applies below this version (0.0.0: any newer kernel);
+                      ///< set in `#elif` chains, where a newer branch takes over
 };
 
 /// Why blocks were not kept, counted (reported by `kb build`).
 struct ExtractStats {
-  int conditionals = 0;   ///< `#if`/`#elif` lines naming LINUX_VERSION_CODE
-  int blocks = 0;         ///< version blocks found
-  int complex = 0;        ///< skipped: &&, ||, RHEL_RELEASE_CODE, macro wrappers
-  int nested = 0;         ///< skipped: a branch holds another conditional
-  int big = 0;            ///< skipped by derive: more than one small change
-  int unclassified = 0;   ///< skipped by derive: no single statement/initializer/include change
+  int conditionals = 0; ///< `#if`/`#elif` lines naming LINUX_VERSION_CODE
+  int blocks = 0;       ///< version blocks found
+  int complex = 0;      ///< skipped: &&, ||, RHEL_RELEASE_CODE, macro wrappers
+  int nested = 0;       ///< skipped: a branch holds another conditional
+  int big = 0;          ///< skipped by derive: more than one small change
+  int unclassified = 0; ///< skipped by derive: no single statement/initializer/include change
   int entries = 0;
   void add(const ExtractStats& o);
 };
@@ -57,7 +57,7 @@ std::vector<VersionBlock> extract_version_blocks(std::string_view text, ExtractS
 /// member-rename, ident-rename, statement, delete.
 struct KbChange {
   std::string kind;
-  std::string old_form;   ///< normalized tokens, single spaces; call forms use $0.. for arguments
+  std::string old_form; ///< normalized tokens, single spaces; call forms use $0.. for arguments
   std::string new_form;
   std::vector<std::string> symbols; ///< old-side symbol first (the one diagnostics name)
 };

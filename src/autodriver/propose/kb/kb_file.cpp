@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
 #include <cstdlib>
+#include <map>
 #include <set>
 
 namespace autodriver::propose {
@@ -89,8 +89,13 @@ nlohmann::json to_json(const Kb& kb) {
           {"schema_version", k_kb_schema_version},
           {"sources", kb.sources},
           {"stats",
-           {{"conditionals", s.conditionals}, {"blocks", s.blocks}, {"complex", s.complex}, {"nested", s.nested},
-            {"big", s.big}, {"unclassified", s.unclassified}, {"entries", s.entries}}},
+           {{"conditionals", s.conditionals},
+            {"blocks", s.blocks},
+            {"complex", s.complex},
+            {"nested", s.nested},
+            {"big", s.big},
+            {"unclassified", s.unclassified},
+            {"entries", s.entries}}},
           {"entries", entries}};
 }
 
@@ -108,7 +113,7 @@ util::Expected<Kb> kb_from_json(const nlohmann::json& j) {
     kb.sources = j.value("sources", std::vector<std::string>{});
     if (j.contains("stats")) {
       const auto& s = j["stats"];
-      kb.stats = {s.value("conditionals", 0), s.value("blocks", 0), s.value("complex", 0), s.value("nested", 0),
+      kb.stats = {s.value("conditionals", 0), s.value("blocks", 0),       s.value("complex", 0), s.value("nested", 0),
                   s.value("big", 0),          s.value("unclassified", 0), s.value("entries", 0)};
     }
     for (const auto& x : j.at("entries")) {

@@ -17,10 +17,10 @@ namespace autodriver::propose {
 inline constexpr int k_kb_schema_version = 1;
 
 struct KbProvenance {
-  std::string package;  ///< "v4l2loopback-dkms", or "linux-6.12" for a kernel tree
-  std::string version;  ///< the .deb file name or kernel release
-  std::string file;     ///< relative to the source root
-  int line = 0;         ///< line of the `#if`
+  std::string package; ///< "v4l2loopback-dkms", or "linux-6.12" for a kernel tree
+  std::string version; ///< the .deb file name or kernel release
+  std::string file;    ///< relative to the source root
+  int line = 0;        ///< line of the `#if`
 };
 
 struct KbEntry {

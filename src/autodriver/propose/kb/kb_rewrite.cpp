@@ -49,8 +49,8 @@ std::string render(const std::vector<Token>& t, const std::vector<std::string>& 
       operand = true;
       ++i;
     }
-    bool glue_before = x == ")" || x == "]" || x == "," || x == ";" || x == "." || x == "->" || x == "++" ||
-                       x == "--" || ((x == "(" || x == "[") && prev_operand);
+    bool glue_before = x == ")" || x == "]" || x == "," || x == ";" || x == "." || x == "->" || x == "++" || x == "--" ||
+                       ((x == "(" || x == "[") && prev_operand);
     if (!out.empty() && !glue_next && !glue_before) out += ' ';
     out += x;
     bool unary = !prev_operand && (x == "&" || x == "*" || x == "-" || x == "!" || x == "~");

@@ -10,8 +10,8 @@
 namespace autodriver::propose {
 
 struct RewriteResult {
-  std::string text;  ///< the file after the rewrite (== input when sites == 0)
-  int sites = 0;     ///< places rewritten
+  std::string text; ///< the file after the rewrite (== input when sites == 0)
+  int sites = 0;    ///< places rewritten
 };
 
 /// Rewrites every occurrence of `change.old_form` in `text`. Call forms bind $0.. to the call's

@@ -1,7 +1,7 @@
 #include "autodriver/propose/rules/rules.hpp"
 
-#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/propose/proposer.hpp"
+#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/strings.hpp"
 
@@ -108,7 +108,8 @@ bool applies_to(const Rule& r, long version_code) {
 }
 
 std::string Rule::provenance() const {
-  return fmt::format("{} (Linux {}; {}{})", file, kernel, source, kernel_definition ? "" : "; stated by hand, not a kernel definition");
+  return fmt::format("{} (Linux {}; {}{})", file, kernel, source,
+                     kernel_definition ? "" : "; stated by hand, not a kernel definition");
 }
 
 std::vector<std::string> Rule::words(const std::string& key) const {
@@ -155,12 +156,13 @@ util::Expected<Rule> parse_rule(std::string_view text, const std::string& file) 
   for (; i < lines.size(); ++i) r.body += std::string(lines[i]) + "\n";
   const auto& specs = kind_specs();
   auto spec = std::find_if(specs.begin(), specs.end(), [&](const KindSpec& s) { return s.kind == r.kind; });
-  if (spec == specs.end())
-    return bad(file, 0, fmt::format("kind `{}` is not one of: {}", r.kind, fmt::join(rule_kinds(), ", ")));
+  if (spec == specs.end()) return bad(file, 0, fmt::format("kind `{}` is not one of: {}", r.kind, fmt::join(rule_kinds(), ", ")));
   for (const char* k : {"kernel", "source", "kernel-definition"})
-    if (!seen.count(k)) return bad(file, 0, fmt::format("`{}:` is missing: every rule names the kernel version, where it is stated, "
-                                                        "and whether its text is the kernel's own definition",
-                                                        k));
+    if (!seen.count(k))
+      return bad(file, 0,
+                 fmt::format("`{}:` is missing: every rule names the kernel version, where it is stated, "
+                             "and whether its text is the kernel's own definition",
+                             k));
   for (const auto& k : spec->required)
     if (!seen.count(std::string(k))) return bad(file, 0, fmt::format("kind {} needs `{}:`", r.kind, k));
   for (const auto& [k, v] : r.fields) {

@@ -55,7 +55,7 @@ struct Rule {
   std::vector<std::string> symbols;          ///< trigger names (kind-specific)
   std::map<std::string, std::string> fields; ///< kind-specific keys
   std::string body;
-  int body_line = 0;                         ///< line of the body's first line in the file
+  int body_line = 0; ///< line of the body's first line in the file
 
   /// "rules/pci-dma-compat.rule (Linux 5.18; include/linux/pci-dma-compat.h ...)".
   std::string provenance() const;

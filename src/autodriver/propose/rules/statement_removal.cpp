@@ -5,11 +5,11 @@
 // every live statement of the rule's forms in the driver is deleted, in one edit; lines in
 // `#if LINUX_VERSION_CODE` branches the target rules out keep their old code.
 
-#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/csrc/tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/rules/rule_mechanisms.hpp"
 #include "autodriver/propose/rules/rules.hpp"
+#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/propose/shared/target_decls.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
@@ -23,8 +23,8 @@ namespace autodriver::propose {
 
 using namespace csrc; // the C reader shared with gate/
 
-std::optional<Edit> propose_statement_removal(const std::vector<core::Diagnostic>& diags, const PortContext& ctx,
-                                              const Rule& r, std::optional<TargetIndex>& idx) {
+std::optional<Edit> propose_statement_removal(const std::vector<core::Diagnostic>& diags, const PortContext& ctx, const Rule& r,
+                                              std::optional<TargetIndex>& idx) {
   if (ctx.new_src.empty() || !ctx.to || r.symbols.empty()) return std::nullopt;
   // A diagnostic names a symbol of the removal: in its symbols, or on its line (`set_fs(fs);`
   // reported as "'fs' undeclared").

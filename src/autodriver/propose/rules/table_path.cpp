@@ -9,11 +9,11 @@
 // the leaf's terminator goes too. A level with several entries cannot be one path: nothing is
 // proposed then.
 
-#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/csrc/tokens.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/rules/rule_mechanisms.hpp"
 #include "autodriver/propose/rules/rules.hpp"
+#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/strings.hpp"
@@ -43,10 +43,10 @@ struct CtlEntry {
 
 struct CtlTable {
   std::string name;
-  std::string type;                 ///< "ctl_table" or "ctl_path"
-  std::size_t first = 0, last = 0;  ///< tokens of the whole declaration (to its ';')
+  std::string type;                ///< "ctl_table" or "ctl_path"
+  std::size_t first = 0, last = 0; ///< tokens of the whole declaration (to its ';')
   std::vector<CtlEntry> entries;
-  bool positional = false;          ///< an entry without designators: not understood
+  bool positional = false; ///< an entry without designators: not understood
 };
 
 /// The rule's names.
@@ -98,8 +98,7 @@ std::map<std::string, CtlTable> ctl_tables(const std::vector<Token>& toks, const
 
 /// The lines [first, last] (1-based) a declaration spans, widened by one blank line after it
 /// when a blank line also precedes it (the file keeps one blank line between its neighbours).
-std::pair<int, int> decl_lines(const std::vector<std::string_view>& lines, const std::vector<Token>& toks,
-                               const CtlTable& t) {
+std::pair<int, int> decl_lines(const std::vector<std::string_view>& lines, const std::vector<Token>& toks, const CtlTable& t) {
   int first = toks[t.first].line, last = toks[t.last].line;
   auto blank = [&](int n) { return n >= 1 && n <= static_cast<int>(lines.size()) && util::trim(lines[n - 1]).empty(); };
   if (blank(first - 1) && blank(last + 1)) ++last;
@@ -155,102 +154,105 @@ TargetTables target_tables(const PortContext& ctx, const TablePathSpec& sp) {
 std::optional<Edit> rewrite(const std::string& rel, const std::string& text, const std::vector<Token>& toks,
                             const std::vector<std::string_view>& lines, const std::map<std::string, CtlTable>& tables,
                             const Call& call, bool paths_call, bool sized, const TablePathSpec& sp) {
-    std::vector<std::string> parts;
-    std::vector<const CtlTable*> dirs; // tables that only name a directory: deleted
-    std::string leaf;
-    auto table_named = [&](const std::string& n) -> const CtlTable* {
-      auto it = tables.find(n);
-      return it == tables.end() || it->second.positional ? nullptr : &it->second;
-    };
-    if (paths_call) {
-      // register_sysctl_paths(path, table): struct ctl_path { .procname } entries, then a terminator.
-      const CtlTable* p = table_named(call.args[0]);
-      if (!p || p->type != sp.path_type) return std::nullopt;
-      for (const auto& en : p->entries) {
-        if (en.empty) continue;
-        if (en.procname.empty()) return std::nullopt;
-        parts.push_back(en.procname);
+  std::vector<std::string> parts;
+  std::vector<const CtlTable*> dirs; // tables that only name a directory: deleted
+  std::string leaf;
+  auto table_named = [&](const std::string& n) -> const CtlTable* {
+    auto it = tables.find(n);
+    return it == tables.end() || it->second.positional ? nullptr : &it->second;
+  };
+  if (paths_call) {
+    // register_sysctl_paths(path, table): struct ctl_path { .procname } entries, then a terminator.
+    const CtlTable* p = table_named(call.args[0]);
+    if (!p || p->type != sp.path_type) return std::nullopt;
+    for (const auto& en : p->entries) {
+      if (en.empty) continue;
+      if (en.procname.empty()) return std::nullopt;
+      parts.push_back(en.procname);
+    }
+    dirs.push_back(p);
+    leaf = call.args[1];
+  } else {
+    std::string cur = call.args[0];
+    for (int depth = 0;; ++depth) {
+      const CtlTable* t = table_named(cur);
+      if (!t || t->type != sp.table_type || depth > 8) return std::nullopt;
+      std::vector<const CtlEntry*> live;
+      for (const auto& en : t->entries)
+        if (!en.empty) live.push_back(&en);
+      bool any_child = std::any_of(live.begin(), live.end(), [](const CtlEntry* en) { return !en->child.empty(); });
+      if (!any_child) {
+        leaf = cur;
+        break;
       }
-      dirs.push_back(p);
-      leaf = call.args[1];
-    } else {
-      std::string cur = call.args[0];
-      for (int depth = 0;; ++depth) {
-        const CtlTable* t = table_named(cur);
-        if (!t || t->type != sp.table_type || depth > 8) return std::nullopt;
-        std::vector<const CtlEntry*> live;
-        for (const auto& en : t->entries)
-          if (!en.empty) live.push_back(&en);
-        bool any_child = std::any_of(live.begin(), live.end(), [](const CtlEntry* en) { return !en->child.empty(); });
-        if (!any_child) {
-          leaf = cur;
-          break;
-        }
-        // One directory entry per level, or the registration is not one path.
-        if (live.size() != 1 || live[0]->procname.empty()) return std::nullopt;
-        parts.push_back(live[0]->procname);
-        dirs.push_back(t);
-        cur = live[0]->child;
-      }
+      // One directory entry per level, or the registration is not one path.
+      if (live.size() != 1 || live[0]->procname.empty()) return std::nullopt;
+      parts.push_back(live[0]->procname);
+      dirs.push_back(t);
+      cur = live[0]->child;
     }
-    if (parts.empty() || leaf.empty() || !table_named(leaf)) return std::nullopt;
-    std::string path = path_literal(parts);
-    if (path.size() <= 2) return std::nullopt;
-    // A directory table used anywhere else (another registration, a pointer) stays, and then
-    // its .child would still not compile: give up.
-    for (std::size_t i = 0; i < dirs.size(); ++i) {
-      int expected = 1 /* its declaration */ + 1 /* the call or the parent's .child */;
-      if (uses_of(toks, dirs[i]->name) > expected) return std::nullopt;
+  }
+  if (parts.empty() || leaf.empty() || !table_named(leaf)) return std::nullopt;
+  std::string path = path_literal(parts);
+  if (path.size() <= 2) return std::nullopt;
+  // A directory table used anywhere else (another registration, a pointer) stays, and then
+  // its .child would still not compile: give up.
+  for (std::size_t i = 0; i < dirs.size(); ++i) {
+    int expected = 1 /* its declaration */ + 1 /* the call or the parent's .child */;
+    if (uses_of(toks, dirs[i]->name) > expected) return std::nullopt;
+  }
+  Edit e;
+  e.proposer = "rule-pack";
+  e.change_id = fmt::format("table-path:{}:{}", rel, call.args[0]);
+  e.label = "removed-with-replacement";
+  e.title = fmt::format("{}() is gone: register {} under {}", call.callee, leaf, path);
+  e.description =
+      fmt::format("The target kernel has no {}(): {}. The table is registered under its path, {}({}, {}), and the tables that "
+                  "only named its directories are deleted. Rule: {}.",
+                  call.callee, sp.why, sp.new_call, path, leaf, sp.origin);
+  // The call: its tokens from the name to the ')' replaced, on the lines they span.
+  int l0 = toks[call.name_tok].line, l1 = toks[call.close_tok].line;
+  e.text_edits.push_back(
+      token_span_edit(rel, text, toks[call.name_tok], toks[call.close_tok], fmt::format("{}({}, {})", sp.new_call, path, leaf)));
+  for (const auto* d : dirs) {
+    auto [first, last] = decl_lines(lines, toks, *d);
+    if (first <= l1 && last >= l0) return std::nullopt;
+    e.text_edits.push_back({rel, first, last - first + 1, ""});
+  }
+  // The leaf's terminator, when the target sizes tables itself (and it sits on lines of its own).
+  if (sized) {
+    const CtlTable* t = table_named(leaf);
+    for (const auto& en : t->entries) {
+      if (!en.empty) continue;
+      int a = toks[en.open].line, b = toks[en.close].line;
+      std::size_t after = en.close + 1 < toks.size() && toks[en.close + 1].text == "," ? en.close + 1 : en.close;
+      bool alone = (en.open == 0 || toks[en.open - 1].line < a) && (after + 1 >= toks.size() || toks[after + 1].line > b);
+      if (alone) e.text_edits.push_back({rel, a, b - a + 1, ""});
     }
-    Edit e;
-    e.proposer = "rule-pack";
-    e.change_id = fmt::format("table-path:{}:{}", rel, call.args[0]);
-    e.label = "removed-with-replacement";
-    e.title = fmt::format("{}() is gone: register {} under {}", call.callee, leaf, path);
-    e.description = fmt::format(
-        "The target kernel has no {}(): {}. The table is registered under its path, {}({}, {}), and the tables that "
-        "only named its directories are deleted. Rule: {}.",
-        call.callee, sp.why, sp.new_call, path, leaf, sp.origin);
-    // The call: its tokens from the name to the ')' replaced, on the lines they span.
-    int l0 = toks[call.name_tok].line, l1 = toks[call.close_tok].line;
-    e.text_edits.push_back(token_span_edit(rel, text, toks[call.name_tok], toks[call.close_tok],
-                                           fmt::format("{}({}, {})", sp.new_call, path, leaf)));
-    for (const auto* d : dirs) {
-      auto [first, last] = decl_lines(lines, toks, *d);
-      if (first <= l1 && last >= l0) return std::nullopt;
-      e.text_edits.push_back({rel, first, last - first + 1, ""});
-    }
-    // The leaf's terminator, when the target sizes tables itself (and it sits on lines of its own).
-    if (sized) {
-      const CtlTable* t = table_named(leaf);
-      for (const auto& en : t->entries) {
-        if (!en.empty) continue;
-        int a = toks[en.open].line, b = toks[en.close].line;
-        std::size_t after = en.close + 1 < toks.size() && toks[en.close + 1].text == "," ? en.close + 1 : en.close;
-        bool alone = (en.open == 0 || toks[en.open - 1].line < a) && (after + 1 >= toks.size() || toks[after + 1].line > b);
-        if (alone) e.text_edits.push_back({rel, a, b - a + 1, ""});
-      }
-      e.description += fmt::format(" The target's {}() passes the table's size (ARRAY_SIZE), so the empty entry "
-                                   "that ended the table would be registered as a nameless entry: it goes.",
-                                   sp.new_call);
-    }
-    std::stable_sort(e.text_edits.begin(), e.text_edits.end(),
-                     [](const TextEdit& a, const TextEdit& b) { return a.line > b.line; });
-    e.symbols = {call.callee, sp.new_call, leaf};
-    for (const auto* d : dirs) e.symbols.push_back(d->name); // deleted whole (the integrity gate reads this)
-    e.support = 1;
+    e.description += fmt::format(" The target's {}() passes the table's size (ARRAY_SIZE), so the empty entry "
+                                 "that ended the table would be registered as a nameless entry: it goes.",
+                                 sp.new_call);
+  }
+  std::stable_sort(e.text_edits.begin(), e.text_edits.end(),
+                   [](const TextEdit& a, const TextEdit& b) { return a.line > b.line; });
+  e.symbols = {call.callee, sp.new_call, leaf};
+  for (const auto* d : dirs) e.symbols.push_back(d->name); // deleted whole (the integrity gate reads this)
+  e.support = 1;
   e.evidence = {sp.origin};
-    util::log_debug("table-path: {} -> {}({}, {})", call.callee, sp.new_call, path, leaf);
-    return e;
+  util::log_debug("table-path: {} -> {}({}, {})", call.callee, sp.new_call, path, leaf);
+  return e;
 }
 
 } // namespace
 
 std::vector<Edit> propose_table_path(const std::vector<core::Diagnostic>& diags, const PortContext& ctx, const Rule& rule) {
   std::vector<Edit> out;
-  auto field = [&](const char* k) { auto w = rule.words(k); return w.empty() ? std::string() : w.front(); };
-  TablePathSpec sp{field("table-type"), field("path-type"), field("name-member"), field("child-member"),
-                   field("table-call"), field("paths-call"), field("new-call"), field("header"), rule.provenance(), rule.why};
+  auto field = [&](const char* k) {
+    auto w = rule.words(k);
+    return w.empty() ? std::string() : w.front();
+  };
+  TablePathSpec sp{field("table-type"), field("path-type"), field("name-member"), field("child-member"), field("table-call"),
+                   field("paths-call"), field("new-call"),  field("header"),      rule.provenance(),     rule.why};
   bool named = std::any_of(diags.begin(), diags.end(), [&](const core::Diagnostic& d) {
     return (!d.symbols.empty() && (d.symbols[0] == sp.table_call || (!sp.paths_call.empty() && d.symbols[0] == sp.paths_call))) ||
            (d.kind == core::DiagKind::no_member && has_word(d.message, sp.table_type) &&
@@ -263,7 +265,8 @@ std::vector<Edit> propose_table_path(const std::vector<core::Diagnostic>& diags,
   // Files naming either old call: their names' common prefix.
   std::string stem = sp.table_call;
   if (!sp.paths_call.empty())
-    stem.resize(static_cast<std::size_t>(std::mismatch(stem.begin(), stem.end(), sp.paths_call.begin(), sp.paths_call.end()).first - stem.begin()));
+    stem.resize(static_cast<std::size_t>(
+        std::mismatch(stem.begin(), stem.end(), sp.paths_call.begin(), sp.paths_call.end()).first - stem.begin()));
   for (const auto& [rel, text] : sources_mentioning(ctx.tree, stem)) {
     auto toks = tokenize(text);
     auto tables = ctl_tables(toks, sp);

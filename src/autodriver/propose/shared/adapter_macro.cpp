@@ -41,9 +41,8 @@ std::vector<AdapterMacro> adapter_macros(const std::string& header_text) {
     // One level of the header's own one-parameter macros called with the parameter.
     std::vector<Token> expanded;
     for (std::size_t i = 0; i < toks.size(); ++i) {
-      if (i + 3 < toks.size() && toks[i].kind == TokKind::ident && toks[i + 1].text == "(" &&
-          toks[i + 2].text == mac.param && toks[i + 3].text == ")" && macros.count(toks[i].text) &&
-          toks[i].text != name) {
+      if (i + 3 < toks.size() && toks[i].kind == TokKind::ident && toks[i + 1].text == "(" && toks[i + 2].text == mac.param &&
+          toks[i + 3].text == ")" && macros.count(toks[i].text) && toks[i].text != name) {
         const auto& inner = macros.at(toks[i].text);
         for (auto t : tokenize(inner.body)) {
           if (t.text == inner.param) t.text = mac.param;
@@ -58,12 +57,11 @@ std::vector<AdapterMacro> adapter_macros(const std::string& header_text) {
     std::set<std::string> used;
     std::map<std::string, std::string> declared; // suffix -> its value type
     for (std::size_t i = 0; i + 2 < expanded.size(); ++i) {
-      if (expanded[i].text != mac.param || expanded[i + 1].text != "##" || expanded[i + 2].kind != TokKind::ident)
-        continue;
+      if (expanded[i].text != mac.param || expanded[i + 1].text != "##" || expanded[i + 2].kind != TokKind::ident) continue;
       const std::string suffix = expanded[i + 2].text;
       const std::string next = i + 3 < expanded.size() ? expanded[i + 3].text : "";
-      bool decl = (next == "[" || next == "=") && i > 0 &&
-                  (expanded[i - 1].kind == TokKind::ident || expanded[i - 1].text == "*");
+      bool decl =
+          (next == "[" || next == "=") && i > 0 && (expanded[i - 1].kind == TokKind::ident || expanded[i - 1].text == "*");
       if (!decl) {
         used.insert(suffix);
         continue;

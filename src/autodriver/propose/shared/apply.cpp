@@ -81,8 +81,8 @@ TextEdit token_span_edit(const std::string& file, const std::string& text, const
   line_start = line_start == std::string::npos ? 0 : line_start + 1;
   std::size_t line_end = text.find('\n', last.end);
   if (line_end == std::string::npos) line_end = text.size();
-  std::string lines = text.substr(line_start, first.begin - line_start) + replacement +
-                      text.substr(last.end, line_end - last.end) + "\n";
+  std::string lines =
+      text.substr(line_start, first.begin - line_start) + replacement + text.substr(last.end, line_end - last.end) + "\n";
   return {file, first.line, last.line - first.line + 1, lines};
 }
 
@@ -191,8 +191,8 @@ void fill_expectations(Edit& edit, const fs::path& tree) {
   }
 }
 
-static util::Expected<void> apply_renames(const std::vector<std::pair<std::string, std::string>>& renames,
-                                          const fs::path& tree, const std::vector<std::string>& files) {
+static util::Expected<void> apply_renames(const std::vector<std::pair<std::string, std::string>>& renames, const fs::path& tree,
+                                          const std::vector<std::string>& files) {
   for (const auto& f : files) {
     auto text = util::read_file(tree / f);
     if (!text) continue;
@@ -408,10 +408,10 @@ util::Expected<ApplyResult> apply_edit(const Edit& edit, const fs::path& tree, c
 /// difference between 15 s and 2.
 std::vector<std::string> files_for_smpl(const std::string& smpl, const fs::path& tree, const std::vector<std::string>& files) {
   static const std::set<std::string> k_not_needles = {
-      "if", "else", "return", "for", "while", "do", "switch", "case", "default", "break", "continue", "goto",
-      "sizeof", "struct", "union", "enum", "const", "static", "volatile", "inline", "extern", "int", "char",
-      "void", "long", "short", "unsigned", "signed", "bool", "NULL", "true", "false", "when", "any", "strict",
-      "forall", "exists", "typeof"};
+      "if",       "else",  "return", "for",    "while",  "do",     "switch",   "case",   "default",  "break",
+      "continue", "goto",  "sizeof", "struct", "union",  "enum",   "const",    "static", "volatile", "inline",
+      "extern",   "int",   "char",   "void",   "long",   "short",  "unsigned", "signed", "bool",     "NULL",
+      "true",     "false", "when",   "any",    "strict", "forall", "exists",   "typeof"};
   static const std::regex k_ident(R"([A-Za-z_]\w*)");
   std::vector<std::vector<std::set<std::string>>> rules; // rule -> removed line -> identifiers
   std::set<std::string> metas;
@@ -468,7 +468,8 @@ static util::Expected<ApplyResult> apply_edit_parts(const Edit& edit, const fs::
     req.argv = {"spatch", "--very-quiet", "--in-place", "--no-show-diff", "--timeout", "60", "--sp-file", rule.string()};
     // Files are independent: spatch's own workers share them out over the CPUs.
     if (int cpus = util::available_cpus(); cpus > 1 && targets.size() > 1)
-      for (const auto& a : {std::string("-j"), std::to_string(std::min<std::size_t>(cpus, targets.size()))}) req.argv.push_back(a);
+      for (const auto& a : {std::string("-j"), std::to_string(std::min<std::size_t>(cpus, targets.size()))})
+        req.argv.push_back(a);
     for (const auto& f : targets) req.argv.push_back(f);
     req.cwd = tree;
     req.timeout = 180s;
@@ -478,8 +479,7 @@ static util::Expected<ApplyResult> apply_edit_parts(const Edit& edit, const fs::
     if (!r) return util::unexpected(r.error());
     res.tool_output = util::tail_capped(r->out, 4000);
     if (r->timed_out) return util::unexpected(util::ErrorKind::timeout, "spatch timed out");
-    if (r->exit_code != 0)
-      util::log_debug("spatch exited {}: {}", r->exit_code, util::tail_capped(r->out, 400));
+    if (r->exit_code != 0) util::log_debug("spatch exited {}: {}", r->exit_code, util::tail_capped(r->out, 400));
   }
   if (edit.call && hashes(tree, files) == before)
     if (auto t = apply_call_rewrite(*edit.call, tree, files); !t) return util::unexpected(t.error());

@@ -33,8 +33,8 @@ struct ApplyOptions {
 
 /// Applies `edit` in place to `tree`, all or nothing. An edit that changes nothing is not an error
 /// (empty changed_files); spatch failing to run or timing out is.
-util::Expected<ApplyResult> apply_edit(const Edit& edit, const std::filesystem::path& tree,
-                                       const std::filesystem::path& scratch, const ApplyOptions& options = {});
+util::Expected<ApplyResult> apply_edit(const Edit& edit, const std::filesystem::path& tree, const std::filesystem::path& scratch,
+                                       const ApplyOptions& options = {});
 
 /// For each line of `text`: true inside a branch of `#if`/`#elif`/`#else` that LINUX_VERSION_CODE
 /// == `version_code` rules out (only conditions that are one LINUX_VERSION_CODE comparison with
@@ -53,8 +53,7 @@ std::vector<std::string> files_for_smpl(const std::string& smpl, const std::file
                                         const std::vector<std::string>& files);
 
 /// The tree's C sources and headers whose text contains `word`: (relative path, text).
-std::vector<std::pair<std::string, std::string>> sources_mentioning(const std::filesystem::path& tree,
-                                                                    const std::string& word);
+std::vector<std::pair<std::string, std::string>> sources_mentioning(const std::filesystem::path& tree, const std::string& word);
 
 /// `text` with whole-line edits of it applied, bottom up (lines as the edits say: no relocation;
 /// an edit with a negative line is skipped).

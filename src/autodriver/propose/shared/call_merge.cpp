@@ -207,5 +207,4 @@ std::string merge_smpl(const MergeRule& r) {
   return merge_smpl_on(r, "X", "X", "X") + merge_smpl_on(r, "E", "&E", "E");
 }
 
-
 } // namespace autodriver::propose

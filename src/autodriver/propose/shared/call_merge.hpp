@@ -15,7 +15,7 @@ namespace autodriver::propose {
 struct MergeRule {
   /// The old calls (callee, arity) that share their first argument; calls[0] is the removed one.
   std::vector<std::pair<std::string, std::size_t>> calls;
-  std::string callee;            ///< the new function
+  std::string callee; ///< the new function
   /// Its arguments after the shared first one: "$k.i" (argument i of calls[k]) or a literal.
   std::vector<std::string> args;
   std::string key() const;

@@ -1,7 +1,7 @@
 #include "autodriver/propose/shared/family_rename.hpp"
 
-#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/csrc/tokens.hpp"
+#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/propose/shared/token_diff.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
@@ -30,10 +30,10 @@ std::vector<std::string> prefixes(const std::string& sym) {
 }
 
 struct FamilyVotes {
-  std::map<std::string, int> prefix;                                ///< new prefix -> units
+  std::map<std::string, int> prefix;                                              ///< new prefix -> units
   std::map<std::pair<std::string, std::string>, std::set<std::string>> companion; ///< old->new token -> files
   std::set<std::string> files;
-  int units = 0;                                                    ///< units with a family rename
+  int units = 0; ///< units with a family rename
 };
 
 FamilyVotes family_votes(SiteIndex& idx, const std::string& p1) {
@@ -79,9 +79,7 @@ std::pair<std::size_t, std::size_t> statement_around(const std::vector<Token>& t
   while (a > 0 && toks[a - 1].text != ";" && toks[a - 1].text != "{" && toks[a - 1].text != "}" &&
          toks[a - 1].kind != TokKind::pp_line)
     --a;
-  while (b + 1 < toks.size() && toks[b].text != ";" && toks[b].text != "{" && toks[b].text != "}" &&
-         toks[b].text != ":")
-    ++b;
+  while (b + 1 < toks.size() && toks[b].text != ";" && toks[b].text != "{" && toks[b].text != "}" && toks[b].text != ":") ++b;
   return {a, b};
 }
 
@@ -181,11 +179,11 @@ std::optional<Edit> learn_family_rename(SiteIndex& idx, const PortContext& ctx, 
   std::vector<std::string> comp_text;
   for (const auto& [o, n] : companions) comp_text.push_back(o + " -> " + n);
   e.title = fmt::format("{}* constants became {}*", p1, p2);
-  e.description = fmt::format("The kernel renamed the {}* constants to {}* ({} of its functions changed that way, "
-                              "e.g. {}){}.",
-                              p1, p2, best_n, fmt::join(e.evidence, ", "),
-                              comp_text.empty() ? std::string()
-                                                : fmt::format("; where they are compared, {} as well", fmt::join(comp_text, ", ")));
+  e.description = fmt::format(
+      "The kernel renamed the {}* constants to {}* ({} of its functions changed that way, "
+      "e.g. {}){}.",
+      p1, p2, best_n, fmt::join(e.evidence, ", "),
+      comp_text.empty() ? std::string() : fmt::format("; where they are compared, {} as well", fmt::join(comp_text, ", ")));
   util::log_debug("learned-rewrite: family {} -> {} ({} units), companions {}", p1, p2, best_n, comp_text.size());
   return e;
 }

@@ -20,8 +20,7 @@ const Unit* SourceFile::unit(const std::string& name) const {
   return nullptr;
 }
 
-SiteIndex::SiteIndex(fs::path old_src, fs::path new_src, std::vector<std::string> leave_out,
-                     std::vector<fs::path> driver_files)
+SiteIndex::SiteIndex(fs::path old_src, fs::path new_src, std::vector<std::string> leave_out, std::vector<fs::path> driver_files)
     : m_old(std::move(old_src)), m_new(std::move(new_src)), m_leave_out(std::move(leave_out)) {
   for (const auto& f : driver_files) {
     auto text = util::read_file(f);
@@ -79,8 +78,7 @@ std::shared_ptr<const SourceFile> SiteIndex::load(const fs::path& tree, const st
   return out;
 }
 
-std::vector<std::string> SiteIndex::files_using(const fs::path& tree, const std::string& word, std::size_t limit,
-                                                Files files) {
+std::vector<std::string> SiteIndex::files_using(const fs::path& tree, const std::string& word, std::size_t limit, Files files) {
   std::vector<std::string> out;
   if (tree.empty() || word.empty()) return out;
   const std::string key = tree.string() + '\n' + word + '\n' + std::to_string(limit) + (files == Files::c ? "" : "\nh");
@@ -94,7 +92,8 @@ std::vector<std::string> SiteIndex::files_using(const fs::path& tree, const std:
   if (files == Files::c_and_h) q.dirs.push_back("include");
   // A word or a phrase ("struct fd"): each of its words is on the matching line. A regex
   // ("INTEL_FAM6_[A-Za-z0-9_]*") gets no prefilter: grep reads the tree.
-  if (std::all_of(word.begin(), word.end(), [](char c) { return c == ' ' || std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }))
+  if (std::all_of(word.begin(), word.end(),
+                  [](char c) { return c == ' ' || std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }))
     q.all_of = util::split_words(word);
   q.output_cap = 1 << 20;
   std::vector<std::string> all = kernel::grep_source(tree, q);

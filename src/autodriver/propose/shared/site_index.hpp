@@ -16,7 +16,7 @@ namespace autodriver::propose {
 using namespace csrc; // the C reader shared with gate/
 
 struct SourceFile {
-  std::string rel;              ///< path relative to the kernel tree
+  std::string rel; ///< path relative to the kernel tree
   std::string text;
   std::vector<Token> tokens;
   std::vector<Unit> units;
@@ -43,8 +43,8 @@ public:
                                     Files files = Files::c);
 
   /// Files of `tree` (old or new) using `word`, relative paths, capped.
-  std::vector<std::string> files_using(const std::filesystem::path& tree, const std::string& word,
-                                       std::size_t limit = 200, Files files = Files::c);
+  std::vector<std::string> files_using(const std::filesystem::path& tree, const std::string& word, std::size_t limit = 200,
+                                       Files files = Files::c);
 
   std::shared_ptr<const SourceFile> load(const std::filesystem::path& tree, const std::string& rel);
 

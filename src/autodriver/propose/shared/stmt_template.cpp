@@ -13,8 +13,8 @@ namespace autodriver::propose {
 namespace {
 
 const std::set<std::string>& control_words() {
-  static const std::set<std::string> k = {"if", "else", "while", "for", "do", "switch", "case", "default",
-                                          "goto", "break", "continue", "{", "}"};
+  static const std::set<std::string> k = {"if",      "else", "while", "for",      "do", "switch", "case",
+                                          "default", "goto", "break", "continue", "{",  "}"};
   return k;
 }
 
@@ -112,9 +112,7 @@ std::vector<std::pair<std::size_t, std::size_t>> candidate_spans(const std::vect
       if (k > 0 && t[k - 1] == "&") out.push_back({k - 1, e});
     }
   }
-  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
-    return a.second - a.first > b.second - b.first;
-  });
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second - a.first > b.second - b.first; });
   return out;
 }
 
@@ -137,9 +135,8 @@ std::string StmtTemplate::key() const {
   return k;
 }
 
-std::optional<std::pair<std::size_t, std::size_t>> enclosing_statements(const std::vector<Token>& toks,
-                                                                         std::size_t first, std::size_t last,
-                                                                         std::size_t lo, std::size_t hi) {
+std::optional<std::pair<std::size_t, std::size_t>> enclosing_statements(const std::vector<Token>& toks, std::size_t first,
+                                                                        std::size_t last, std::size_t lo, std::size_t hi) {
   // Backwards to a statement boundary, skipping parenthesised groups that are not control headers.
   std::size_t a = first;
   while (a > lo) {
@@ -152,8 +149,8 @@ std::optional<std::pair<std::size_t, std::size_t>> enclosing_statements(const st
         if (toks[k].text == ")") ++d;
         if (toks[k].text == "(" && --d == 0) break;
       }
-      if (k > lo && (toks[k - 1].text == "if" || toks[k - 1].text == "while" || toks[k - 1].text == "for" ||
-                     toks[k - 1].text == "switch"))
+      if (k > lo &&
+          (toks[k - 1].text == "if" || toks[k - 1].text == "while" || toks[k - 1].text == "for" || toks[k - 1].text == "switch"))
         break;
       a = k;
       continue;
@@ -324,8 +321,8 @@ std::string template_smpl(const StmtTemplate& t) {
 
 std::string flag_variants_smpl(const StmtTemplate& t, const std::string& flag) {
   const auto& b = t.before;
-  if (t.expression || t.after.empty() || b.size() != 6 || b[0] != "$0" || b[1] != "->" || b[3] != "|=" ||
-      b[4] != flag || b[5] != ";")
+  if (t.expression || t.after.empty() || b.size() != 6 || b[0] != "$0" || b[1] != "->" || b[3] != "|=" || b[4] != flag ||
+      b[5] != ";")
     return {};
   StmtTemplate ored;
   ored.before = {"$0", "->", b[2], "|=", "$1", "|", flag, ";"};

@@ -24,9 +24,8 @@ struct StmtTemplate {
 
 /// The statement(s) of `toks` around [first, last]: back to the previous ';', '{', '}', `else`
 /// or control header, forward to the next ';' at the same depth. Nullopt for blocks or giants.
-std::optional<std::pair<std::size_t, std::size_t>> enclosing_statements(const std::vector<Token>& toks,
-                                                                         std::size_t first, std::size_t last,
-                                                                         std::size_t lo, std::size_t hi);
+std::optional<std::pair<std::size_t, std::size_t>> enclosing_statements(const std::vector<Token>& toks, std::size_t first,
+                                                                        std::size_t last, std::size_t lo, std::size_t hi);
 
 /// Anti-unifies an old statement with its new form: the longest sub-expressions of `before`
 /// (assignment sides, call arguments, postfix chains) that occur verbatim in `after` become

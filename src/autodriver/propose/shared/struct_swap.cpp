@@ -1,6 +1,6 @@
-#include "autodriver/kernel/source_grep.hpp"
-#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/propose/shared/struct_swap.hpp"
+#include "autodriver/csrc/tokens.hpp"
+#include "autodriver/kernel/source_grep.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/strings.hpp"
 #include "autodriver/util/subprocess.hpp"
@@ -53,8 +53,7 @@ bool parse_access(const std::vector<Token>& toks, std::size_t first, std::size_t
 }
 
 /// Top-level argument token ranges of the call whose '(' is at `open`.
-std::vector<std::pair<std::size_t, std::size_t>> call_args(const std::vector<Token>& toks, std::size_t open,
-                                                           std::size_t close) {
+std::vector<std::pair<std::size_t, std::size_t>> call_args(const std::vector<Token>& toks, std::size_t open, std::size_t close) {
   std::vector<std::pair<std::size_t, std::size_t>> out;
   int depth = 0;
   std::size_t start = open + 1;
@@ -107,8 +106,8 @@ std::map<std::string, MemberBridge> learn_member_bridges(const std::string& text
       auto args = call_args(toks, c.name_tok + 1, c.close_tok);
       if (args.size() != 2) continue;
       Access a0, a1;
-      if (!parse_access(toks, args[0].first, args[0].second, a0) ||
-          !parse_access(toks, args[1].first, args[1].second, a1) || a0.member != a1.member || a1.address)
+      if (!parse_access(toks, args[0].first, args[0].second, a0) || !parse_access(toks, args[1].first, args[1].second, a1) ||
+          a0.member != a1.member || a1.address)
         continue;
       if (!a0.address && news.count(a0.name) && olds.count(a1.name)) {
         out[a0.member].into = c.callee;
@@ -126,9 +125,9 @@ std::map<std::string, MemberBridge> learn_member_bridges(const std::string& text
   return out;
 }
 
-std::map<std::string, MemberBridge> target_member_bridges(
-    const fs::path& new_src, const std::string& from_tag, const std::string& to_tag,
-    const std::function<std::string(const std::string&)>& scalar_type_of) {
+std::map<std::string, MemberBridge> target_member_bridges(const fs::path& new_src, const std::string& from_tag,
+                                                          const std::string& to_tag,
+                                                          const std::function<std::string(const std::string&)>& scalar_type_of) {
   std::map<std::string, MemberBridge> out;
   if (new_src.empty()) return out;
   kernel::SourceGrep q;
@@ -151,10 +150,8 @@ std::map<std::string, MemberBridge> target_member_bridges(
   }
   for (auto it = out.begin(); it != out.end();) {
     if (!it->second.out_of.empty()) it->second.scalar = scalar_type_of(it->second.out_of);
-    if (it->second.into.empty() || it->second.out_of.empty() || it->second.scalar.empty())
-      it = out.erase(it);
-    else
-      ++it;
+    if (it->second.into.empty() || it->second.out_of.empty() || it->second.scalar.empty()) it = out.erase(it);
+    else ++it;
   }
   return out;
 }
@@ -186,13 +183,11 @@ std::string swap_struct(const std::string& text, const std::string& from_tag, co
     };
     std::vector<Use> uses;
     for (std::size_t i = u.body + 3; i < close; ++i) {
-      if (!bridges.count(toks[i].text) || (toks[i - 1].text != "->" && toks[i - 1].text != ".") ||
-          !names.count(toks[i - 2].text))
+      if (!bridges.count(toks[i].text) || (toks[i - 1].text != "->" && toks[i - 1].text != ".") || !names.count(toks[i - 2].text))
         continue;
       if (i + 1 < close && (toks[i + 1].text == "[" || toks[i + 1].text == "(")) continue;
       std::size_t s = i - 2;
-      while (s >= 2 && (toks[s - 1].text == "->" || toks[s - 1].text == ".") && toks[s - 2].kind == TokKind::ident)
-        s -= 2;
+      while (s >= 2 && (toks[s - 1].text == "->" || toks[s - 1].text == ".") && toks[s - 2].kind == TokKind::ident) s -= 2;
       // Its address (a unary '&', not the binary one after an operand): not a scalar use.
       if (toks[s - 1].text == "&" && toks[s - 2].kind != TokKind::ident && toks[s - 2].kind != TokKind::number &&
           toks[s - 2].text != ")" && toks[s - 2].text != "]")
@@ -323,8 +318,7 @@ std::string swap_struct(const std::string& text, const std::string& from_tag, co
         }
         mine.push_back({toks[s].begin, toks[end].end, retag(call)});
       } else {
-        for (const auto* r : reads)
-          mine.push_back({toks[r->start].begin, toks[r->member].end, temp_of[r->chain]});
+        for (const auto* r : reads) mine.push_back({toks[r->start].begin, toks[r->member].end, temp_of[r->chain]});
       }
     }
     if (!fn_ok) continue;
@@ -343,9 +337,8 @@ std::string swap_struct(const std::string& text, const std::string& from_tag, co
                      [&](const Splice& sp) { return sp.begin < sp.end && sp.begin <= t.begin && t.end <= sp.end; }))
       splices.push_back(t);
   // Bottom up; at one offset the replacement before the insertion that goes in front of it.
-  std::stable_sort(splices.begin(), splices.end(), [](const Splice& a, const Splice& b) {
-    return a.begin != b.begin ? a.begin > b.begin : a.end > b.end;
-  });
+  std::stable_sort(splices.begin(), splices.end(),
+                   [](const Splice& a, const Splice& b) { return a.begin != b.begin ? a.begin > b.begin : a.end > b.end; });
   std::string out = text;
   for (const auto& sp : splices) out.replace(sp.begin, sp.end - sp.begin, sp.text);
   return out;

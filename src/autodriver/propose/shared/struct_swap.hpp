@@ -32,9 +32,9 @@ std::map<std::string, MemberBridge> learn_member_bridges(const std::string& text
 /// drivers, net, fs, kernel and include dirs; capped, timed out). `scalar_type_of` maps a
 /// conversion function to its scalar type (the pointee of G's first parameter); bridges
 /// without one are dropped.
-std::map<std::string, MemberBridge> target_member_bridges(
-    const std::filesystem::path& new_src, const std::string& from_tag, const std::string& to_tag,
-    const std::function<std::string(const std::string&)>& scalar_type_of);
+std::map<std::string, MemberBridge> target_member_bridges(const std::filesystem::path& new_src, const std::string& from_tag,
+                                                          const std::string& to_tag,
+                                                          const std::function<std::string(const std::string&)>& scalar_type_of);
 
 /// Names declared with `struct tag` (variables, parameters, struct members) in `text`.
 std::set<std::string> names_of_struct_type(const std::string& text, const std::set<std::string>& tags);

@@ -1,8 +1,8 @@
 #include "autodriver/propose/shared/target_decls.hpp"
 
+#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/kernel/source_grep.hpp"
 #include "autodriver/kernel/target.hpp"
-#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/strings.hpp"
 #include "autodriver/util/subprocess.hpp"
@@ -29,8 +29,8 @@ using namespace std::chrono_literals;
 /// answers are kept for the process (kernel::grep_source): it never changes, and the loop asks the
 /// same questions every iteration (and bench's cases ask each other's).
 static std::vector<std::string> grep_kernel(const fs::path& src, std::vector<std::string> options, const std::string& include,
-                                            const std::string& pattern, std::vector<std::string> dirs,
-                                            const std::string& word, std::chrono::seconds timeout) {
+                                            const std::string& pattern, std::vector<std::string> dirs, const std::string& word,
+                                            std::chrono::seconds timeout) {
   kernel::SourceGrep q;
   q.options = std::move(options);
   q.includes = {include};
@@ -70,8 +70,8 @@ static Param parse_param(const std::string& p) {
       return out;
     }
   if (!toks.empty() && toks.back().kind == TokKind::ident && toks.size() > 1) {
-    static const std::set<std::string> k_type_words = {"int", "long", "char", "short", "void", "unsigned", "signed",
-                                                       "bool", "size_t", "u8", "u16", "u32", "u64", "gfp_t", "loff_t"};
+    static const std::set<std::string> k_type_words = {"int",    "long", "char", "short", "void", "unsigned", "signed", "bool",
+                                                       "size_t", "u8",   "u16",  "u32",   "u64",  "gfp_t",    "loff_t"};
     if (!k_type_words.count(toks.back().text) && !(toks.size() == 2 && toks[0].text == "struct")) {
       out.name = toks.back().text;
       out.type = std::string(util::trim(p.substr(0, toks.back().begin)));
@@ -159,7 +159,8 @@ std::optional<Prototype> TargetIndex::prototype(const std::string& name, const c
       if (auto p = prototype_at(f, n.line, name)) return p;
     }
   if (m_src.empty()) return std::nullopt;
-  auto lines = grep_kernel(m_src, {"-nE"}, "*.h", "(^|[ *])" + name + "\\(|define " + name + "\\(", kernel::k_header_dirs, name, 60s);
+  auto lines =
+      grep_kernel(m_src, {"-nE"}, "*.h", "(^|[ *])" + name + "\\(|define " + name + "\\(", kernel::k_header_dirs, name, 60s);
   for (const auto& l : lines) {
     auto c1 = l.find(':');
     auto c2 = l.find(':', c1 + 1);
@@ -186,10 +187,9 @@ const std::set<std::string>& TargetIndex::names() {
       if (!l.empty()) m_names.emplace(l);
     if (!m_names.empty()) return m_names;
   }
-  for (const char* dir : {"include/linux", "include/net", "include/media", "include/sound", "include/drm",
-                          "include/asm-generic", "arch/x86/include/asm", "include/scsi", "include/video",
-                          "include/crypto", "include/rdma", "include/target", "include/keys", "include/acpi",
-                          "include/pcmcia", "include/xen"}) {
+  for (const char* dir : {"include/linux", "include/net", "include/media", "include/sound", "include/drm", "include/asm-generic",
+                          "arch/x86/include/asm", "include/scsi", "include/video", "include/crypto", "include/rdma",
+                          "include/target", "include/keys", "include/acpi", "include/pcmcia", "include/xen"}) {
     std::error_code ec;
     for (auto it = fs::recursive_directory_iterator(m_src / dir, ec); !ec && it != fs::recursive_directory_iterator();
          it.increment(ec)) {
@@ -328,8 +328,7 @@ std::set<std::string> TargetIndex::function_pointer_members(const std::string& t
   return m_fn_members[tag];
 }
 
-std::optional<std::vector<std::string>> TargetIndex::function_member_params(const std::string& tag,
-                                                                           const std::string& name) {
+std::optional<std::vector<std::string>> TargetIndex::function_member_params(const std::string& tag, const std::string& name) {
   if (!m_fn_members.count(tag)) (void)struct_member_types(tag);
   auto it = m_fn_params.find(tag);
   if (it == m_fn_params.end()) return std::nullopt;
@@ -341,8 +340,8 @@ std::optional<std::vector<std::string>> TargetIndex::function_member_params(cons
 std::optional<std::vector<Param>> TargetIndex::function_typedef_params(const std::string& name) {
   static const std::regex k_name(R"(^[A-Za-z_]\w*$)");
   if (m_src.empty() || !std::regex_match(name, k_name)) return std::nullopt;
-  auto files = grep_kernel(m_src, {"-lE"}, "*.h", "typedef[^;]*\\(\\s*\\*\\s*" + name + "\\s*\\)",
-                           kernel::k_header_dirs, name, 60s);
+  auto files =
+      grep_kernel(m_src, {"-lE"}, "*.h", "typedef[^;]*\\(\\s*\\*\\s*" + name + "\\s*\\)", kernel::k_header_dirs, name, 60s);
   for (const auto& f : files) {
     auto text = util::read_file(m_src / f);
     if (!text) continue;
@@ -381,8 +380,8 @@ std::string param_type_only(const std::string& param) {
   std::size_t n = toks.size();
   // A trailing identifier is the name unless it is all there is or follows struct/enum/union.
   if (n >= 2 && toks[n - 1].kind == TokKind::ident && toks[n - 2].text != "struct" && toks[n - 2].text != "enum" &&
-      toks[n - 2].text != "union" && toks[n - 1].text != "int" && toks[n - 1].text != "long" &&
-      toks[n - 1].text != "char" && toks[n - 1].text != "short")
+      toks[n - 2].text != "union" && toks[n - 1].text != "int" && toks[n - 1].text != "long" && toks[n - 1].text != "char" &&
+      toks[n - 1].text != "short")
     --n;
   std::vector<std::string> words;
   for (std::size_t i = 0; i < n; ++i) words.push_back(toks[i].text);
@@ -432,12 +431,12 @@ std::string join_c_tokens(const std::vector<std::string>& ts) {
   std::string out, prev;
   bool expect_operand = true, prev_prefix = false;
   for (const auto& t : ts) {
-    bool tight = out.empty() || k_tight_before.count(t) || prev == "(" || prev == "[" || prev == "->" ||
-                 prev == "." || prev_prefix;
+    bool tight =
+        out.empty() || k_tight_before.count(t) || prev == "(" || prev == "[" || prev == "->" || prev == "." || prev_prefix;
     if (!tight) out += ' ';
     out += t;
-    const bool ident_like = !t.empty() && (std::isalnum(static_cast<unsigned char>(t[0])) || t[0] == '_' ||
-                                           t[0] == '$' || t[0] == '"' || t[0] == '\'');
+    const bool ident_like = !t.empty() && (std::isalnum(static_cast<unsigned char>(t[0])) || t[0] == '_' || t[0] == '$' ||
+                                           t[0] == '"' || t[0] == '\'');
     prev_prefix = expect_operand && k_prefix.count(t);
     expect_operand = !ident_like && t != ")" && t != "]" && t != "++" && t != "--";
     prev = t;
@@ -446,8 +445,7 @@ std::string join_c_tokens(const std::vector<std::string>& ts) {
 }
 
 /// Type text with const dropped and no spaces ("const struct a *" -> "structa*").
-TargetIndex::CallbackUsage TargetIndex::callback_usage(const std::string& member,
-                                                      const std::vector<std::string>& types) {
+TargetIndex::CallbackUsage TargetIndex::callback_usage(const std::string& member, const std::vector<std::string>& types) {
   const std::size_t arity = types.size();
   CallbackUsage out;
   out.param_names.resize(arity);
@@ -578,8 +576,8 @@ const std::set<std::string>& TargetIndex::deprecated() {
   for (std::size_t i = 0; i + 1 < lines.size(); ++i) {
     // A reStructuredText section title is underlined with '-' (or '=') as long as the title.
     auto under = util::trim(lines[i + 1]);
-    if (under.size() < 3 || (under.find_first_not_of('-') != std::string_view::npos &&
-                             under.find_first_not_of('=') != std::string_view::npos))
+    if (under.size() < 3 ||
+        (under.find_first_not_of('-') != std::string_view::npos && under.find_first_not_of('=') != std::string_view::npos))
       continue;
     std::string title(lines[i]);
     for (auto it = std::sregex_iterator(title.begin(), title.end(), k_fn); it != std::sregex_iterator(); ++it)
@@ -676,7 +674,8 @@ const std::map<std::string, TargetIndex::PortingNote>& TargetIndex::porting_note
 
 /// A plain integer type ("int", "size_t", "unsigned long", "u8"): no pointer, struct or array.
 bool integer_type(const std::string& type) {
-  static const std::regex k_int(R"(^\s*(const\s+)?((unsigned|signed)\s+)?(int|long|long\s+long|short|char|size_t|ssize_t|loff_t|[us](8|16|32|64)|__[us](8|16|32|64)|unsigned|signed)(\s+int)?\s*$)");
+  static const std::regex k_int(
+      R"(^\s*(const\s+)?((unsigned|signed)\s+)?(int|long|long\s+long|short|char|size_t|ssize_t|loff_t|[us](8|16|32|64)|__[us](8|16|32|64)|unsigned|signed)(\s+int)?\s*$)");
   return std::regex_match(type, k_int);
 }
 

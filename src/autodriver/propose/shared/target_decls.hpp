@@ -15,8 +15,8 @@
 namespace autodriver::propose {
 
 struct Param {
-  std::string type;   ///< "const char *"
-  std::string name;   ///< "name" (may be empty)
+  std::string type; ///< "const char *"
+  std::string name; ///< "name" (may be empty)
 };
 
 struct Prototype {
@@ -25,8 +25,8 @@ struct Prototype {
   std::vector<Param> params;
   bool is_macro = false;
   bool variadic = false;
-  std::string header;  ///< where it was found
-  std::string text;    ///< the declaration as written
+  std::string header; ///< where it was found
+  std::string text;   ///< the declaration as written
 };
 
 /// Split at commas outside parentheses/brackets/braces, trimmed ("a, f(b, c)" -> "a", "f(b, c)").
@@ -104,10 +104,10 @@ public:
   /// copy_page_from_iter_atomic()") or that a table entry naming it is simply dropped
   /// ("no_llseek is gone; don't set .llseek to that - just leave it NULL instead").
   struct PortingNote {
-    std::string use;         ///< the replacement identifier, empty when the note names none
-    bool drop = false;       ///< "leave it NULL" / "just remove it"
-    std::string where;       ///< "Documentation/filesystems/porting.rst:917"
-    std::string sentence;    ///< the note's first sentence
+    std::string use;      ///< the replacement identifier, empty when the note names none
+    bool drop = false;    ///< "leave it NULL" / "just remove it"
+    std::string where;    ///< "Documentation/filesystems/porting.rst:917"
+    std::string sentence; ///< the note's first sentence
   };
   /// Keyed by the vanished name; ops members ("->readdir() is gone") are not listed.
   const std::map<std::string, PortingNote>& porting_notes();

@@ -4,8 +4,8 @@
 
 namespace autodriver::propose {
 
-std::vector<TokenHunk> diff_tokens(const std::vector<Token>& a, std::size_t a0, std::size_t a1,
-                                   const std::vector<Token>& b, std::size_t b0, std::size_t b1, std::size_t cap) {
+std::vector<TokenHunk> diff_tokens(const std::vector<Token>& a, std::size_t a0, std::size_t a1, const std::vector<Token>& b,
+                                   std::size_t b0, std::size_t b1, std::size_t cap) {
   std::vector<TokenHunk> out;
   if (a1 < a0 || b1 < b0) return out;
   std::size_t n = a1 - a0 + 1, m = b1 - b0 + 1;

@@ -53,7 +53,7 @@ std::optional<VersionCond> parse_version_condition(std::string_view cond) {
     return r;
   }
   if (std::regex_match(c, m, k_rev)) {
-    static const std::map<std::string, std::string> k_mirror = {{">=", "<="}, {">", "<"}, {"<=", ">="},
+    static const std::map<std::string, std::string> k_mirror = {{">=", "<="}, {">", "<"},   {"<=", ">="},
                                                                 {"<", ">"},   {"==", "=="}, {"!=", "!="}};
     r.op = k_mirror.at(m[4].str());
     r.v = {std::stoi(m[1].str()), std::stoi(m[2].str()), std::stoi(m[3].str())};

@@ -47,8 +47,7 @@ void adapter(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d
     // The one identifier on the line named `p<in>`.
     std::vector<const Token*> vals;
     for (const auto& t : toks)
-      if (t.line == d.line && t.kind == TokKind::ident && t.text.size() > a.in_suffix.size() &&
-          t.text.ends_with(a.in_suffix))
+      if (t.line == d.line && t.kind == TokKind::ident && t.text.size() > a.in_suffix.size() && t.text.ends_with(a.in_suffix))
         vals.push_back(&t);
     if (vals.size() != 1) continue;
     const std::string v = vals.front()->text;
@@ -67,10 +66,10 @@ void adapter(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d
     e.change_id = "adapter:" + v;
     e.label = "member-changed";
     e.title = fmt::format("pass {}{} made by {}({}) instead of {}", base, a.out_suffix, a.macro, base, v);
-    e.description = fmt::format("The target wants '{}' where the driver passes {} ('{}'); {} of {} makes "
-                                "{}{} of that type from {}.",
-                                d.symbols[0], v, d.symbols[1], a.macro,
-                                fs::relative(header, ctx.new_src).string(), base, a.out_suffix, v);
+    e.description =
+        fmt::format("The target wants '{}' where the driver passes {} ('{}'); {} of {} makes "
+                    "{}{} of that type from {}.",
+                    d.symbols[0], v, d.symbols[1], a.macro, fs::relative(header, ctx.new_src).string(), base, a.out_suffix, v);
     std::string l = *line;
     std::size_t nl = vals.front()->begin == 0 ? std::string::npos : text->rfind('\n', vals.front()->begin - 1);
     std::size_t col = vals.front()->begin - (nl == std::string::npos ? 0 : nl + 1);

@@ -30,8 +30,8 @@ using core::DiagKind;
 /// annotation macro the target no longer defines (`static int __devinit probe(...)`,
 /// `ids[] __devinitdata = {`; the hotplug section markers went in 3.8). An `__identifier` the
 /// target declares nowhere, right before X or X itself, is dropped.
-void obsolete_annotation(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d,
-                         std::set<std::string>& seen, std::vector<Edit>& out) {
+void obsolete_annotation(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d, std::set<std::string>& seen,
+                         std::vector<Edit>& out) {
   static const std::regex k_msg(R"(^expected '=', ',', ';', 'asm' or '__attribute__' before '([A-Za-z_]\w*)')");
   std::smatch m;
   if (d.file.empty() || d.file.front() == '/' || !std::regex_search(d.message, m, k_msg)) return;

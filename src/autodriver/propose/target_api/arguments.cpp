@@ -30,7 +30,8 @@ using core::DiagKind;
 namespace {
 
 /// Best order-preserving assignment of `slots` items out of `n` (combinations), by score.
-std::vector<std::size_t> best_subset(std::size_t n, std::size_t k, const std::function<int(const std::vector<std::size_t>&)>& score) {
+std::vector<std::size_t> best_subset(std::size_t n, std::size_t k,
+                                     const std::function<int(const std::vector<std::size_t>&)>& score) {
   std::vector<std::size_t> best, cur;
   int best_score = -1000000;
   std::function<void(std::size_t)> rec = [&](std::size_t start) {
@@ -65,7 +66,8 @@ const Call* call_at(const std::vector<Token>& toks, const std::vector<Call>& cal
   return best;
 }
 
-std::string smpl_call(const std::string& from, std::size_t arity, const std::string& to, const std::vector<std::string>& new_args) {
+std::string smpl_call(const std::string& from, std::size_t arity, const std::string& to,
+                      const std::vector<std::string>& new_args) {
   std::string metas, olds, news;
   for (std::size_t i = 0; i < arity; ++i) {
     metas += (i ? ", " : "") + fmt::format("E{}", i);

@@ -36,9 +36,9 @@ namespace {
 /// used by the target's own drivers.
 struct Accessors {
   std::string tag;
-  std::string get, set; ///< `x = p->m` and `p->m = v`
+  std::string get, set;          ///< `x = p->m` and `p->m = v`
   std::string bits_on, bits_off; ///< `p->m |= v`, `p->m &= ~v` (a bit mask: set and clear both exist)
-  std::string where;    ///< header of the first found
+  std::string where;             ///< header of the first found
 };
 
 Accessors find_accessors(TargetIndex& idx, std::string tag, const std::string& m) {
@@ -59,7 +59,14 @@ Accessors find_accessors(TargetIndex& idx, std::string tag, const std::string& m
     return t;
   };
   static const std::set<std::string> k_verbs = {"get", "set", "clear", "reset", "init", "mod", "update", "to", "ts"};
-  struct Cand { std::string name; std::size_t params; bool void_ret; std::set<std::string> verbs; int extra; int uses; };
+  struct Cand {
+    std::string name;
+    std::size_t params;
+    bool void_ret;
+    std::set<std::string> verbs;
+    int extra;
+    int uses;
+  };
   std::vector<Cand> cands;
   // Named after the member (vm_flags_set), or after the struct and the member's stem
   // (inode_get_mtime); with the struct unknown only the first.
@@ -86,8 +93,8 @@ Accessors find_accessors(TargetIndex& idx, std::string tag, const std::string& m
     auto tw = name_words(sm[1].str());
     for (const auto& x : w) {
       if (k_verbs.count(x)) c.verbs.insert(x);
-      else if (std::find(stem->begin(), stem->end(), x) == stem->end() &&
-               std::find(tw.begin(), tw.end(), x) == tw.end() && x != "vma")
+      else if (std::find(stem->begin(), stem->end(), x) == stem->end() && std::find(tw.begin(), tw.end(), x) == tw.end() &&
+               x != "vma")
         ++c.extra;
     }
     c.uses = idx.usage_count(n);
@@ -142,8 +149,8 @@ std::string accessor_smpl(const Accessors& a, const std::string& m, bool reads) 
 /// A member moved into a struct the struct now points to or embeds (net_device.wol_enabled ->
 /// net_device.ethtool->wol_enabled, 6.11): exactly one struct-typed member of the target's
 /// struct has a member of that name.
-bool moved_into_member(TargetIndex& idx, const std::string& type, const std::string& tag, const std::string& m,
-                       int rank, std::vector<Edit>& out) {
+bool moved_into_member(TargetIndex& idx, const std::string& type, const std::string& tag, const std::string& m, int rank,
+                       std::vector<Edit>& out) {
   static const std::regex k_struct(R"(^(?:const\s+)?struct\s+(\w+)\s*(\*?)$)");
   // Candidates: (member, its struct, pointer?); a struct declared under #ifdef/#else lists
   // its members twice.
@@ -186,13 +193,14 @@ bool moved_into_member(TargetIndex& idx, const std::string& type, const std::str
   e.change_id = "member:" + type + "." + m;
   e.label = "member-changed";
   e.title = fmt::format("{}.{} moved to .{}", type, m, path);
-  e.description = fmt::format("{} has no member {} in the target kernel; its member {} (struct {}{}) has one.", type, m,
-                              via, via_tag, pointer ? " *" : "");
+  e.description = fmt::format("{} has no member {} in the target kernel; its member {} (struct {}{}) has one.", type, m, via,
+                              via_tag, pointer ? " *" : "");
   // Typed first; then any `E.m` / `E->m` spatch cannot type (`cpu_data(cpu).cpu_core_id`: a
   // per-cpu macro). A use on another struct with that member would now fail to build, and
   // the loop keeps no edit that adds errors.
   e.smpl = fmt::format("@@\n{0} *p;\n@@\n- p->{1}\n+ p->{2}\n\n@@\n{0} s;\n@@\n- s.{1}\n+ s.{2}\n\n"
-                       "@@\nexpression E;\n@@\n(\n- E->{1}\n+ E->{2}\n|\n- E.{1}\n+ E.{2}\n)\n", type, m, path);
+                       "@@\nexpression E;\n@@\n(\n- E->{1}\n+ E->{2}\n|\n- E.{1}\n+ E.{2}\n)\n",
+                       type, m, path);
   e.symbols = {type, m, via};
   e.support = 1;
   e.rank = rank;
@@ -203,11 +211,10 @@ bool moved_into_member(TargetIndex& idx, const std::string& type, const std::str
 } // namespace
 
 /// An edit through the target's accessors for `tag.m`; false when the target has none.
-bool accessor(TargetIndex& idx, const std::string& tag, const std::string& m, bool reads,
-              std::vector<Edit>& out) {
+bool accessor(TargetIndex& idx, const std::string& tag, const std::string& m, bool reads, std::vector<Edit>& out) {
   auto a = find_accessors(idx, tag, m);
-  util::log_debug("target-api: accessors of {}.{}: struct {} get={} set={} on={} off={}", tag, m, a.tag, a.get, a.set,
-                  a.bits_on, a.bits_off);
+  util::log_debug("target-api: accessors of {}.{}: struct {} get={} set={} on={} off={}", tag, m, a.tag, a.get, a.set, a.bits_on,
+                  a.bits_off);
   if (a.tag.empty() || (a.set.empty() && a.bits_on.empty() && (!reads || a.get.empty()))) return false;
   std::vector<std::string> names;
   std::string listed;
@@ -311,7 +318,8 @@ void member(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d,
     e.label = "member-changed";
     e.title = fmt::format("{} lost the member .{}", type, m);
     e.description = fmt::format("{} has no member {} in the target kernel and no similar one; the driver's "
-                                "constant setting of it is dropped.", type, m);
+                                "constant setting of it is dropped.",
+                                type, m);
     e.smpl = fmt::format("@@\nidentifier x;\nconstant C;\n@@\n{0} x = {{\n-\t.{1} = C,\n}};\n\n"
                          "@@\nidentifier x;\n@@\n{0} x = {{\n-\t.{1} = \\(true\\|false\\|NULL\\),\n}};\n",
                          type, m);
@@ -329,7 +337,8 @@ void member(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d,
     e.label = "member-changed";
     e.title = fmt::format("{}.{} was renamed to .{}", type, m, x);
     e.description = fmt::format("{} has no member {} in the target kernel; .{} is its most similar member "
-                                "(similarity {:.2f}).", type, m, x, s);
+                                "(similarity {:.2f}).",
+                                type, m, x, s);
     e.smpl = fmt::format("@@\nidentifier x;\nexpression E;\n@@\n{0} x = {{\n-\t.{1} = E,\n+\t.{2} = E,\n}};\n\n"
                          "@@\n{0} *p;\n{0} s;\n@@\n(\n- p->{1}\n+ p->{2}\n|\n- s.{1}\n+ s.{2}\n)\n",
                          type, m, x);

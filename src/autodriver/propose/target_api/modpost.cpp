@@ -34,7 +34,8 @@ void import_namespace(TargetIndex& idx, const PortContext& ctx, const core::Diag
                       std::vector<Edit>& out) {
   // Up to 6.12: "module m uses symbol s from namespace NS, ..."; since 6.13 the names are
   // quoted and the module comes first: "m.ko: module uses symbol 's' from namespace 'NS', ...".
-  static const std::regex k_ns(R"((?:module (\S+)|(\S+?)(?:\.ko)?: module) uses symbol '?([^\s']+)'? from namespace '?([A-Za-z_]\w*)'?, but does not import it)");
+  static const std::regex k_ns(
+      R"((?:module (\S+)|(\S+?)(?:\.ko)?: module) uses symbol '?([^\s']+)'? from namespace '?([A-Za-z_]\w*)'?, but does not import it)");
   std::smatch m;
   if (!std::regex_search(d.message, m, k_ns)) return;
   std::string module = m[1].matched ? m[1].str() : m[2].str(), symbol = m[3].str(), ns = m[4].str();
@@ -69,7 +70,8 @@ void import_namespace(TargetIndex& idx, const PortContext& ctx, const core::Diag
   e.label = "other";
   e.title = fmt::format("{} imports namespace {}", module, ns);
   e.description = fmt::format("The target exports {} in symbol namespace {}; modpost refuses a module that uses it "
-                              "without MODULE_IMPORT_NS.", symbol, ns);
+                              "without MODULE_IMPORT_NS.",
+                              symbol, ns);
   e.text_edits.push_back({file, line + 1, 0, fmt::format("MODULE_IMPORT_NS({});\n", arg), std::nullopt});
   e.symbols = {symbol, ns};
   e.support = 1;
@@ -87,7 +89,7 @@ void unexported_array(TargetIndex& idx, const PortContext& ctx, const core::Diag
   if (!std::regex_match(sym, k_name)) return;
   bool indexed = false;
   for (const auto& [rel, text] : sources_mentioning(ctx.tree, sym))
-    if (std::regex_search(text, std::regex("\\b" + sym + "\\s*\\[")) ) indexed = true;
+    if (std::regex_search(text, std::regex("\\b" + sym + "\\s*\\["))) indexed = true;
   if (!indexed) return;
   kernel::SourceGrep q;
   q.options = {"-lE"};

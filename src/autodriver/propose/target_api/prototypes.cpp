@@ -40,7 +40,8 @@ std::optional<std::pair<int, int>> declaration_lines(const std::string& text, in
   for (std::size_t i = 0; i < toks.size(); ++i) {
     if (toks[i].line < line || toks[i].kind == TokKind::pp_line) continue;
     if (first == toks.size()) {
-      if (toks[i].line != line || (i > 0 && toks[i - 1].line == line && toks[i - 1].kind != TokKind::pp_line)) return std::nullopt;
+      if (toks[i].line != line || (i > 0 && toks[i - 1].line == line && toks[i - 1].kind != TokKind::pp_line))
+        return std::nullopt;
       first = i;
     }
     const auto& t = toks[i].text;
@@ -222,7 +223,8 @@ void prototype_sync(const PortContext& ctx, const core::Diagnostic& d, std::vect
   e.description = fmt::format("{}() is declared in {}:{} with other parameter types than its definition in {}:{}; "
                               "the declaration is rewritten to match the definition.",
                               name, prev->file, prev->line, d.file, d.line);
-  e.text_edits.push_back({prev->file, pt[first].line, pt[last].line - pt[first].line + 1, storage + header + ";\n", std::nullopt});
+  e.text_edits.push_back(
+      {prev->file, pt[first].line, pt[last].line - pt[first].line + 1, storage + header + ";\n", std::nullopt});
   e.symbols = {name};
   e.support = 1;
   e.rank = 1;

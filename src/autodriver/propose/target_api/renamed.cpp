@@ -119,7 +119,6 @@ std::vector<TextEdit> drop_uses(const fs::path& tree, const std::string& name) {
   return out;
 }
 
-
 /// The kernel's own porting notes say what became of `name`: no guessing by similarity. True when
 /// they do (an edit was proposed, or the note's replacement is not declared either).
 bool from_porting_notes(TargetIndex& idx, const PortContext& ctx, const std::string& name, std::vector<Edit>& out) {

@@ -60,8 +60,7 @@ void shim(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d, s
   // The earlier definition is the target's: a gcc note in the kernel's headers (outside the tree).
   bool in_target = names.count(name) > 0;
   for (const auto& n : d.notes)
-    if (n.message.starts_with("previous") && !n.file.empty() && n.file.front() == '/' &&
-        !n.file.starts_with(ctx.tree.string()))
+    if (n.message.starts_with("previous") && !n.file.empty() && n.file.front() == '/' && !n.file.starts_with(ctx.tree.string()))
       in_target = true;
   if (!in_target || !seen.insert("shim:" + name).second) return;
   bool static_inline_only = false;
@@ -138,8 +137,8 @@ void type_shim(const PortContext& ctx, const core::Diagnostic& d, std::set<std::
     if (d.line < lo || d.line > hi) continue;
     // The statement around it: back to the previous top-level boundary, on to its ';'.
     std::size_t first = k;
-    while (first > 0 && toks[first - 1].kind != TokKind::pp_line && toks[first - 1].text != ";" &&
-           toks[first - 1].text != "}" && toks[first - 1].text != "{")
+    while (first > 0 && toks[first - 1].kind != TokKind::pp_line && toks[first - 1].text != ";" && toks[first - 1].text != "}" &&
+           toks[first - 1].text != "{")
       --first;
     std::size_t last = close;
     while (last + 1 < toks.size() && toks[last].text != ";") ++last;
@@ -155,8 +154,8 @@ void type_shim(const PortContext& ctx, const core::Diagnostic& d, std::set<std::
     if (first > 0 && toks[first - 1].line == toks[first].line) return;
     if (last + 1 < toks.size() && toks[last + 1].line == toks[last].line) return;
     std::string name = !typedef_name.empty() ? typedef_name
-                       : tag.empty()            ? keyword + " at " + d.file + ":" + std::to_string(toks[k].line)
-                                                : keyword + " " + tag;
+                       : tag.empty()         ? keyword + " at " + d.file + ":" + std::to_string(toks[k].line)
+                                             : keyword + " " + tag;
     if (!seen.insert("type-shim:" + name).second) return;
     Edit e = shim_edit(d.file, name, toks[first].line, toks[last].line - toks[first].line + 1, "definition of");
     e.description = fmt::format("The driver's own definition of {} clashes with the target kernel's definition in "

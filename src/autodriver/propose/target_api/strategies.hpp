@@ -24,8 +24,8 @@ struct DriverAliases {
 };
 
 // annotation.cpp
-void obsolete_annotation(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d,
-                         std::set<std::string>& seen, std::vector<Edit>& out);
+void obsolete_annotation(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d, std::set<std::string>& seen,
+                         std::vector<Edit>& out);
 // shims.cpp
 void shim(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d, std::set<std::string>& seen,
           std::vector<Edit>& out);

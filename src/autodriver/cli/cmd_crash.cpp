@@ -1,0 +1,247 @@
+// `autodriver crash LOG`: a kernel crash report read, symbolized against the driver's modules and
+// localized in the driver's source. Repair is not part of it yet (issue 18): the command says so.
+
+#include "autodriver/cli/commands.hpp"
+#include "autodriver/crash/report.hpp"
+#include "autodriver/crash/symbolize.hpp"
+#include "autodriver/csrc/tokens.hpp"
+#include "autodriver/gate/kbuild.hpp"
+#include "autodriver/gate/scratch.hpp"
+#include "autodriver/kernel/target.hpp"
+#include "autodriver/util/files.hpp"
+#include "autodriver/util/json_text.hpp"
+#include "autodriver/util/log.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+#include <set>
+
+namespace autodriver::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct CrashOptions {
+  fs::path log;
+  fs::path driver;
+  std::string kernel;
+  std::vector<std::string> modules; ///< NAME=KO
+  fs::path vmlinux;
+  bool json = false;
+};
+
+/// One place in the driver the crash points at, most likely first.
+struct Candidate {
+  std::string function;
+  std::string module;
+  std::string file; ///< relative to the driver tree when it lies in it
+  int line = 0;
+  std::string why; ///< "faulting instruction", "caller 2 in the call trace", ...
+  bool from_debug_info = false;
+};
+
+/// Where `function` is defined in the driver's C files (the line of its name), for frames the
+/// debug info could not place.
+std::optional<std::pair<std::string, int>> definition_of(const fs::path& tree, const std::string& function) {
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(tree, fs::directory_options::skip_permission_denied, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    if (!it->is_regular_file(ec) || it->path().extension() != ".c") continue;
+    auto text = util::read_file(it->path());
+    if (!text || text->find(function) == std::string::npos) continue;
+    auto toks = csrc::tokenize(*text);
+    for (const auto& u : csrc::find_units(toks))
+      if (u.kind == csrc::UnitKind::function && u.name == function)
+        for (std::size_t k = u.first; k < u.body && k < toks.size(); ++k)
+          if (toks[k].text == function) return std::make_pair(fs::relative(it->path(), tree).string(), toks[k].line);
+  }
+  return std::nullopt;
+}
+
+std::string in_tree(const std::string& file) {
+  std::string prefix = std::string(gate::k_sandbox_tree) + "/";
+  return file.starts_with(prefix) ? file.substr(prefix.size()) : file;
+}
+
+/// The driver's frames of the report, ranked: the faulting instruction, the call trace innermost
+/// first, then KASAN's free and allocation stacks (who freed or made the object).
+std::vector<Candidate> localize(const crash::CrashReport& r, const std::set<std::string>& driver_modules, const fs::path& tree) {
+  std::vector<Candidate> out;
+  std::set<std::string> seen;
+  auto ours = [&](const crash::Frame& f) {
+    if (f.module.empty()) return false;
+    if (driver_modules.empty()) return true;
+    std::string m = f.module;
+    return driver_modules.count(m) > 0;
+  };
+  auto add = [&](const crash::Frame& f, const std::string& why) {
+    if (!ours(f)) return;
+    std::string key = f.function + "@" + f.file + ":" + std::to_string(f.line);
+    if (!seen.insert(key).second) return;
+    Candidate c{f.function, f.module, in_tree(f.file), f.line, why, !f.file.empty()};
+    if (c.file.empty() && !tree.empty())
+      if (auto d = definition_of(tree, f.function)) c.file = d->first, c.line = d->second;
+    out.push_back(std::move(c));
+  };
+  if (r.rip) add(*r.rip, "faulting instruction");
+  int k = 0;
+  for (const auto& f : r.trace)
+    if (f.reliable) add(f, fmt::format("caller {} in the call trace", ++k));
+  for (const auto& f : r.free_stack) add(f, "frees the object (KASAN free stack)");
+  for (const auto& f : r.alloc_stack) add(f, "allocates the object (KASAN allocation stack)");
+  return out;
+}
+
+/// Builds DIR against K in a scratch copy; the modules by load name ('-' as '_') and their .ko.
+util::Expected<std::vector<std::pair<std::string, fs::path>>> build_modules(const CrashOptions& o, const core::Kernel& k,
+                                                                            std::optional<util::TempDir>& work) {
+  auto w = gate::make_scratch("crash");
+  if (!w) return util::unexpected(w.error());
+  work.emplace(std::move(*w));
+  if (auto cp = util::copy_tree(o.driver, work->path() / "tree", util::SkipBuildProducts::yes); !cp)
+    return util::unexpected(cp.error());
+  util::log_info("building {} on {} for its debug info", o.driver.string(), k.release);
+  gate::BuildSpec spec;
+  auto r = gate::build_tree(k, work->path() / "tree", spec);
+  if (!r) return util::unexpected(r.error());
+  if (!r->run.ok() || r->modules.empty())
+    return util::unexpected(util::ErrorKind::config, fmt::format("{} does not build on {} ({}): fix the build first "
+                                                                 "(autodriver port), then symbolize",
+                                                                 o.driver.string(), k.release, r->run.status_text()));
+  std::vector<std::pair<std::string, fs::path>> mods;
+  for (const auto& m : r->modules) {
+    std::string name = m.stem().string();
+    std::replace(name.begin(), name.end(), '-', '_');
+    mods.emplace_back(name, work->path() / "tree" / m);
+  }
+  return mods;
+}
+
+int run_crash(const CrashOptions& o) {
+  auto text = util::read_file(o.log);
+  if (!text) {
+    std::fprintf(stderr, "autodriver: error: %s: %s\n", o.log.string().c_str(), text.error().message.c_str());
+    return k_exit_error;
+  }
+  auto reports = crash::parse_reports(*text);
+  if (reports.empty()) {
+    std::fprintf(stderr,
+                 "autodriver: error: %s: no crash report in it (looked for oops, BUG, WARNING, KASAN, UBSAN, lockdep, "
+                 "soft lockup, hung task and panic reports)\n",
+                 o.log.string().c_str());
+    return k_exit_error;
+  }
+  std::optional<core::Kernel> kernel;
+  if (!o.kernel.empty()) {
+    auto k = kernel::resolve_kernel(o.kernel);
+    if (!k) {
+      std::fprintf(stderr, "autodriver: error: --kernel %s: %s\n", o.kernel.c_str(), k.error().message.c_str());
+      return k_exit_error;
+    }
+    kernel = *k;
+    const auto& rel = reports.front().release;
+    if (!rel.empty() && rel != k->release) {
+      std::fprintf(stderr, "autodriver: error: %s is from kernel %s, not %s (--kernel %s): symbols would not match\n",
+                   o.log.string().c_str(), rel.c_str(), k->release.c_str(), o.kernel.c_str());
+      return k_exit_error;
+    }
+  }
+  std::vector<std::pair<std::string, fs::path>> modules;
+  for (const auto& m : o.modules) {
+    auto eq = m.find('=');
+    fs::path ko = eq == std::string::npos ? fs::path(m) : fs::path(m.substr(eq + 1));
+    std::string name = eq == std::string::npos ? ko.stem().string() : m.substr(0, eq);
+    std::replace(name.begin(), name.end(), '-', '_');
+    if (!fs::exists(ko)) {
+      std::fprintf(stderr, "autodriver: error: --module %s: no such file\n", ko.string().c_str());
+      return k_exit_error;
+    }
+    modules.emplace_back(name, ko);
+  }
+  std::optional<util::TempDir> work;
+  if (!o.driver.empty() && kernel && modules.empty()) {
+    auto built = build_modules(o, *kernel, work);
+    if (!built) {
+      std::fprintf(stderr, "autodriver: error: %s\n", built.error().message.c_str());
+      return k_exit_error;
+    }
+    modules = *built;
+  }
+  std::set<std::string> driver_modules;
+  for (const auto& [n, _] : modules) driver_modules.insert(n);
+  int resolved = 0;
+  for (auto& r : reports) resolved += crash::symbolize_report(r, modules, o.vmlinux);
+  const auto& primary = reports.front();
+  auto cands = localize(primary, driver_modules, o.driver);
+  const bool in_driver = !cands.empty();
+
+  nlohmann::json j = {{"schema", "autodriver.crash"}, {"schema_version", 1}, {"log", o.log.string()}};
+  j["reports"] = nlohmann::json::array();
+  for (const auto& r : reports) j["reports"].push_back(crash::to_json(r));
+  j["symbolized_frames"] = resolved;
+  j["localized"] = nlohmann::json::array();
+  for (const auto& c : cands)
+    j["localized"].push_back({{"function", c.function},
+                              {"module", c.module},
+                              {"file", c.file},
+                              {"line", c.line},
+                              {"why", c.why},
+                              {"from_debug_info", c.from_debug_info}});
+  j["in_driver"] = in_driver;
+  j["repair"] = "not attempted: crash repair is not implemented yet";
+  if (o.json) {
+    std::cout << j.dump(2, ' ', false, util::json_bytes) << "\n";
+  } else {
+    for (const auto& r : reports)
+      fmt::print("{}{}\n  kind {}, task {} (pid {}), kernel {}{}\n", r.title, r.truncated ? " (log cut short)" : "",
+                 crash::to_string(r.kind), r.task.empty() ? "?" : r.task, r.pid, r.release.empty() ? "?" : r.release,
+                 r.panicked ? ", then panic" : "");
+    if (in_driver) {
+      fmt::print("localized in the driver ({} frame(s) symbolized from debug info):\n", resolved);
+      for (const auto& c : cands)
+        fmt::print("  {}{} {}:{}  [{}]  {}\n", c.function, c.module.empty() ? "" : " [" + c.module + "]",
+                   c.file.empty() ? "?" : c.file, c.line, c.why, c.from_debug_info ? "" : "(definition; no line info)");
+    } else {
+      fmt::print("the crash is in the kernel, not in the driver's modules{}: nothing to localize in the driver\n",
+                 driver_modules.empty() ? "" : " (" + fmt::format("{}", fmt::join(driver_modules, ", ")) + ")");
+    }
+    fmt::print("repair: not attempted (crash repair is not implemented yet)\n");
+  }
+  return in_driver ? k_exit_ok : k_exit_failed;
+}
+
+} // namespace
+
+Command crash_command() {
+  return {"crash",
+          "Read a kernel crash report (oops, KASAN, WARNING, BUG, lockdep, hangs): its kind and normalized title, "
+          "frames symbolized from the driver's debug info, and the driver functions and lines it points at",
+          [](CLI::App& sub) -> std::function<int()> {
+            auto o = std::make_shared<CrashOptions>();
+            sub.add_option("log", o->log, "Console log or crash report (QEMU serial output, dmesg, a syzbot report)")->required();
+            sub.add_option("--driver", o->driver,
+                           "Driver source tree (never written): with --kernel it is built in a scratch copy for "
+                           "its debug info, and frames without line info are placed at their function's definition")
+                ->check(CLI::ExistingDirectory);
+            sub.add_option("--kernel,-k", o->kernel,
+                           "Kernel the log comes from (6.12, 7.3, a release, host or a build dir); a log of another "
+                           "kernel is refused");
+            sub.add_option("--module", o->modules,
+                           "A built module with debug info, NAME=FILE.ko or FILE.ko (repeatable); "
+                           "instead of building --driver");
+            sub.add_option("--vmlinux", o->vmlinux, "A vmlinux with debug info, for the kernel's own frames")
+                ->check(CLI::ExistingFile);
+            sub.add_flag("--json", o->json, "Print the versioned JSON document");
+            return [o]() -> int {
+              if (o->json && util::log_level() != util::LogLevel::debug) util::set_log_level(util::LogLevel::quiet);
+              return run_crash(*o);
+            };
+          }};
+}
+
+} // namespace autodriver::cli

@@ -1,0 +1,206 @@
+// Crash reports: real QEMU console logs of the tests' own seeded bugs (fixtures/console) and the
+// public report formats of fixtures/crash; symbolization of a real object built with -g.
+#include "autodriver/crash/report.hpp"
+#include "autodriver/crash/symbolize.hpp"
+#include "autodriver/util/files.hpp"
+#include "autodriver/util/subprocess.hpp"
+#include "fixtures.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace autodriver;
+
+namespace {
+
+crash::CrashReport only(const std::string& rel) {
+  auto rs = crash::parse_reports(fixture(rel));
+  EXPECT_EQ(rs.size(), 1u) << rel;
+  return rs.empty() ? crash::CrashReport{} : rs.front();
+}
+
+} // namespace
+
+TEST(CrashReport, RealOopsInProbeOn612) {
+  auto r = only("console/6.12-oops-in-probe.txt");
+  EXPECT_EQ(r.kind, crash::CrashKind::null_deref);
+  EXPECT_EQ(r.title, "BUG: kernel NULL pointer dereference in edu_oops_probe");
+  ASSERT_TRUE(r.rip);
+  EXPECT_EQ(r.rip->function, "edu_oops_probe");
+  EXPECT_EQ(r.rip->offset, 0x26u);
+  EXPECT_EQ(r.rip->size, 0x40u);
+  EXPECT_EQ(r.rip->module, "edu_oops");
+  EXPECT_EQ(r.registers["CR2"], "0000000000000000");
+  EXPECT_EQ(r.registers["RAX"], "0000000000000000");
+  // The user-mode registers after "RIP: 0033" are not the fault's.
+  EXPECT_EQ(r.registers["RBX"], "ffffc90000613a58");
+  EXPECT_EQ(r.task, "insmod");
+  EXPECT_EQ(r.pid, 134);
+  EXPECT_EQ(r.taint, "G OE");
+  EXPECT_EQ(r.release, "6.12.117+deb12-amd64");
+  EXPECT_TRUE(r.panicked);
+  EXPECT_FALSE(r.truncated);
+  ASSERT_FALSE(r.trace.empty());
+  EXPECT_EQ(r.trace.front().function, "local_pci_probe");
+  // "? __pfx_edu_oops_driver_init+0x10/0x10 [edu_oops]" is an unreliable frame of the module.
+  auto unreliable = std::find_if(r.trace.begin(), r.trace.end(), [](const auto& f) { return !f.reliable; });
+  ASSERT_NE(unreliable, r.trace.end());
+  EXPECT_EQ(r.first_in("edu_oops"), &*r.rip);
+}
+
+TEST(CrashReport, TheSameBugOnTwoKernelsHasOneTitle) {
+  auto a = only("console/6.1-oops-in-probe.txt");
+  auto b = only("console/6.12-oops-in-probe.txt");
+  EXPECT_EQ(a.title, b.title);
+  EXPECT_NE(a.rip->offset, 0u);
+}
+
+TEST(CrashReport, AWarningPrintedTwiceByTheDmesgDumpIsOneReport) {
+  auto r = only("console/6.1-warn.txt");
+  EXPECT_EQ(r.kind, crash::CrashKind::warning);
+  EXPECT_EQ(r.title, "WARNING in warn_init_init");
+  EXPECT_NE(r.detail.find("warn_init.c:9"), std::string::npos);
+  EXPECT_FALSE(r.panicked);
+}
+
+TEST(CrashReport, CleanLogsHaveNoReport) {
+  for (const char* f : {"console/6.1-8139cp-clean.txt", "console/6.12-edu-ok-markers.txt", "console/6.1-unknown-symbol.txt",
+                        "console/6.12-invalid-module-format.txt"})
+    EXPECT_TRUE(crash::parse_reports(fixture(f)).empty()) << f;
+}
+
+TEST(CrashReport, KasanUseAfterFreeWithItsStacks) {
+  auto r = only("crash/kasan-uaf-syzbot.txt");
+  EXPECT_EQ(r.kind, crash::CrashKind::kasan_use_after_free);
+  EXPECT_EQ(r.title, "KASAN: slab-use-after-free Read in mydrv_remove");
+  EXPECT_EQ(r.access.rfind("Read of size 8 at addr", 0), 0u);
+  EXPECT_EQ(r.task, "rmmod");
+  ASSERT_FALSE(r.alloc_stack.empty());
+  ASSERT_FALSE(r.free_stack.empty());
+  auto in_mod = [](const std::vector<crash::Frame>& v) {
+    for (const auto& f : v)
+      if (f.module == "mydrv") return f.function;
+    return std::string();
+  };
+  EXPECT_EQ(in_mod(r.alloc_stack), "mydrv_probe");
+  EXPECT_EQ(in_mod(r.free_stack), "mydrv_remove");
+  // Symbolized frames keep their file:line, inline frames are marked.
+  auto dl = std::find_if(r.trace.begin(), r.trace.end(), [](const auto& f) { return f.function == "device_remove"; });
+  ASSERT_NE(dl, r.trace.end());
+  EXPECT_TRUE(dl->inlined);
+  EXPECT_EQ(dl->file, "drivers/base/dd.c");
+  EXPECT_EQ(dl->line, 567);
+  EXPECT_FALSE(r.truncated);
+}
+
+TEST(CrashReport, TwoReportsOfOneBugGetOneTitle) {
+  auto a = only("crash/kasan-uaf-syzbot.txt");
+  auto b = only("crash/kasan-uaf-syzbot-again.txt");
+  EXPECT_EQ(a.title, b.title);
+  EXPECT_NE(a.pid, b.pid);
+}
+
+TEST(CrashReport, EachKindAndTheFunctionItsTitleNames) {
+  struct Want {
+    const char* file;
+    crash::CrashKind kind;
+    const char* title;
+  };
+  for (const auto& w : std::vector<Want>{
+           {"crash/refcount-underflow.txt", crash::CrashKind::refcount, "refcount bug in mydrv_put_ctx"},
+           {"crash/lockdep-circular.txt", crash::CrashKind::lockdep, "possible deadlock in mydrv_work"},
+           {"crash/hung-task.txt", crash::CrashKind::hung_task, "INFO: task hung in mydrv_probe"},
+           {"crash/soft-lockup.txt", crash::CrashKind::soft_lockup, "BUG: soft lockup in mydrv_wait_ready"},
+           {"crash/arm64-null.txt", crash::CrashKind::null_deref, "BUG: kernel NULL pointer dereference in mydrv_probe"},
+           {"crash/ubsan-shift.txt", crash::CrashKind::ubsan, "UBSAN: shift-out-of-bounds in mydrv_set_mask"},
+           {"crash/bug-on-truncated.txt", crash::CrashKind::bug_on, "kernel BUG in mydrv_setup"},
+           {"crash/gpf-kasan-null.txt", crash::CrashKind::general_protection, "general protection fault in mydrv_ioctl"},
+       }) {
+    auto r = only(w.file);
+    EXPECT_EQ(r.kind, w.kind) << w.file;
+    EXPECT_EQ(r.title, w.title) << w.file;
+  }
+}
+
+TEST(CrashReport, TruncatedLogsSayTheyAre) {
+  EXPECT_TRUE(only("crash/bug-on-truncated.txt").truncated);
+  EXPECT_FALSE(only("crash/hung-task.txt").truncated);
+  auto full = fixture("console/6.12-oops-in-probe.txt");
+  auto cut = full.substr(0, full.find("do_one_initcall"));
+  auto rs = crash::parse_reports(cut);
+  ASSERT_EQ(rs.size(), 1u);
+  EXPECT_TRUE(rs[0].truncated);
+  EXPECT_EQ(rs[0].title, "BUG: kernel NULL pointer dereference in edu_oops_probe");
+}
+
+TEST(CrashReport, Arm64RegistersAndPc) {
+  auto r = only("crash/arm64-null.txt");
+  ASSERT_TRUE(r.rip);
+  EXPECT_EQ(r.rip->function, "mydrv_probe");
+  EXPECT_EQ(r.rip->offset, 0x34u);
+  EXPECT_EQ(r.registers["sp"], "ffff800082b0b9a0");
+  EXPECT_EQ(r.registers["x29"], "ffff800082b0b9a0");
+}
+
+TEST(CrashReport, FramesOfEveryShape) {
+  auto f = crash::parse_frame(" ? __pfx_x+0x10/0x10 [edu_oops]");
+  ASSERT_TRUE(f);
+  EXPECT_FALSE(f->reliable);
+  EXPECT_EQ(f->module, "edu_oops");
+  f = crash::parse_frame(" [<ffffffffa0012345>] old_style+0x1a/0x30 [mod]");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->function, "old_style");
+  f = crash::parse_frame(" kfree+0x196/0x430 mm/slub.c:4727");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->file, "mm/slub.c");
+  EXPECT_EQ(f->line, 4727);
+  EXPECT_FALSE(crash::parse_frame("Modules linked in: mydrv(OE+)"));
+  EXPECT_FALSE(crash::parse_frame("which lock already depends on the new lock."));
+  EXPECT_FALSE(crash::parse_frame(" <TASK>"));
+}
+
+TEST(CrashReport, JunkNeverThrows) {
+  std::string junk("BUG: KASAN: \xff\x00 in \nCall Trace:\n \x01+0x/0x [\nRIP: 0010:\n---[ end trace", 60);
+  EXPECT_NO_THROW((void)crash::parse_reports(junk));
+  EXPECT_TRUE(crash::parse_reports("").empty());
+}
+
+TEST(Symbolize, AFunctionOffsetOfARelocatableObjectGivesItsLine) {
+  // A relocatable ELF object with debug info, as a .ko is: symbols are section offsets.
+  auto dir = util::TempDir::create(std::filesystem::temp_directory_path(), "ad-sym");
+  ASSERT_TRUE(dir);
+  auto c = dir->path() / "m.c";
+  ASSERT_TRUE(util::write_file(c, "int g;\n"
+                                  "static int helper(int x)\n{\n\treturn x * 3;\n}\n"
+                                  "int probe(int *p)\n{\n\tg = helper(g);\n\t*p = 1;\n\treturn 0;\n}\n"));
+  util::RunRequest req;
+  req.argv = {"gcc", "-g", "-O0", "-c", c.string(), "-o", (dir->path() / "m.ko").string()};
+  req.timeout = std::chrono::seconds(120);
+  auto r = util::run(req);
+  ASSERT_TRUE(r && r->ok()) << (r ? r->err : r.error().message);
+  auto place = crash::find_symbol(dir->path() / "m.ko", "probe");
+  ASSERT_TRUE(place) << place.error().message;
+  EXPECT_EQ(place->section, ".text");
+  // Every byte of probe maps into lines 6..11 of m.c, the first to its opening line.
+  auto lines = crash::symbolize(dir->path() / "m.ko", "probe", 0);
+  ASSERT_TRUE(lines) << lines.error().message;
+  ASSERT_FALSE(lines->empty());
+  EXPECT_EQ(lines->front().function, "probe");
+  EXPECT_EQ(std::filesystem::path(lines->front().file).filename(), "m.c");
+  EXPECT_GE(lines->front().line, 6);
+  EXPECT_LE(lines->front().line, 8);
+  auto end = crash::symbolize(dir->path() / "m.ko", "probe", place->size - 1);
+  ASSERT_TRUE(end && !end->empty());
+  EXPECT_GE(end->front().line, 9);
+  EXPECT_LE(end->front().line, 11);
+  EXPECT_FALSE(crash::find_symbol(dir->path() / "m.ko", "no_such_function"));
+  EXPECT_FALSE(crash::find_symbol(c, "probe")); // not ELF
+
+  // A report's frames in that module get their file:line.
+  crash::CrashReport rep;
+  rep.rip = crash::Frame{"probe", 0, place->size, "m", true, false, "", 0};
+  rep.trace.push_back(crash::Frame{"helper", 2, 0, "m", true, false, "", 0});
+  EXPECT_EQ(crash::symbolize_report(rep, {{"m", dir->path() / "m.ko"}}), 2);
+  EXPECT_EQ(std::filesystem::path(rep.rip->file).filename(), "m.c");
+  EXPECT_GE(rep.trace[0].line, 2);
+  EXPECT_LE(rep.trace[0].line, 5);
+}
