@@ -13,10 +13,6 @@ LIMIT = 150
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 # file: {function name: its length when listed}
 KNOWN = {
-    "src/autodriver/corpus/corpus_build.cpp": {"build_corpus": 208},
-    "src/autodriver/propose/callback_signature.cpp": {"params_reshaped": 160},
-    "src/autodriver/propose/struct_convert.cpp": {"convert": 222},
-    "src/autodriver/propose/shared/struct_swap.cpp": {"swap_struct": 185},
 }
 
 START = re.compile(r"^( {0}| {2})[A-Za-z_][\w:<>,\s\*&]*?\b([A-Za-z_~][\w]*)\s*\([^;]*$")

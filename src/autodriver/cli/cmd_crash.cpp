@@ -204,8 +204,8 @@ int run_crash(const CrashOptions& o) {
     if (in_driver) {
       fmt::print("localized in the driver ({} frame(s) symbolized from debug info):\n", resolved);
       for (const auto& c : cands)
-        fmt::print("  {}{} {}:{}  [{}]  {}\n", c.function, c.module.empty() ? "" : " [" + c.module + "]",
-                   c.file.empty() ? "?" : c.file, c.line, c.why, c.from_debug_info ? "" : "(definition; no line info)");
+        fmt::print("  {}{} {}:{}  [{}]{}\n", c.function, c.module.empty() ? "" : " [" + c.module + "]",
+                   c.file.empty() ? "?" : c.file, c.line, c.why, c.from_debug_info ? "" : "  (its definition: no line info)");
     } else {
       fmt::print("the crash is in the kernel, not in the driver's modules{}: nothing to localize in the driver\n",
                  driver_modules.empty() ? "" : " (" + fmt::format("{}", fmt::join(driver_modules, ", ")) + ")");

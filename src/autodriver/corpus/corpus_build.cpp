@@ -93,6 +93,92 @@ util::Expected<nlohmann::json> corpus_summary(const fs::path& corpus) {
   return s;
 }
 
+namespace {
+
+/// The units under the selected prefixes: candidates (=m in the old kernel's config, and the DKMS
+/// packages with --dkms) and units.jsonl's text, which lists every unit with why it is or is not one.
+struct Listing {
+  std::vector<Candidate> cands;
+  std::string text;
+  std::size_t enumerated = 0, not_module = 0;
+};
+Listing list_candidates(const CorpusBuildOptions& opt, const std::vector<DriverUnit>& units, const core::Kernel& from,
+                        const core::Kernel& to, const std::function<void(const std::string&)>& note) {
+  Listing l;
+  for (const auto& u : units) {
+    if (!selected(u.path(), opt.only)) continue;
+    ++l.enumerated;
+    auto j = to_json(u);
+    if (u.config_value != "m") {
+      ++l.not_module;
+      j["candidate"] = false;
+      j["reason"] = u.config_value.empty() ? u.config + " is not set in " + from.release
+                                           : u.config + "=" + u.config_value + " (built in) in " + from.release;
+    } else {
+      j["candidate"] = true;
+      l.cands.push_back({u.path(), &u, {}});
+    }
+    l.text += j.dump(-1, ' ', false, util::json_bytes) + "\n";
+  }
+  if (opt.dkms) {
+    auto pkgs = list_dkms_packages(dkms_suite(to.suite));
+    if (!pkgs) note("cannot list DKMS packages: " + pkgs.error().message);
+    else
+      for (const auto& p : *pkgs) {
+        std::string path = "dkms/" + p.substr(0, p.size() - 5);
+        if (!selected(path, opt.only)) continue;
+        ++l.enumerated;
+        l.cands.push_back({path, nullptr, p});
+        l.text +=
+            nlohmann::json{{"path", path}, {"package", p}, {"candidate", true}}.dump(-1, ' ', false, util::json_bytes) + "\n";
+      }
+  }
+  return l;
+}
+
+nlohmann::json dry_run_summary(const std::vector<Candidate>& cands, std::size_t enumerated, std::size_t not_module,
+                               std::size_t already, std::size_t to_do) {
+  nlohmann::json units_per_subsystem = nlohmann::json::object();
+  for (const auto& c : cands)
+    units_per_subsystem[c.unit ? subsystem_of(c.unit->dir) : std::string("dkms")] =
+        units_per_subsystem.value(c.unit ? subsystem_of(c.unit->dir) : std::string("dkms"), 0) + 1;
+  return nlohmann::json{{"dry_run", true},
+                        {"enumerated", enumerated},
+                        {"not_modules", not_module},
+                        {"candidates", cands.size()},
+                        {"already_decided", already},
+                        {"to_do", to_do},
+                        {"candidates_per_subsystem", units_per_subsystem}};
+}
+
+/// Runs `worker` on `jobs` threads and reports progress every 2 s until all have returned.
+void run_workers(int jobs, const std::function<void()>& worker, std::mutex& mu, std::condition_variable& cv, Progress& prog,
+                 std::chrono::steady_clock::time_point start, const ProgressSink& progress) {
+  std::atomic<int> running{jobs};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < jobs; ++t)
+    threads.emplace_back([&]() {
+      worker();
+      std::lock_guard<std::mutex> lock(mu);
+      --running;
+      cv.notify_all();
+    });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    while (running.load() > 0) {
+      cv.wait_for(lock, std::chrono::seconds(2));
+      prog.elapsed = std::chrono::steady_clock::now() - start;
+      if (progress) progress(prog);
+    }
+  }
+  for (auto& th : threads)
+    if (th.joinable()) th.join();
+  prog.elapsed = std::chrono::steady_clock::now() - start;
+  if (progress) progress(prog);
+}
+
+} // namespace
+
 util::Expected<nlohmann::json> build_corpus(const CorpusBuildOptions& opt, const ProgressSink& progress,
                                             const std::function<void(const std::string&)>& note) {
   if (opt.out.empty()) return unexpected(ErrorKind::config, "no output directory (-o DIR)");
@@ -136,37 +222,10 @@ util::Expected<nlohmann::json> build_corpus(const CorpusBuildOptions& opt, const
   if (!journal) return unexpected(journal.error());
 
   // Candidates: =m units of the old kernel's config; the rest are listed in units.jsonl with why.
-  std::vector<Candidate> cands;
-  std::string listing;
-  std::size_t enumerated = 0, not_module = 0;
-  for (const auto& u : units) {
-    if (!selected(u.path(), opt.only)) continue;
-    ++enumerated;
-    auto j = to_json(u);
-    if (u.config_value != "m") {
-      ++not_module;
-      j["candidate"] = false;
-      j["reason"] = u.config_value.empty() ? u.config + " is not set in " + from->release
-                                           : u.config + "=" + u.config_value + " (built in) in " + from->release;
-    } else {
-      j["candidate"] = true;
-      cands.push_back({u.path(), &u, {}});
-    }
-    listing += j.dump(-1, ' ', false, util::json_bytes) + "\n";
-  }
-  if (opt.dkms) {
-    auto pkgs = list_dkms_packages(dkms_suite(to->suite));
-    if (!pkgs) note("cannot list DKMS packages: " + pkgs.error().message);
-    else
-      for (const auto& p : *pkgs) {
-        std::string path = "dkms/" + p.substr(0, p.size() - 5);
-        if (!selected(path, opt.only)) continue;
-        ++enumerated;
-        cands.push_back({path, nullptr, p});
-        listing +=
-            nlohmann::json{{"path", path}, {"package", p}, {"candidate", true}}.dump(-1, ' ', false, util::json_bytes) + "\n";
-      }
-  }
+  auto listed = list_candidates(opt, units, *from, *to, note);
+  auto& cands = listed.cands;
+  const std::size_t enumerated = listed.enumerated, not_module = listed.not_module;
+  const std::string& listing = listed.text;
   if (opt.limit > 0 && cands.size() > opt.limit) cands.resize(opt.limit);
   if (auto r = util::write_file_atomic(opt.out / "units.jsonl", listing); !r) return unexpected(r.error());
 
@@ -184,19 +243,7 @@ util::Expected<nlohmann::json> build_corpus(const CorpusBuildOptions& opt, const
                    "{} to do), --jobs {}",
                    enumerated, not_module, from->release, cands.size(), already, todo.size(), opt.jobs));
 
-  if (opt.dry_run) {
-    nlohmann::json units_per_subsystem = nlohmann::json::object();
-    for (const auto& c : cands)
-      units_per_subsystem[c.unit ? subsystem_of(c.unit->dir) : std::string("dkms")] =
-          units_per_subsystem.value(c.unit ? subsystem_of(c.unit->dir) : std::string("dkms"), 0) + 1;
-    return nlohmann::json{{"dry_run", true},
-                          {"enumerated", enumerated},
-                          {"not_modules", not_module},
-                          {"candidates", cands.size()},
-                          {"already_decided", already},
-                          {"to_do", todo.size()},
-                          {"candidates_per_subsystem", units_per_subsystem}};
-  }
+  if (opt.dry_run) return dry_run_summary(cands, enumerated, not_module, already, todo.size());
 
   std::atomic<std::size_t> next{0};
   std::mutex mu;
@@ -250,28 +297,7 @@ util::Expected<nlohmann::json> build_corpus(const CorpusBuildOptions& opt, const
     }
   };
 
-  const int n_threads = std::max(1, opt.jobs);
-  std::atomic<int> running{n_threads};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < n_threads; ++t)
-    threads.emplace_back([&]() {
-      worker();
-      std::lock_guard<std::mutex> lock(mu);
-      --running;
-      cv.notify_all();
-    });
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    while (running.load() > 0) {
-      cv.wait_for(lock, std::chrono::seconds(2));
-      prog.elapsed = std::chrono::steady_clock::now() - start;
-      if (progress) progress(prog);
-    }
-  }
-  for (auto& th : threads)
-    if (th.joinable()) th.join();
-  prog.elapsed = std::chrono::steady_clock::now() - start;
-  if (progress) progress(prog);
+  run_workers(std::max(1, opt.jobs), worker, mu, cv, prog, start, progress);
 
   auto summary = corpus_summary(opt.out);
   if (!summary) return unexpected(summary.error());

@@ -1062,6 +1062,35 @@ private:
     out.push_back(std::move(e));
   }
 
+  /// Where the kernel's own implementations moved each old parameter: the same function in the
+  /// old source and in the target's, positions matched by the names each gives them (where the
+  /// old source is at hand; a move at least two implementations agree on).
+  static std::vector<std::size_t> followed_positions(const PortContext& ctx, const std::string& member, const FnType& from,
+                                                     const TargetIndex::CallbackUsage& usage) {
+    std::vector<std::size_t> old_to_new;
+    TargetIndex old_idx(ctx.old_src, ctx.from ? ctx.from->build_dir : fs::path());
+    auto old_usage = old_idx.callback_usage(member, split_top_level(from.params));
+    std::map<std::vector<std::size_t>, int> votes;
+    for (const auto& [where, onames] : old_usage.by_function) {
+      auto it = usage.by_function.find(where);
+      if (it == usage.by_function.end()) continue;
+      std::vector<std::size_t> moved;
+      std::size_t next = 0;
+      for (const auto& n : onames) {
+        std::size_t j = next;
+        while (j < it->second.size() && it->second[j] != n) ++j;
+        if (j >= it->second.size()) break;
+        moved.push_back(j);
+        next = j + 1;
+      }
+      if (moved.size() == onames.size()) ++votes[moved];
+    }
+    int best = 1;
+    for (const auto& [moved, n] : votes)
+      if (n > best) best = n, old_to_new = moved;
+    return old_to_new;
+  }
+
   /// The callback type gained, lost or folded parameters: plan the new list from the driver's
   /// definition, the target's member struct types and its own implementations' parameter names.
   void params_reshaped(const core::Diagnostic& d, const std::vector<std::string>& tp, const FnType& from, const PortContext& ctx,
@@ -1099,32 +1128,9 @@ private:
       usage = idx->callback_usage(member, tp);
     }
     auto members = [&](const std::string& tag) { return idx ? idx->struct_member_types(tag) : std::vector<Param>{}; };
-    // Where the kernel's own implementations moved each old parameter: the same function in the
-    // old source and in the target's, positions matched by the names each gives them (where the
-    // old source is at hand; a move at least two implementations agree on).
     std::vector<std::size_t> old_to_new;
-    if (!ctx.old_src.empty() && !member.empty() && tp.size() > old_params.size()) {
-      TargetIndex old_idx(ctx.old_src, ctx.from ? ctx.from->build_dir : fs::path());
-      auto old_usage = old_idx.callback_usage(member, split_top_level(from.params));
-      std::map<std::vector<std::size_t>, int> votes;
-      for (const auto& [where, onames] : old_usage.by_function) {
-        auto it = usage.by_function.find(where);
-        if (it == usage.by_function.end()) continue;
-        std::vector<std::size_t> moved;
-        std::size_t next = 0;
-        for (const auto& n : onames) {
-          std::size_t j = next;
-          while (j < it->second.size() && it->second[j] != n) ++j;
-          if (j >= it->second.size()) break;
-          moved.push_back(j);
-          next = j + 1;
-        }
-        if (moved.size() == onames.size()) ++votes[moved];
-      }
-      int best = 1;
-      for (const auto& [moved, n] : votes)
-        if (n > best) best = n, old_to_new = moved;
-    }
+    if (!ctx.old_src.empty() && !member.empty() && tp.size() > old_params.size())
+      old_to_new = followed_positions(ctx, member, from, usage);
     // A function passed as an argument has no member to look up: its typedef names the parameters.
     if (const auto* p = passed_for(d);
         p && p->names.size() == tp.size() &&

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <optional>
 #include <regex>
 #include <set>
@@ -647,6 +648,134 @@ private:
     return m_learned[tag] = std::move(r);
   }
 
+  /// The calls that take the object (`f(var)`, `f(&var)`) renamed as the kernel's converted drivers
+  /// renamed them, into `edited` (line -> new text); false when a line holds the callee twice.
+  static bool rename_calls(const Conversion& c, const std::vector<Token>& toks, const std::string& var,
+                           const std::vector<std::string_view>& lines, int first_line, int last_line,
+                           std::map<int, std::string>& edited, std::vector<std::string>& renamed) {
+    for (const auto& call : find_calls(toks, 0, toks.size() - 1)) {
+      auto it = c.calls.find(call.callee);
+      if (it == c.calls.end()) continue;
+      if (std::none_of(call.args.begin(), call.args.end(), [&](const std::string& a) { return a == var || a == "& " + var; }))
+        continue;
+      const int ln = toks[call.name_tok].line;
+      if (ln >= first_line && ln <= last_line) continue;
+      std::string& l = edited.try_emplace(ln, lines[static_cast<std::size_t>(ln) - 1]).first->second;
+      auto pos = l.find(call.callee);
+      if (pos == npos || l.find(call.callee, pos + 1) != npos) return false;
+      l.replace(pos, call.callee.size(), it->second);
+      renamed.push_back(call.callee + "() -> " + it->second + "()");
+    }
+    return true;
+  }
+
+  /// Callbacks the object's tables hold get the new object's device now: the way they reached
+  /// the old type from it, as the kernel's converted drivers changed theirs (into `edited`).
+  static std::vector<std::string>
+  rebridge_callbacks(const Conversion& c, const std::string& rel, const std::vector<Token>& toks, const std::vector<Unit>& units,
+                     const Unit& obj, const std::set<std::string>& fns, std::map<std::string, const Unit*>& fn_units,
+                     const std::vector<std::string_view>& lines, std::map<int, std::string>& edited) {
+    std::vector<std::string> rebridged;
+    SourceFile sf;
+    sf.rel = rel;
+    sf.tokens = toks;
+    sf.units = units;
+    for (const auto& g : reached_functions(sf, member_paths(toks, obj.body + 1), fns)) {
+      const Unit* fu = fn_units[g];
+      auto fn = function_of(toks, *fu);
+      if (!fn) continue;
+      for (const auto& p : fn->params) {
+        if (p.name.empty()) continue;
+        for (const auto& [key, rb] : c.rebridge) {
+          if (key.substr(key.find('\n') + 1) != type_key(p.type)) continue;
+          const std::string was = fill(rb.first, {{"$P", p.name}}), now = fill(rb.second, {{"$P", p.name}});
+          for (int ln = toks[fu->body].line; ln <= toks[fu->last].line; ++ln) {
+            if (lines[static_cast<std::size_t>(ln) - 1].find(was) == npos) continue;
+            std::string& l = edited.try_emplace(ln, lines[static_cast<std::size_t>(ln) - 1]).first->second;
+            for (auto pos = l.find(was); pos != npos; pos = l.find(was, pos + now.size())) l.replace(pos, was.size(), now);
+            rebridged.push_back(fmt::format("{}: {} -> {}", g, was, now));
+          }
+        }
+      }
+    }
+    return rebridged;
+  }
+
+  /// `#include`s of the headers the converted drivers gained, after the file's last include
+  /// above the object; nullopt when there are none to add.
+  static std::optional<TextEdit> include_edit(const Conversion& c, const std::string& rel, const std::vector<Token>& toks,
+                                              int first_line) {
+    auto have = includes_of(toks);
+    int last_include = 0;
+    for (const auto& t : toks)
+      if (t.kind == TokKind::pp_line && t.text.find("include") != npos && t.line < first_line) last_include = t.line;
+    std::string inc;
+    for (const auto& i : c.includes)
+      if (std::find(have.begin(), have.end(), i) == have.end()) inc += "#include <" + i + ">\n";
+    if (inc.empty() || last_include == 0) return std::nullopt;
+    return TextEdit{rel, last_include + 1, 0, inc};
+  }
+
+  /// Where each member of the object goes on the new struct.
+  struct MemberPlan {
+    std::vector<std::pair<std::string, std::string>> members;    ///< new path -> value text ("" for an adapter)
+    std::map<std::string, Adapter> adapters;                     ///< by new path
+    std::vector<std::string> mapping;                            ///< "old -> new" for the description
+    std::vector<std::pair<std::string, Conversion::Hook>> hooks; ///< old path, hook
+  };
+
+  /// The object's members mapped onto the new struct as the kernel's conversions mapped them;
+  /// false when one has no counterpart (or a callback nowhere to go).
+  bool map_members(const Conversion& c, const std::vector<Token>& toks, const Unit& obj, const std::string& var,
+                   const std::set<std::string>& fns, const std::function<std::optional<Fn>(const std::string&)>& fn_type,
+                   const std::vector<std::string>& new_members, MemberPlan& plan) {
+    for (const auto& m : member_paths(toks, obj.body + 1)) {
+      std::string f = function_value(m, fns);
+      auto q = mapped_path(c, m.path);
+      if (!f.empty() && c.moved.count(m.path)) {
+        for (const auto& h : c.moved.at(m.path)) plan.hooks.push_back({m.path, h});
+        plan.mapping.push_back(fmt::format("{} handed over by {}", m.path, c.moved.at(m.path).front().call.front()));
+        m_handler_old[m.path] = f;
+        continue;
+      }
+      if (!q && f.empty()) {
+        // A value no example held: kept where the new struct has the member, else dropped like
+        // the values the kernel's conversions dropped.
+        const std::string top = m.path.substr(1, m.path.find('.', 1) == npos ? npos : m.path.find('.', 1) - 1);
+        q = std::find(new_members.begin(), new_members.end(), top) != new_members.end() ? m.path : std::string();
+      }
+      if (!q) {
+        util::log_debug("struct-convert: {} of {} has no counterpart the kernel's conversions show", m.path, var);
+        return false;
+      }
+      if (q->empty()) {
+        if (!f.empty()) return false; // a callback with nowhere to go
+        plan.mapping.push_back(m.path + " dropped");
+        continue;
+      }
+      plan.mapping.push_back(m.path + " -> " + *q);
+      if (!f.empty()) {
+        auto cb = c.callback.find(*q);
+        auto old = fn_type(f);
+        if (cb == c.callback.end() || !old) return false;
+        if (same_type(*old, cb->second)) {
+          plan.members.push_back({*q, c_text(m.value)});
+          continue;
+        }
+        Adapter& a = plan.adapters[*q];
+        a.path = *q;
+        a.type = cb->second;
+        a.wrapped = f;
+        a.wrapped_type = old;
+        for (const auto& p : old->params) m_type_text.emplace(type_key(p.type), p.type);
+        plan.members.push_back({*q, ""});
+        continue;
+      }
+      plan.members.push_back({*q, c_text(m.value)});
+    }
+    return true;
+  }
+
   std::optional<Edit> convert(const PortContext& ctx, const std::string& rel, const std::string& var) {
     auto text = util::read_file(ctx.tree / rel);
     if (!text) return std::nullopt;
@@ -683,56 +812,12 @@ private:
     };
 
     // New members: path -> value text; adapters by new path.
-    std::vector<std::pair<std::string, std::string>> members;
-    std::map<std::string, Adapter> adapters;
-    std::vector<std::string> mapping, handlers_text;
-    std::vector<std::pair<std::string, Conversion::Hook>> hooks; // old path, hook
-    std::map<std::string, std::string> old_fn_at;                // new path -> driver function there
-    for (const auto& m : member_paths(toks, u->body + 1)) {
-      std::string f = function_value(m, fns);
-      auto q = mapped_path(c, m.path);
-      if (!f.empty() && c.moved.count(m.path)) {
-        for (const auto& h : c.moved.at(m.path)) hooks.push_back({m.path, h});
-        mapping.push_back(fmt::format("{} handed over by {}", m.path, c.moved.at(m.path).front().call.front()));
-        m_handler_old[m.path] = f;
-        continue;
-      }
-      if (!q && f.empty()) {
-        // A value no example held: kept where the new struct has the member, else dropped like
-        // the values the kernel's conversions dropped.
-        const std::string top = m.path.substr(1, m.path.find('.', 1) == npos ? npos : m.path.find('.', 1) - 1);
-        q = std::find(new_members.begin(), new_members.end(), top) != new_members.end() ? m.path : std::string();
-      }
-      if (!q) {
-        util::log_debug("struct-convert: {} of {} has no counterpart the kernel's conversions show", m.path, var);
-        return std::nullopt;
-      }
-      if (q->empty()) {
-        if (!f.empty()) return std::nullopt; // a callback with nowhere to go
-        mapping.push_back(m.path + " dropped");
-        continue;
-      }
-      mapping.push_back(m.path + " -> " + *q);
-      if (!f.empty()) {
-        old_fn_at[*q] = f;
-        auto cb = c.callback.find(*q);
-        auto old = fn_type(f);
-        if (cb == c.callback.end() || !old) return std::nullopt;
-        if (same_type(*old, cb->second)) {
-          members.push_back({*q, c_text(m.value)});
-          continue;
-        }
-        Adapter& a = adapters[*q];
-        a.path = *q;
-        a.type = cb->second;
-        a.wrapped = f;
-        a.wrapped_type = old;
-        for (const auto& p : old->params) m_type_text.emplace(type_key(p.type), p.type);
-        members.push_back({*q, ""});
-        continue;
-      }
-      members.push_back({*q, c_text(m.value)});
-    }
+    MemberPlan plan;
+    if (!map_members(c, toks, *u, var, fns, fn_type, new_members, plan)) return std::nullopt;
+    auto& members = plan.members;
+    auto& adapters = plan.adapters;
+    auto& mapping = plan.mapping;
+    auto& hooks = plan.hooks;
     // Hooks: each goes into the adapter of the new path the kernel's drivers made the call in.
     std::string generated;
     for (const auto& [old_path, h] : hooks) {
@@ -801,56 +886,13 @@ private:
     std::vector<std::string> renamed;
     std::map<int, std::string> edited; ///< line -> its new text
     auto lines = util::split_lines(*text);
-    for (const auto& call : find_calls(toks, 0, toks.size() - 1)) {
-      auto it = c.calls.find(call.callee);
-      if (it == c.calls.end()) continue;
-      if (std::none_of(call.args.begin(), call.args.end(), [&](const std::string& a) { return a == var || a == "& " + var; }))
-        continue;
-      const int ln = toks[call.name_tok].line;
-      if (ln >= first_line && ln <= last_line) continue;
-      std::string& l = edited.try_emplace(ln, lines[static_cast<std::size_t>(ln) - 1]).first->second;
-      auto pos = l.find(call.callee);
-      if (pos == npos || l.find(call.callee, pos + 1) != npos) return std::nullopt;
-      l.replace(pos, call.callee.size(), it->second);
-      renamed.push_back(call.callee + "() -> " + it->second + "()");
-    }
+    if (!rename_calls(c, toks, var, lines, first_line, last_line, edited, renamed)) return std::nullopt;
     // Callbacks the object's tables hold get the new object's device now: the way they reached
     // the old type from it, as the kernel's converted drivers changed theirs.
-    std::vector<std::string> rebridged;
-    {
-      SourceFile sf;
-      sf.rel = rel;
-      sf.tokens = toks;
-      sf.units = units;
-      for (const auto& g : reached_functions(sf, member_paths(toks, u->body + 1), fns)) {
-        const Unit* fu = fn_units[g];
-        auto fn = function_of(toks, *fu);
-        if (!fn) continue;
-        for (const auto& p : fn->params) {
-          if (p.name.empty()) continue;
-          for (const auto& [key, rb] : c.rebridge) {
-            if (key.substr(key.find('\n') + 1) != type_key(p.type)) continue;
-            const std::string was = fill(rb.first, {{"$P", p.name}}), now = fill(rb.second, {{"$P", p.name}});
-            for (int ln = toks[fu->body].line; ln <= toks[fu->last].line; ++ln) {
-              if (lines[static_cast<std::size_t>(ln) - 1].find(was) == npos) continue;
-              std::string& l = edited.try_emplace(ln, lines[static_cast<std::size_t>(ln) - 1]).first->second;
-              for (auto pos = l.find(was); pos != npos; pos = l.find(was, pos + now.size())) l.replace(pos, was.size(), now);
-              rebridged.push_back(fmt::format("{}: {} -> {}", g, was, now));
-            }
-          }
-        }
-      }
-    }
+    auto rebridged = rebridge_callbacks(c, rel, toks, units, *u, fns, fn_units, lines, edited);
     for (const auto& [ln, l] : edited) e.text_edits.push_back({rel, ln, 1, l + "\n"});
     // The headers the converted drivers gained.
-    auto have = includes_of(toks);
-    int last_include = 0;
-    for (const auto& t : toks)
-      if (t.kind == TokKind::pp_line && t.text.find("include") != npos && t.line < first_line) last_include = t.line;
-    std::string inc;
-    for (const auto& i : c.includes)
-      if (std::find(have.begin(), have.end(), i) == have.end()) inc += "#include <" + i + ">\n";
-    if (!inc.empty() && last_include > 0) e.text_edits.push_back({rel, last_include + 1, 0, inc});
+    if (auto inc = include_edit(c, rel, toks, first_line)) e.text_edits.push_back(std::move(*inc));
     std::sort(e.text_edits.begin(), e.text_edits.end(), [](const TextEdit& x, const TextEdit& y) { return x.line > y.line; });
     e.description = fmt::format(
         "The target kernel no longer has struct {}. {} of its own drivers that declared one in the old tree declare a "

@@ -162,6 +162,84 @@ std::set<std::string> names_of_struct_type(const std::string& text, const std::s
   return declared_with(toks, 0, toks.size() - 1, tags);
 }
 
+namespace {
+
+/// A bridged member access: the chain [start, member] ending in `name (->|.) member`.
+struct Use {
+  std::size_t start, member;
+  std::string chain;
+};
+
+/// The bridged member accesses of a function body (u.body, close): scalar uses of a bridged member
+/// of one of `names` (not its address, not sizeof, not indexed or called).
+std::vector<Use> bridged_uses(const std::vector<Token>& toks, const Unit& u, std::size_t close,
+                              const std::map<std::string, MemberBridge>& bridges, const std::set<std::string>& names) {
+  std::vector<Use> uses;
+  for (std::size_t i = u.body + 3; i < close; ++i) {
+    if (!bridges.count(toks[i].text) || (toks[i - 1].text != "->" && toks[i - 1].text != ".") || !names.count(toks[i - 2].text))
+      continue;
+    if (i + 1 < close && (toks[i + 1].text == "[" || toks[i + 1].text == "(")) continue;
+    std::size_t s = i - 2;
+    while (s >= 2 && (toks[s - 1].text == "->" || toks[s - 1].text == ".") && toks[s - 2].kind == TokKind::ident) s -= 2;
+    // Its address (a unary '&', not the binary one after an operand): not a scalar use.
+    if (toks[s - 1].text == "&" && toks[s - 2].kind != TokKind::ident && toks[s - 2].kind != TokKind::number &&
+        toks[s - 2].text != ")" && toks[s - 2].text != "]")
+      continue;
+    if (s >= 2 && toks[s - 1].text == "(" && toks[s - 2].text == "sizeof") continue;
+    std::string chain;
+    for (std::size_t k = s; k <= i; ++k) chain += toks[k].text;
+    uses.push_back({s, i, chain});
+  }
+  return uses;
+}
+
+/// The statement holding the token at `use`: from the token after the nearest ';', '{' or '}' to
+/// its end (the condition's ')' for if/switch, else the ';' at depth 0); `nested` when the use is
+/// in the unbraced branch of an `if (c) stmt;` / `else stmt;`. nullopt when brackets do not match.
+struct Statement {
+  std::size_t start = 0, end = 0;
+  std::size_t cond_close = std::string::npos;
+  bool nested = false;
+};
+std::optional<Statement> statement_of(const std::vector<Token>& toks, std::size_t body, std::size_t close, std::size_t use) {
+  Statement st;
+  std::size_t s = use;
+  while (s > body && toks[s - 1].text != ";" && toks[s - 1].text != "{" && toks[s - 1].text != "}") --s;
+  for (;;) {
+    if ((toks[s].text == "if" || toks[s].text == "switch") && toks[s + 1].text == "(") {
+      std::size_t c = matching_close(toks, s + 1);
+      if (c == std::string::npos) return std::nullopt;
+      if (use > c) {
+        s = c + 1;
+        st.nested = true;
+        continue;
+      }
+      st.cond_close = c;
+    } else if (toks[s].text == "else" && toks[s + 1].text != "if") {
+      ++s;
+      st.nested = true;
+      continue;
+    }
+    break;
+  }
+  st.start = s;
+  std::size_t end = st.cond_close;
+  if (end == std::string::npos) {
+    int depth = 0;
+    for (end = s; end < close; ++end) {
+      const auto& x = toks[end].text;
+      if (x == "(" || x == "[" || x == "{") ++depth;
+      if (x == ")" || x == "]" || x == "}") --depth;
+      if (depth == 0 && x == ";") break;
+    }
+    if (end >= close) return std::nullopt;
+  }
+  st.end = end;
+  return st;
+}
+
+} // namespace
+
 std::string swap_struct(const std::string& text, const std::string& from_tag, const std::string& to_tag,
                         const std::map<std::string, MemberBridge>& bridges, const std::set<std::string>& names) {
   auto toks = tokenize(text);
@@ -176,27 +254,7 @@ std::string swap_struct(const std::string& text, const std::string& from_tag, co
     if (u.kind != UnitKind::function || bridges.empty()) continue;
     std::size_t close = matching_close(toks, u.body);
     if (close == std::string::npos) continue;
-    // Bridged member accesses: the chain [start, member] ending in `name (->|.) member`.
-    struct Use {
-      std::size_t start, member;
-      std::string chain;
-    };
-    std::vector<Use> uses;
-    for (std::size_t i = u.body + 3; i < close; ++i) {
-      if (!bridges.count(toks[i].text) || (toks[i - 1].text != "->" && toks[i - 1].text != ".") || !names.count(toks[i - 2].text))
-        continue;
-      if (i + 1 < close && (toks[i + 1].text == "[" || toks[i + 1].text == "(")) continue;
-      std::size_t s = i - 2;
-      while (s >= 2 && (toks[s - 1].text == "->" || toks[s - 1].text == ".") && toks[s - 2].kind == TokKind::ident) s -= 2;
-      // Its address (a unary '&', not the binary one after an operand): not a scalar use.
-      if (toks[s - 1].text == "&" && toks[s - 2].kind != TokKind::ident && toks[s - 2].kind != TokKind::number &&
-          toks[s - 2].text != ")" && toks[s - 2].text != "]")
-        continue;
-      if (s >= 2 && toks[s - 1].text == "(" && toks[s - 2].text == "sizeof") continue;
-      std::string chain;
-      for (std::size_t k = s; k <= i; ++k) chain += toks[k].text;
-      uses.push_back({s, i, chain});
-    }
+    auto uses = bridged_uses(toks, u, close, bridges, names);
     if (uses.empty()) continue;
     // Group by statement: from the token after the nearest ';', '{' or '}' to its end.
     std::map<std::string, std::string> temp_of; // chain -> local
@@ -208,47 +266,13 @@ std::string swap_struct(const std::string& text, const std::string& from_tag, co
     bool fn_ok = true;
     std::vector<Splice> mine;
     while (ui < uses.size() && fn_ok) {
-      std::size_t s = uses[ui].start;
-      while (s > u.body && toks[s - 1].text != ";" && toks[s - 1].text != "{" && toks[s - 1].text != "}") --s;
-      bool nested = false;
-      std::size_t cond_close = std::string::npos;
-      // `if (c) stmt;` / `else stmt;`: a use after the condition is in the unbraced branch.
-      for (;;) {
-        if ((toks[s].text == "if" || toks[s].text == "switch") && toks[s + 1].text == "(") {
-          std::size_t c = matching_close(toks, s + 1);
-          if (c == std::string::npos) {
-            fn_ok = false;
-            break;
-          }
-          if (uses[ui].start > c) {
-            s = c + 1;
-            nested = true;
-            continue;
-          }
-          cond_close = c;
-        } else if (toks[s].text == "else" && toks[s + 1].text != "if") {
-          ++s;
-          nested = true;
-          continue;
-        }
+      auto st = statement_of(toks, u.body, close, uses[ui].start);
+      if (!st) {
+        fn_ok = false;
         break;
       }
-      if (!fn_ok) break;
-      // The statement's end: the condition's ')' for if/switch, else the ';' at depth 0.
-      std::size_t end = cond_close;
-      if (end == std::string::npos) {
-        int depth = 0;
-        for (end = s; end < close; ++end) {
-          const auto& x = toks[end].text;
-          if (x == "(" || x == "[" || x == "{") ++depth;
-          if (x == ")" || x == "]" || x == "}") --depth;
-          if (depth == 0 && x == ";") break;
-        }
-        if (end >= close) {
-          fn_ok = false;
-          break;
-        }
-      }
+      const std::size_t s = st->start, end = st->end, cond_close = st->cond_close;
+      const bool nested = st->nested;
       std::vector<Use> here;
       while (ui < uses.size() && uses[ui].start <= end) here.push_back(uses[ui++]);
       const auto& head = toks[s].text;
