@@ -1,7 +1,8 @@
 # A seeded bug crashes in QEMU; `autodriver crash` reads the console the boot gate captured,
 # symbolizes it against the driver built with debug info and points at the line that wrote
-# through NULL (edu_oops.c:20) on 6.12 and 7.3. Bad input: a log with no crash, a log of another
-# kernel, a driver that does not build: one clear line, exit 2.
+# through NULL (edu_oops.c:20), stating that p was set to NULL at line 17, on 6.12 and 7.3.
+# Bad input: a log with no crash, a log of another kernel, a driver that does not build: one
+# clear line, exit 2.
 . "$(dirname "$0")/lib.sh.inc"
 need qemu-system-x86_64
 need_kernel 6.12
@@ -20,6 +21,8 @@ for k in 6.12 7.3; do
   py "$WORK/crash-$k.json" "d['localized'][0]['function'] == 'edu_probe' and d['localized'][0]['why'] == 'faulting instruction'"
   py "$WORK/crash-$k.json" "d['localized'][0]['file'] == 'edu_oops.c' and d['localized'][0]['line'] == 20 and d['localized'][0]['from_debug_info']" \
     "$k: expected edu_oops.c:20 from the debug info, got $(cat "$WORK/crash-$k.json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["localized"][:1])')"
+  py "$WORK/crash-$k.json" "d['hypotheses'][0]['kind'] == 'null-pointer' and d['hypotheses'][0]['statement'] == 'p is set to NULL at edu_oops.c:17 and dereferenced at edu_oops.c:20 in edu_probe()'" \
+    "$k: hypothesis: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["hypotheses"][:1])' "$WORK/crash-$k.json")"
   "$AD" crash "$WORK/console-$k.txt" --driver "$DRV" --kernel $k | grep -q "edu_oops.c:20" || fail "$k: human output lacks edu_oops.c:20"
 done
 python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); sys.exit(a["reports"][0]["title"] != b["reports"][0]["title"])' "$WORK/crash-6.12.json" "$WORK/crash-7.3.json" \

@@ -1,5 +1,6 @@
 // Crash reports: real QEMU console logs of the tests' own seeded bugs (fixtures/console) and the
 // public report formats of fixtures/crash; symbolization of a real object built with -g.
+#include "autodriver/crash/localize.hpp"
 #include "autodriver/crash/report.hpp"
 #include "autodriver/crash/symbolize.hpp"
 #include "autodriver/util/files.hpp"
@@ -7,6 +8,8 @@
 #include "fixtures.hpp"
 
 #include <gtest/gtest.h>
+
+#include <optional>
 
 using namespace autodriver;
 
@@ -203,4 +206,100 @@ TEST(Symbolize, AFunctionOffsetOfARelocatableObjectGivesItsLine) {
   EXPECT_EQ(std::filesystem::path(rep.rip->file).filename(), "m.c");
   EXPECT_GE(rep.trace[0].line, 2);
   EXPECT_LE(rep.trace[0].line, 5);
+}
+
+namespace {
+
+/// A driver tree with one file, in a temporary folder kept for the test's life.
+struct Tree {
+  std::optional<util::TempDir> dir;
+  explicit Tree(const std::string& c_text) {
+    auto d = util::TempDir::create(std::filesystem::temp_directory_path(), "ad-crash-tree");
+    if (!d) return;
+    dir.emplace(std::move(*d));
+    (void)util::write_file(dir->path() / "drv.c", c_text);
+  }
+  std::filesystem::path path() const { return dir ? dir->path() : std::filesystem::path(); }
+};
+
+/// A report whose faulting frame `fn` in module drv is already symbolized to drv.c:line.
+crash::CrashReport null_report(const std::string& fn, int line) {
+  crash::CrashReport r;
+  r.kind = crash::CrashKind::null_deref;
+  r.headline = "BUG: kernel NULL pointer dereference, address: 0000000000000008";
+  r.rip = crash::Frame{fn, 0x10, 0x40, "drv", true, false, "/autodriver/tree/drv.c", line};
+  r.trace = {crash::Frame{"local_pci_probe", 0x45, 0xa0, "", true, false, "", 0}};
+  r.registers["CR2"] = "0000000000000008";
+  return r;
+}
+
+std::vector<crash::Hypothesis> hyps_of(const crash::CrashReport& r, const Tree& t) {
+  auto where = crash::localize(r, {"drv"}, t.path());
+  return crash::hypothesize(r, where, t.path());
+}
+
+} // namespace
+
+TEST(CrashLocalize, TheSeededNullWriteIsNamedWithItsAssignment) {
+  Tree t("static int p0(struct pci_dev *pdev)\n{\n\tint *volatile p = NULL;\n\n\tdev_info(&pdev->dev, \"x\");\n\t*p = 1;\n"
+         "\treturn 0;\n}\n");
+  auto r = null_report("p0", 6);
+  auto where = crash::localize(r, {"drv"}, t.path());
+  ASSERT_EQ(where.size(), 1u);
+  EXPECT_EQ(where[0].file, "drv.c");
+  EXPECT_EQ(where[0].role, "fault");
+  auto h = crash::hypothesize(r, where, t.path());
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "null-pointer");
+  EXPECT_EQ(h[0].statement, "p is set to NULL at drv.c:3 and dereferenced at drv.c:6 in p0()");
+}
+
+TEST(CrashLocalize, AnUncheckedAllocationIsNamed) {
+  Tree t("static int p1(struct device *dev)\n{\n\tstruct priv *priv = devm_kzalloc(dev, sizeof(*priv), GFP_KERNEL);\n\n"
+         "\tpriv->dev = dev;\n\treturn 0;\n}\n");
+  auto h = hyps_of(null_report("p1", 5), t);
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "unchecked-result");
+  EXPECT_EQ(h[0].statement,
+            "priv = devm_kzalloc() at drv.c:3 is dereferenced at drv.c:5 in p1() without a check; devm_kzalloc() returned NULL");
+  // With the check in place the statement no longer claims it is missing.
+  Tree checked("static int p1(struct device *dev)\n{\n\tstruct priv *priv = devm_kzalloc(dev, 8, GFP_KERNEL);\n"
+               "\tif (!priv)\n\t\treturn -ENOMEM;\n\tpriv->dev = dev;\n\treturn 0;\n}\n");
+  auto h2 = hyps_of(null_report("p1", 6), checked);
+  ASSERT_FALSE(h2.empty());
+  EXPECT_NE(h2[0].kind, "unchecked-result");
+}
+
+TEST(CrashLocalize, UseBeforeSetAndParameters) {
+  Tree t("static int p2(struct pci_dev *pdev)\n{\n\tstruct priv *priv;\n\n\tpriv->irq = pdev->irq;\n"
+         "\tpriv = pci_get_drvdata(pdev);\n\treturn 0;\n}\n"
+         "static void h(struct priv *priv)\n{\n\tpriv->count++;\n}\n");
+  auto h = hyps_of(null_report("p2", 5), t);
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "use-before-set");
+  EXPECT_EQ(h[0].statement, "p2() dereferences priv at drv.c:5 before it is set at drv.c:6");
+  auto r = null_report("h", 11);
+  r.trace = {crash::Frame{"p2", 0x22, 0x80, "drv", true, false, "", 0}};
+  auto hp = hyps_of(r, t);
+  ASSERT_FALSE(hp.empty());
+  EXPECT_EQ(hp[0].statement, "h() dereferences its parameter priv at drv.c:11; p2() passed NULL");
+}
+
+TEST(CrashLocalize, KasanUseAfterFreeNamesTheFreeAndTheUse) {
+  auto r = only("crash/kasan-uaf-syzbot.txt");
+  auto where = crash::localize(r, {"mydrv"}, {});
+  ASSERT_GE(where.size(), 3u);
+  EXPECT_EQ(where[0].role, "fault");
+  EXPECT_EQ(where[0].function, "mydrv_remove");
+  auto h = crash::hypothesize(r, where, {});
+  ASSERT_EQ(h.size(), 1u);
+  EXPECT_EQ(h[0].kind, "use-after-free");
+  EXPECT_EQ(h[0].statement,
+            "the object allocated by mydrv_probe() is read by mydrv_remove() after it was freed by mydrv_remove()");
+}
+
+TEST(CrashLocalize, ACrashOutsideTheDriverHasNoLocation) {
+  auto r = only("console/6.12-oops-in-probe.txt");
+  EXPECT_TRUE(crash::localize(r, {"some_other_module"}, {}).empty());
+  EXPECT_TRUE(crash::hypothesize(r, {}, {}).empty());
 }

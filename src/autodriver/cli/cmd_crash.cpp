@@ -2,6 +2,7 @@
 // localized in the driver's source. Repair is not part of it yet (issue 18): the command says so.
 
 #include "autodriver/cli/commands.hpp"
+#include "autodriver/crash/localize.hpp"
 #include "autodriver/crash/report.hpp"
 #include "autodriver/crash/symbolize.hpp"
 #include "autodriver/csrc/tokens.hpp"
@@ -33,69 +34,6 @@ struct CrashOptions {
   fs::path vmlinux;
   bool json = false;
 };
-
-/// One place in the driver the crash points at, most likely first.
-struct Candidate {
-  std::string function;
-  std::string module;
-  std::string file; ///< relative to the driver tree when it lies in it
-  int line = 0;
-  std::string why; ///< "faulting instruction", "caller 2 in the call trace", ...
-  bool from_debug_info = false;
-};
-
-/// Where `function` is defined in the driver's C files (the line of its name), for frames the
-/// debug info could not place.
-std::optional<std::pair<std::string, int>> definition_of(const fs::path& tree, const std::string& function) {
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(tree, fs::directory_options::skip_permission_denied, ec);
-       it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec) break;
-    if (!it->is_regular_file(ec) || it->path().extension() != ".c") continue;
-    auto text = util::read_file(it->path());
-    if (!text || text->find(function) == std::string::npos) continue;
-    auto toks = csrc::tokenize(*text);
-    for (const auto& u : csrc::find_units(toks))
-      if (u.kind == csrc::UnitKind::function && u.name == function)
-        for (std::size_t k = u.first; k < u.body && k < toks.size(); ++k)
-          if (toks[k].text == function) return std::make_pair(fs::relative(it->path(), tree).string(), toks[k].line);
-  }
-  return std::nullopt;
-}
-
-std::string in_tree(const std::string& file) {
-  std::string prefix = std::string(gate::k_sandbox_tree) + "/";
-  return file.starts_with(prefix) ? file.substr(prefix.size()) : file;
-}
-
-/// The driver's frames of the report, ranked: the faulting instruction, the call trace innermost
-/// first, then KASAN's free and allocation stacks (who freed or made the object).
-std::vector<Candidate> localize(const crash::CrashReport& r, const std::set<std::string>& driver_modules, const fs::path& tree) {
-  std::vector<Candidate> out;
-  std::set<std::string> seen;
-  auto ours = [&](const crash::Frame& f) {
-    if (f.module.empty()) return false;
-    if (driver_modules.empty()) return true;
-    std::string m = f.module;
-    return driver_modules.count(m) > 0;
-  };
-  auto add = [&](const crash::Frame& f, const std::string& why) {
-    if (!ours(f)) return;
-    std::string key = f.function + "@" + f.file + ":" + std::to_string(f.line);
-    if (!seen.insert(key).second) return;
-    Candidate c{f.function, f.module, in_tree(f.file), f.line, why, !f.file.empty()};
-    if (c.file.empty() && !tree.empty())
-      if (auto d = definition_of(tree, f.function)) c.file = d->first, c.line = d->second;
-    out.push_back(std::move(c));
-  };
-  if (r.rip) add(*r.rip, "faulting instruction");
-  int k = 0;
-  for (const auto& f : r.trace)
-    if (f.reliable) add(f, fmt::format("caller {} in the call trace", ++k));
-  for (const auto& f : r.free_stack) add(f, "frees the object (KASAN free stack)");
-  for (const auto& f : r.alloc_stack) add(f, "allocates the object (KASAN allocation stack)");
-  return out;
-}
 
 /// Builds DIR against K in a scratch copy; the modules by load name ('-' as '_') and their .ko.
 util::Expected<std::vector<std::pair<std::string, fs::path>>> build_modules(const CrashOptions& o, const core::Kernel& k,
@@ -177,7 +115,8 @@ int run_crash(const CrashOptions& o) {
   int resolved = 0;
   for (auto& r : reports) resolved += crash::symbolize_report(r, modules, o.vmlinux);
   const auto& primary = reports.front();
-  auto cands = localize(primary, driver_modules, o.driver);
+  auto cands = crash::localize(primary, driver_modules, o.driver);
+  auto hyps = crash::hypothesize(primary, cands, o.driver);
   const bool in_driver = !cands.empty();
 
   nlohmann::json j = {{"schema", "autodriver.crash"}, {"schema_version", 1}, {"log", o.log.string()}};
@@ -191,7 +130,16 @@ int run_crash(const CrashOptions& o) {
                               {"file", c.file},
                               {"line", c.line},
                               {"why", c.why},
+                              {"role", c.role},
                               {"from_debug_info", c.from_debug_info}});
+  j["hypotheses"] = nlohmann::json::array();
+  for (const auto& h : hyps)
+    j["hypotheses"].push_back({{"kind", h.kind},
+                               {"statement", h.statement},
+                               {"function", h.function},
+                               {"file", h.file},
+                               {"line", h.line},
+                               {"evidence", h.evidence}});
   j["in_driver"] = in_driver;
   j["repair"] = "not attempted: crash repair is not implemented yet";
   if (o.json) {
@@ -206,6 +154,7 @@ int run_crash(const CrashOptions& o) {
       for (const auto& c : cands)
         fmt::print("  {}{} {}:{}  [{}]{}\n", c.function, c.module.empty() ? "" : " [" + c.module + "]",
                    c.file.empty() ? "?" : c.file, c.line, c.why, c.from_debug_info ? "" : "  (its definition: no line info)");
+      for (const auto& h : hyps) fmt::print("hypothesis ({}): {}\n", h.kind, h.statement);
     } else {
       fmt::print("the crash is in the kernel, not in the driver's modules{}: nothing to localize in the driver\n",
                  driver_modules.empty() ? "" : " (" + fmt::format("{}", fmt::join(driver_modules, ", ")) + ")");

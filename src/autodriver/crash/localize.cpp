@@ -1,0 +1,332 @@
+#include "autodriver/crash/localize.hpp"
+
+#include "autodriver/csrc/tokens.hpp"
+#include "autodriver/util/files.hpp"
+#include "autodriver/util/strings.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+
+namespace autodriver::crash {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Where the kbuild sandbox puts the tree (gate/kbuild.hpp's k_sandbox_tree); debug info names it.
+constexpr std::string_view k_sandbox_prefix = "/autodriver/tree/";
+
+std::string in_tree(const std::string& file) {
+  return file.starts_with(k_sandbox_prefix) ? file.substr(k_sandbox_prefix.size()) : file;
+}
+
+/// Where `function` is defined in the driver's C files (the line of its name).
+std::optional<std::pair<std::string, int>> definition_of(const fs::path& tree, const std::string& function) {
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(tree, fs::directory_options::skip_permission_denied, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    if (!it->is_regular_file(ec) || it->path().extension() != ".c") continue;
+    auto text = util::read_file(it->path());
+    if (!text || text->find(function) == std::string::npos) continue;
+    auto toks = csrc::tokenize(*text);
+    for (const auto& u : csrc::find_units(toks))
+      if (u.kind == csrc::UnitKind::function && u.name == function)
+        for (std::size_t k = u.first; k < u.body && k < toks.size(); ++k)
+          if (toks[k].text == function) return std::make_pair(fs::relative(it->path(), tree).string(), toks[k].line);
+  }
+  return std::nullopt;
+}
+
+/// A driver source file read once, its tokens and the function unit around a line.
+struct SourceView {
+  std::string text;
+  std::vector<csrc::Token> toks;
+  std::vector<std::string_view> lines;
+  const csrc::Unit* fn = nullptr;
+  std::vector<csrc::Unit> units;
+
+  std::string line_text(int l) const {
+    return l >= 1 && static_cast<std::size_t>(l) <= lines.size() ? std::string(lines[static_cast<std::size_t>(l) - 1]) : "";
+  }
+};
+
+std::optional<SourceView> view(const fs::path& tree, const Location& at) {
+  if (tree.empty() || at.file.empty() || at.line <= 0) return std::nullopt;
+  auto text = util::read_file(tree / at.file);
+  if (!text) return std::nullopt;
+  SourceView v;
+  v.text = std::move(*text);
+  v.toks = csrc::tokenize(v.text);
+  v.units = csrc::find_units(v.toks);
+  v.lines = util::split_lines(v.text);
+  for (const auto& u : v.units)
+    if (u.kind == csrc::UnitKind::function && v.toks[u.first].line <= at.line && at.line <= v.toks[u.last].line) v.fn = &u;
+  return v;
+}
+
+std::string trimmed(std::string s) {
+  auto b = s.find_first_not_of(" \t");
+  auto e = s.find_last_not_of(" \t\r");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+/// The pointers the line dereferences: `X->`, unary `*X`, `X[`.
+std::vector<std::string> dereferenced(const SourceView& v, int line) {
+  std::vector<std::string> out;
+  auto add = [&](const std::string& x) {
+    if (std::find(out.begin(), out.end(), x) == out.end()) out.push_back(x);
+  };
+  const auto& t = v.toks;
+  for (std::size_t i = 0; i + 1 < t.size(); ++i) {
+    if (t[i].line != line || t[i].kind != csrc::TokKind::ident) continue;
+    const std::string& nx = t[i + 1].text;
+    bool after_member = i > 0 && (t[i - 1].text == "->" || t[i - 1].text == ".");
+    if (!after_member && (nx == "->" || nx == "[")) add(t[i].text);
+    if (i > 0 && t[i - 1].text == "*" && !after_member) {
+      // Unary: nothing that ends an operand before the '*'.
+      bool unary = i < 2 || (t[i - 2].kind != csrc::TokKind::ident && t[i - 2].kind != csrc::TokKind::number &&
+                             t[i - 2].text != ")" && t[i - 2].text != "]");
+      if (unary) add(t[i].text);
+    }
+  }
+  return out;
+}
+
+struct Assignment {
+  int line = 0;
+  std::string rhs;    ///< the value's tokens joined
+  std::string callee; ///< the value is a call of this function
+};
+
+/// Assignments `x = value` (declarations with an initializer too) in the function.
+std::vector<Assignment> assignments(const SourceView& v, const std::string& x) {
+  std::vector<Assignment> out;
+  if (!v.fn) return out;
+  const auto& t = v.toks;
+  for (std::size_t i = v.fn->body; i + 2 <= v.fn->last && i + 1 < t.size(); ++i) {
+    if (t[i].text != x || t[i + 1].text != "=") continue;
+    // `p->x = v`, `s.x = v`, `*p = v`: a store through something else, not an assignment of x.
+    if (i > 0 && (t[i - 1].text == "->" || t[i - 1].text == ".")) continue;
+    if (i > 0 && t[i - 1].text == "*") {
+      const std::string before = i >= 2 ? t[i - 2].text : ";";
+      if (before == ";" || before == "{" || before == "}" || before == ")" || before == ":" || before == "else") continue;
+    }
+    Assignment a;
+    a.line = t[i].line;
+    std::size_t e = i + 2;
+    int depth = 0;
+    for (; e <= v.fn->last && e < t.size(); ++e) {
+      if (t[e].text == "(" || t[e].text == "[" || t[e].text == "{") ++depth;
+      else if (t[e].text == ")" || t[e].text == "]" || t[e].text == "}") --depth;
+      if (depth <= 0 && (t[e].text == ";" || t[e].text == ",") && depth == 0) break;
+      if (depth < 0) break;
+    }
+    if (e > i + 2) a.rhs = csrc::join_tokens(t, i + 2, e - 1);
+    // `(type *)f(...)` and `f(...)`: the callee.
+    std::size_t k = i + 2;
+    if (t[k].text == "(" && k + 1 < t.size()) {
+      std::size_t c = csrc::matching_close(t, k);
+      if (c != std::string::npos && c + 1 < e) k = c + 1;
+    }
+    if (k + 1 < e && t[k].kind == csrc::TokKind::ident && t[k + 1].text == "(") a.callee = t[k].text;
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+bool is_parameter(const SourceView& v, const std::string& x) {
+  if (!v.fn) return false;
+  for (std::size_t k = v.fn->first; k < v.fn->body; ++k)
+    if (v.toks[k].text == x && k + 1 < v.toks.size() && (v.toks[k + 1].text == "," || v.toks[k + 1].text == ")")) return true;
+  return false;
+}
+
+/// A test of `x` against NULL or an error pointer between two lines (exclusive of the first).
+bool checked_between(const SourceView& v, const std::string& x, int after, int before) {
+  const auto& t = v.toks;
+  for (std::size_t i = 1; i + 1 < t.size(); ++i) {
+    if (t[i].line <= after || t[i].line >= before || t[i].text != x) continue;
+    const std::string& p = t[i - 1].text;
+    const std::string& n = t[i + 1].text;
+    if (p == "!" || n == "==" || n == "!=" ||
+        (p == "(" && i >= 2 &&
+         (t[i - 2].text == "if" || t[i - 2].text == "IS_ERR" || t[i - 2].text == "IS_ERR_OR_NULL" ||
+          t[i - 2].text == "unlikely" || t[i - 2].text == "likely")))
+      return true;
+  }
+  return false;
+}
+
+bool null_value(const std::string& rhs) { return rhs == "NULL" || rhs == "0" || rhs == "( void * ) 0"; }
+
+std::optional<Hypothesis> pointer_hypothesis(const CrashReport& r, const Location& at, const SourceView& v) {
+  const bool null = r.kind == CrashKind::null_deref || r.kind == CrashKind::kasan_other;
+  const std::string fn = at.function;
+  const std::string here = fmt::format("{}:{}", at.file, at.line);
+  const std::string code = trimmed(v.line_text(at.line));
+  for (const auto& x : dereferenced(v, at.line)) {
+    auto as = assignments(v, x);
+    const Assignment* before = nullptr;
+    const Assignment* after = nullptr;
+    for (const auto& a : as) {
+      if (a.line < at.line) before = &a;
+      else if (!after) after = &a;
+    }
+    Hypothesis h;
+    h.function = fn;
+    h.file = at.file;
+    h.line = at.line;
+    h.evidence = {r.headline, fmt::format("{}: {}", here, code)};
+    if (before) h.evidence.push_back(fmt::format("{}:{}: {}", at.file, before->line, trimmed(v.line_text(before->line))));
+    if (before && null_value(before->rhs)) {
+      h.kind = "null-pointer";
+      h.statement = fmt::format("{} is set to NULL at {}:{} and dereferenced at {} in {}()", x, at.file, before->line, here, fn);
+    } else if (before && !before->callee.empty() && !checked_between(v, x, before->line, at.line)) {
+      h.kind = "unchecked-result";
+      h.statement =
+          fmt::format("{} = {}() at {}:{} is dereferenced at {} in {}() without a check; {}() returned {}", x, before->callee,
+                      at.file, before->line, here, fn, before->callee, null ? "NULL" : "an invalid pointer");
+    } else if (!before && after && !is_parameter(v, x)) {
+      h.kind = "use-before-set";
+      h.statement = fmt::format("{}() dereferences {} at {} before it is set at {}:{}", fn, x, here, at.file, after->line);
+    } else if (is_parameter(v, x)) {
+      const Frame* caller = nullptr;
+      for (std::size_t i = 0; i + 1 < r.trace.size(); ++i)
+        if (r.trace[i].function == fn) caller = &r.trace[i + 1];
+      if (r.rip && r.rip->function == fn && !r.trace.empty()) caller = &r.trace.front();
+      h.kind = null ? "null-pointer" : "bad-pointer";
+      h.statement =
+          fmt::format("{}() dereferences its parameter {} at {}; {} passed {}", fn, x, here,
+                      caller ? caller->function + "()" : std::string("its caller"), null ? "NULL" : "an invalid pointer");
+    } else {
+      h.kind = null ? "null-pointer" : "bad-pointer";
+      auto cr2 = r.registers.find("CR2");
+      h.statement = fmt::format("{}() dereferences {} at {}, which is {}{}", fn, x, here, null ? "NULL" : "not a valid pointer",
+                                cr2 == r.registers.end() ? "" : fmt::format(" (CR2 {})", cr2->second));
+    }
+    return h;
+  }
+  return std::nullopt;
+}
+
+const Location* first_with(const std::vector<Location>& where, std::string_view role) {
+  for (const auto& l : where)
+    if (l.role == role) return &l;
+  return nullptr;
+}
+
+std::string at_text(const Location& l) {
+  return l.file.empty() ? l.function + "()" : fmt::format("{}() at {}:{}", l.function, l.file, l.line);
+}
+
+} // namespace
+
+std::vector<Location> localize(const CrashReport& r, const std::set<std::string>& driver_modules, const fs::path& tree) {
+  std::vector<Location> out;
+  std::set<std::string> seen;
+  auto ours = [&](const Frame& f) {
+    if (f.module.empty()) return false;
+    return driver_modules.empty() || driver_modules.count(f.module) > 0;
+  };
+  auto add = [&](const Frame& f, const std::string& why, const char* role) {
+    if (!ours(f)) return;
+    std::string key = std::string(role) + "|" + f.function + "@" + f.file + ":" + std::to_string(f.line);
+    if (!seen.insert(key).second) return;
+    Location c{f.function, f.module, in_tree(f.file), f.line, why, role, !f.file.empty()};
+    if (c.file.empty() && !tree.empty())
+      if (auto d = definition_of(tree, f.function)) c.file = d->first, c.line = d->second;
+    out.push_back(std::move(c));
+  };
+  if (r.rip) add(*r.rip, "faulting instruction", "fault");
+  // Without the RIP in the driver, the innermost driver frame of the trace is where its code went
+  // wrong (it called into the kernel with what crashed there).
+  int k = 0;
+  for (const auto& f : r.trace)
+    if (f.reliable) add(f, fmt::format("caller {} in the call trace", ++k), out.empty() ? "fault" : "caller");
+  for (const auto& f : r.free_stack) add(f, "frees the object (KASAN free stack)", "free");
+  for (const auto& f : r.alloc_stack) add(f, "allocates the object (KASAN allocation stack)", "alloc");
+  return out;
+}
+
+std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Location>& where, const fs::path& tree) {
+  std::vector<Hypothesis> out;
+  const Location* fault = first_with(where, "fault");
+  if (!fault) fault = first_with(where, "caller");
+  if (!fault) return out;
+  auto src = view(tree, *fault);
+  const std::string code = src ? trimmed(src->line_text(fault->line)) : "";
+  auto base = [&](const char* kind, std::string statement) {
+    Hypothesis h{kind, std::move(statement), fault->function, fault->file, fault->line, {r.headline}};
+    if (!code.empty()) h.evidence.push_back(fmt::format("{}:{}: {}", fault->file, fault->line, code));
+    return h;
+  };
+  switch (r.kind) {
+  case CrashKind::null_deref:
+  case CrashKind::paging_request:
+  case CrashKind::general_protection:
+  case CrashKind::kasan_other:
+  case CrashKind::oops:
+    if (src && fault->from_debug_info)
+      if (auto h = pointer_hypothesis(r, *fault, *src)) out.push_back(std::move(*h));
+    if (out.empty())
+      out.push_back(base(
+          r.kind == CrashKind::null_deref ? "null-pointer" : "bad-pointer",
+          fmt::format("{} dereferences {} pointer", at_text(*fault), r.kind == CrashKind::null_deref ? "a NULL" : "an invalid")));
+    break;
+  case CrashKind::kasan_use_after_free: {
+    const Location* freed = first_with(where, "free");
+    const Location* made = first_with(where, "alloc");
+    std::string rw = r.access.starts_with("Write") ? "written" : "read";
+    out.push_back(
+        base("use-after-free",
+             fmt::format("the object{} is {} by {} after {}", made ? " allocated by " + at_text(*made) : "", rw, at_text(*fault),
+                         freed ? "it was freed by " + at_text(*freed) : "it was freed (the free stack is not the driver's)")));
+    break;
+  }
+  case CrashKind::kasan_double_free: {
+    const Location* freed = first_with(where, "free");
+    out.push_back(base("double-free", fmt::format("{} frees an object {}", at_text(*fault),
+                                                  freed ? "already freed by " + at_text(*freed) : "that was already freed")));
+    break;
+  }
+  case CrashKind::kasan_out_of_bounds:
+    out.push_back(base("bad-pointer", fmt::format("{} accesses memory out of its object's bounds ({})", at_text(*fault),
+                                                  r.access.empty() ? r.detail : r.access)));
+    break;
+  case CrashKind::warning:
+    out.push_back(base("warn-condition", fmt::format("the WARN condition {} holds ({})", at_text(*fault), r.detail)));
+    break;
+  case CrashKind::bug_on:
+    out.push_back(base("bug-condition", fmt::format("the BUG_ON condition {} holds ({})", at_text(*fault), r.detail)));
+    break;
+  case CrashKind::refcount:
+    out.push_back(base("refcount-underflow", fmt::format("{} drops a reference that is already gone ({}): a put without "
+                                                         "its get, or a second put",
+                                                         at_text(*fault), r.detail)));
+    break;
+  case CrashKind::lockdep:
+    out.push_back(
+        base("lock-order", fmt::format("{} takes a lock in an order that can deadlock ({})", at_text(*fault), r.detail)));
+    break;
+  case CrashKind::soft_lockup:
+  case CrashKind::hung_task:
+  case CrashKind::rcu_stall:
+    out.push_back(
+        base("blocked", fmt::format("{} does not return: it {}", at_text(*fault),
+                                    r.kind == CrashKind::hung_task ? "sleeps without being woken" : "spins without yielding")));
+    break;
+  case CrashKind::ubsan:
+    out.push_back(base("bad-pointer", fmt::format("{} has undefined behaviour: {}", at_text(*fault), r.detail)));
+    break;
+  case CrashKind::panic:
+  case CrashKind::bug_other:
+    out.push_back(base("bug-condition", fmt::format("{} is where the kernel stopped: {}", at_text(*fault), r.headline)));
+    break;
+  }
+  return out;
+}
+
+} // namespace autodriver::crash

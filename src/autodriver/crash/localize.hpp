@@ -1,0 +1,47 @@
+#pragma once
+// Where in the driver a crash points, and what may have happened there: the driver's frames of a
+// report ranked (faulting instruction, call trace, KASAN's free and allocation stacks), and per
+// place a short statement grounded in the trace and the driver's source ("p is set to NULL at
+// x.c:17 and dereferenced at x.c:20 in x_probe"), each one a thing a reader can check in the code.
+
+#include "autodriver/crash/report.hpp"
+
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace autodriver::crash {
+
+/// One place in the driver the crash points at.
+struct Location {
+  std::string function;
+  std::string module;
+  std::string file; ///< relative to the driver tree when it lies in it
+  int line = 0;
+  std::string why;  ///< "faulting instruction", "caller 2 in the call trace", ...
+  std::string role; ///< "fault", "caller", "free", "alloc"
+  bool from_debug_info = false;
+};
+
+/// The driver's frames of `r`, most likely first. `driver_modules` empty: every module frame.
+/// Frames without a source line are placed at their function's definition in `tree` (if given).
+std::vector<Location> localize(const CrashReport& r, const std::set<std::string>& driver_modules,
+                               const std::filesystem::path& tree);
+
+/// A checkable statement about one location.
+struct Hypothesis {
+  std::string kind;      ///< "null-pointer", "use-before-set", "unchecked-result", "bad-pointer", "use-after-free",
+                         ///< "double-free", "warn-condition", "bug-condition", "refcount-underflow", "lock-order",
+                         ///< "blocked"
+  std::string statement; ///< one sentence naming functions, variables and file:line
+  std::string function;
+  std::string file;
+  int line = 0;
+  std::vector<std::string> evidence; ///< the lines of the trace and source it rests on
+};
+
+/// Statements for the report's locations, the most specific first; reading `tree` for the source.
+std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Location>& where, const std::filesystem::path& tree);
+
+} // namespace autodriver::crash
