@@ -39,6 +39,16 @@ void print_summary(const loop::PortRequest& req, const loop::PortReport& rep, st
     for (const auto& v : rep.integrity["violations"])
       fmt::print("  integrity: {} at {}:{}: {}\n", v.value("rule", ""), v.value("file", ""), v.value("line", 0),
                  v.value("detail", ""));
+  if (rep.gates.is_object() && rep.gates.contains("crash")) {
+    const auto& c = rep.gates["crash"];
+    fmt::print("  crash on {}: {}\n", req.to, c.value("title", ""));
+    for (const auto& l : c.value("localized", nlohmann::json::array()))
+      fmt::print("    at {}:{} in {}() [{}]\n", l.value("file", ""), l.value("line", 0), l.value("function", ""),
+                 l.value("why", ""));
+    for (const auto& h : c.value("hypotheses", nlohmann::json::array()))
+      fmt::print("    hypothesis ({}): {}\n", h.value("kind", ""), h.value("statement", ""));
+    fmt::print("    (not repaired: crash repair is not implemented yet; autodriver crash reads such logs)\n");
+  }
   fmt::print("  tree: {}\n", (req.out / "tree").string());
   fmt::print("  run: {} (autodriver show {})\n", run_id, run_id);
   for (const auto& p : rep.patches) fmt::print("  patch: {}\n", p);

@@ -1,5 +1,7 @@
 #include "autodriver/loop/port_session.hpp"
 
+#include "autodriver/loop/boot_crash.hpp"
+
 #include "autodriver/apidiff/apidiff.hpp"
 #include "autodriver/gate/build_root.hpp"
 #include "autodriver/gate/check.hpp"
@@ -855,6 +857,13 @@ util::Expected<void> PortSession::gates() {
     m_rep.ok = false;
     m_rep.status = "gates-failed";
   }
+  // A crash on the target: what it is and where in the driver it points (not repaired yet).
+  if (outcome == "panic" || outcome == "oops" || outcome == "kernel-warning")
+    if (auto c = analyse_boot_crash(m_rep.gates, m_to->release, m_work); !c.is_null()) {
+      note(fmt::format("the target kernel crashed: {}", c.value("title", "")));
+      m_rep.gates["crash"] = c;
+      step("crash", c);
+    }
   return {};
 }
 

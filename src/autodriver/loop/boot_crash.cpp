@@ -1,0 +1,52 @@
+#include "autodriver/loop/boot_crash.hpp"
+
+#include "autodriver/crash/localize.hpp"
+#include "autodriver/crash/report.hpp"
+#include "autodriver/crash/symbolize.hpp"
+#include "autodriver/util/json_text.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace autodriver::loop {
+
+namespace fs = std::filesystem;
+
+nlohmann::json analyse_boot_crash(const nlohmann::json& gates, const std::string& release, const fs::path& tree) {
+  const auto& bk = gates["gates"]["boot"]["by_kernel"];
+  if (!bk.is_object() || !bk.contains(release)) return nullptr;
+  std::string console = util::json_get(bk[release]["details"], "console", std::string());
+  auto reports = crash::parse_reports(console);
+  if (reports.empty()) return nullptr;
+  crash::CrashReport& r = reports.front();
+  std::vector<std::pair<std::string, fs::path>> modules;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(tree, fs::directory_options::skip_permission_denied, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    if (it->path().extension() != ".ko" || !it->is_regular_file(ec)) continue;
+    std::string name = it->path().stem().string();
+    std::replace(name.begin(), name.end(), '-', '_');
+    modules.emplace_back(name, it->path());
+  }
+  const int symbolized = crash::symbolize_report(r, modules);
+  std::set<std::string> names;
+  for (const auto& [n, _] : modules) names.insert(n);
+  auto where = crash::localize(r, names, tree);
+  auto hyps = crash::hypothesize(r, where, tree);
+  nlohmann::json j = {{"title", r.title},
+                      {"kind", crash::to_string(r.kind)},
+                      {"headline", r.headline},
+                      {"panicked", r.panicked},
+                      {"symbolized_frames", symbolized},
+                      {"in_driver", !where.empty()},
+                      {"repair", "not attempted: crash repair is not implemented yet"}};
+  j["localized"] = nlohmann::json::array();
+  for (const auto& l : where)
+    j["localized"].push_back({{"function", l.function}, {"file", l.file}, {"line", l.line}, {"why", l.why}, {"role", l.role}});
+  j["hypotheses"] = nlohmann::json::array();
+  for (const auto& h : hyps) j["hypotheses"].push_back({{"kind", h.kind}, {"statement", h.statement}});
+  return j;
+}
+
+} // namespace autodriver::loop
