@@ -1,6 +1,7 @@
 // Crash reports: real QEMU console logs of the tests' own seeded bugs (fixtures/console) and the
 // public report formats of fixtures/crash; symbolization of a real object built with -g.
 #include "autodriver/crash/localize.hpp"
+#include "autodriver/crash/repair.hpp"
 #include "autodriver/crash/report.hpp"
 #include "autodriver/crash/symbolize.hpp"
 #include "autodriver/util/files.hpp"
@@ -302,4 +303,62 @@ TEST(CrashLocalize, ACrashOutsideTheDriverHasNoLocation) {
   auto r = only("console/6.12-oops-in-probe.txt");
   EXPECT_TRUE(crash::localize(r, {"some_other_module"}, {}).empty());
   EXPECT_TRUE(crash::hypothesize(r, {}, {}).empty());
+}
+
+TEST(CrashRepair, UseBeforeSetMovesTheAssignmentAndItsTest) {
+  Tree t("static int p(struct pci_dev *pdev)\n{\n\tstruct priv *priv = NULL;\n\n\tpriv->pdev = pdev;\n"
+         "\tpriv = devm_kzalloc(&pdev->dev, sizeof(*priv), GFP_KERNEL);\n\tif (!priv)\n\t\treturn -ENOMEM;\n"
+         "\tpriv->n++;\n\treturn 0;\n}\n");
+  auto r = null_report("p", 5);
+  auto h = hyps_of(r, t);
+  ASSERT_FALSE(h.empty());
+  ASSERT_EQ(h[0].kind, "use-before-set");
+  EXPECT_EQ(h[0].set_line, 6);
+  auto reps = crash::propose_repairs(h, t.path(), {});
+  ASSERT_EQ(reps.size(), 1u);
+  EXPECT_EQ(reps[0].new_text, "static int p(struct pci_dev *pdev)\n{\n\tstruct priv *priv = NULL;\n\n"
+                              "\tpriv = devm_kzalloc(&pdev->dev, sizeof(*priv), GFP_KERNEL);\n\tif (!priv)\n\t\treturn -ENOMEM;\n"
+                              "\tpriv->pdev = pdev;\n\tpriv->n++;\n\treturn 0;\n}\n");
+}
+
+TEST(CrashRepair, NothingMovesAcrossAnAssignmentItReads) {
+  // The allocation reads `size`, which is set between the use and it: moving it would read it unset.
+  Tree t("static int p(struct device *dev)\n{\n\tstruct priv *priv = NULL;\n\tint size;\n\n\tpriv->n = 1;\n\tsize = 64;\n"
+         "\tpriv = devm_kzalloc(dev, size, GFP_KERNEL);\n\treturn 0;\n}\n");
+  auto h = hyps_of(null_report("p", 6), t);
+  ASSERT_FALSE(h.empty());
+  ASSERT_EQ(h[0].kind, "use-before-set");
+  EXPECT_TRUE(crash::propose_repairs(h, t.path(), {}).empty());
+}
+
+TEST(CrashRepair, AnUncheckedResultGetsATestOnlyWithAValueToReturn) {
+  Tree t("static int p1(struct device *dev)\n{\n\tstruct priv *priv = devm_kzalloc(dev, 8, GFP_KERNEL);\n\n"
+         "\tpriv->dev = dev;\n\treturn 0;\n}\n"
+         "static void p2(struct device *dev)\n{\n\tstruct priv *priv = dev_get_drvdata(dev);\n\n\tpriv->n = 0;\n}\n");
+  // No kernel source to learn the error from: an int function gets no invented value.
+  auto h1 = hyps_of(null_report("p1", 5), t);
+  ASSERT_FALSE(h1.empty());
+  EXPECT_TRUE(crash::propose_repairs(h1, t.path(), {}).empty());
+  // A void function returns early.
+  auto h2 = hyps_of(null_report("p2", 12), t);
+  ASSERT_FALSE(h2.empty());
+  ASSERT_EQ(h2[0].kind, "unchecked-result");
+  auto reps = crash::propose_repairs(h2, t.path(), {});
+  ASSERT_EQ(reps.size(), 1u);
+  EXPECT_NE(reps[0].new_text.find("\tstruct priv *priv = dev_get_drvdata(dev);\n\tif (!priv)\n\t\treturn;\n"), std::string::npos);
+}
+
+TEST(CrashRepair, TheErrorValueIsLearnedFromTheKernelsDrivers) {
+  auto k = util::TempDir::create(std::filesystem::temp_directory_path(), "ad-crash-kernel");
+  ASSERT_TRUE(k);
+  std::filesystem::create_directories(k->path() / "drivers/a");
+  ASSERT_TRUE(util::write_file(k->path() / "drivers/a/x.c",
+                               "\tp = thing_get(dev);\n\tif (!p)\n\t\treturn -ENODEV;\n"
+                               "\tq = thing_get(dev);\n\tif (!q) {\n\t\tdev_err(dev, \"no\");\n\t\treturn -ENODEV;\n\t}\n"));
+  ASSERT_TRUE(util::write_file(k->path() / "drivers/a/y.c", "\tr = thing_get(d);\n\tif (r == NULL)\n\t\treturn -EINVAL;\n"));
+  auto how = crash::failure_handling(k->path(), "thing_get");
+  EXPECT_EQ(how.error, "-ENODEV");
+  EXPECT_EQ(how.seen, 3);
+  EXPECT_FALSE(how.is_err);
+  EXPECT_TRUE(crash::failure_handling(k->path(), "other_get").error.empty());
 }

@@ -9,6 +9,7 @@
 #include "autodriver/gate/kbuild.hpp"
 #include "autodriver/gate/scratch.hpp"
 #include "autodriver/kernel/target.hpp"
+#include "autodriver/loop/crash_repair.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
@@ -33,6 +34,10 @@ struct CrashOptions {
   std::vector<std::string> modules; ///< NAME=KO
   fs::path vmlinux;
   bool json = false;
+  bool repair = false;
+  fs::path out;
+  std::string device;
+  int runs = 3;
 };
 
 /// Builds DIR against K in a scratch copy; the modules by load name ('-' as '_') and their .ko.
@@ -141,7 +146,26 @@ int run_crash(const CrashOptions& o) {
                                {"line", h.line},
                                {"evidence", h.evidence}});
   j["in_driver"] = in_driver;
-  j["repair"] = "not attempted: crash repair is not implemented yet";
+  j["repair"] = "not attempted (--repair -o OUT tries the repairs and validates them by reproduction)";
+  nlohmann::json rep;
+  if (o.repair && in_driver) {
+    loop::CrashRepairRequest rr;
+    rr.driver = o.driver;
+    rr.kernel = o.kernel;
+    rr.device = o.device;
+    rr.runs = o.runs;
+    rr.out = o.out;
+    auto r = loop::repair_crash(rr, primary, hyps, [&](const std::string& m) { util::log_info("{}", m); });
+    if (!r) {
+      std::fprintf(stderr, "autodriver: error: %s\n", r.error().message.c_str());
+      return k_exit_error;
+    }
+    rep = *r;
+    j["repair"] = rep;
+    std::error_code ec;
+    fs::create_directories(o.out, ec);
+    (void)util::write_file_atomic(o.out / "repair.json", rep.dump(2, ' ', false, util::json_bytes) + "\n");
+  }
   if (o.json) {
     std::cout << j.dump(2, ' ', false, util::json_bytes) << "\n";
   } else {
@@ -159,8 +183,18 @@ int run_crash(const CrashOptions& o) {
       fmt::print("the crash is in the kernel, not in the driver's modules{}: nothing to localize in the driver\n",
                  driver_modules.empty() ? "" : " (" + fmt::format("{}", fmt::join(driver_modules, ", ")) + ")");
     }
-    fmt::print("repair: not attempted (crash repair is not implemented yet)\n");
+    if (rep.is_null()) {
+      fmt::print("repair: not attempted (--repair -o OUT tries it)\n");
+    } else {
+      fmt::print("repair: {}{}\n", rep.value("status", ""), rep.contains("reason") ? " (" + rep.value("reason", "") + ")" : "");
+      for (const auto& c : rep.value("candidates", nlohmann::json::array()))
+        fmt::print("  {} {}: {} ({}/{} clean run(s))\n", c.value("kept", false) ? "kept" : "refused", c.value("kind", ""),
+                   c.value("description", ""), c.value("clean_runs", 0), o.runs);
+      if (rep.value("repaired", false))
+        fmt::print("  tree: {}\n  patch: {}\n", (o.out / "tree").string(), (o.out / "repair.patch").string());
+    }
   }
+  if (!rep.is_null()) return rep.value("repaired", false) ? k_exit_ok : k_exit_failed;
   return in_driver ? k_exit_ok : k_exit_failed;
 }
 
@@ -186,7 +220,20 @@ Command crash_command() {
             sub.add_option("--vmlinux", o->vmlinux, "A vmlinux with debug info, for the kernel's own frames")
                 ->check(CLI::ExistingFile);
             sub.add_flag("--json", o->json, "Print the versioned JSON document");
+            sub.add_flag("--repair", o->repair,
+                         "Try repairs for the hypotheses (use-before-set, unchecked-result): reproduce the crash with the "
+                         "unchanged driver, then keep a repair only when --runs boots of it are all clean; needs --driver, "
+                         "--kernel and -o");
+            sub.add_option("-o,--out", o->out, "With --repair: OUT/tree, OUT/repair.patch, OUT/repair.json");
+            sub.add_option("--device", o->device, "With --repair: the QEMU -device the driver probes on (e.g. edu)");
+            sub.add_option("--runs", o->runs, "With --repair: boots of a candidate that must all be clean")
+                ->check(CLI::Range(1, 20))
+                ->capture_default_str();
             return [o]() -> int {
+              if (o->repair && (o->driver.empty() || o->kernel.empty() || o->out.empty())) {
+                std::fprintf(stderr, "autodriver: error: --repair needs --driver DIR, --kernel K and -o OUT\n");
+                return k_exit_error;
+              }
               if (o->json && util::log_level() != util::LogLevel::debug) util::set_log_level(util::LogLevel::quiet);
               return run_crash(*o);
             };

@@ -181,16 +181,28 @@ std::optional<Hypothesis> pointer_hypothesis(const CrashReport& r, const Locatio
     h.line = at.line;
     h.evidence = {r.headline, fmt::format("{}: {}", here, code)};
     if (before) h.evidence.push_back(fmt::format("{}:{}: {}", at.file, before->line, trimmed(v.line_text(before->line))));
-    if (before && null_value(before->rhs)) {
+    h.variable = x;
+    if (before && null_value(before->rhs) && after && !null_value(after->rhs)) {
+      h.kind = "use-before-set";
+      h.set_line = after->line;
+      h.callee = after->callee;
+      h.statement = fmt::format("{}() dereferences {} at {} before it is set at {}:{} (it is NULL until then, from {}:{})", fn, x,
+                                here, at.file, after->line, at.file, before->line);
+    } else if (before && null_value(before->rhs)) {
+      h.set_line = before->line;
       h.kind = "null-pointer";
       h.statement = fmt::format("{} is set to NULL at {}:{} and dereferenced at {} in {}()", x, at.file, before->line, here, fn);
     } else if (before && !before->callee.empty() && !checked_between(v, x, before->line, at.line)) {
       h.kind = "unchecked-result";
+      h.set_line = before->line;
+      h.callee = before->callee;
       h.statement =
           fmt::format("{} = {}() at {}:{} is dereferenced at {} in {}() without a check; {}() returned {}", x, before->callee,
                       at.file, before->line, here, fn, before->callee, null ? "NULL" : "an invalid pointer");
     } else if (!before && after && !is_parameter(v, x)) {
       h.kind = "use-before-set";
+      h.set_line = after->line;
+      h.callee = after->callee;
       h.statement = fmt::format("{}() dereferences {} at {} before it is set at {}:{}", fn, x, here, at.file, after->line);
     } else if (is_parameter(v, x)) {
       const Frame* caller = nullptr;

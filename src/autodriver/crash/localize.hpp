@@ -39,6 +39,11 @@ struct Hypothesis {
   std::string file;
   int line = 0;
   std::vector<std::string> evidence; ///< the lines of the trace and source it rests on
+  /// Pointer hypotheses: the dereferenced variable, the line of the assignment the statement
+  /// names (before the use, or after it for use-before-set) and the function it called, if any.
+  std::string variable;
+  int set_line = 0;
+  std::string callee;
 };
 
 /// Statements for the report's locations, the most specific first; reading `tree` for the source.

@@ -40,7 +40,7 @@ nlohmann::json analyse_boot_crash(const nlohmann::json& gates, const std::string
                       {"panicked", r.panicked},
                       {"symbolized_frames", symbolized},
                       {"in_driver", !where.empty()},
-                      {"repair", "not attempted: crash repair is not implemented yet"}};
+                      {"repair", "not attempted (autodriver crash --repair tries it)"}};
   j["localized"] = nlohmann::json::array();
   for (const auto& l : where)
     j["localized"].push_back({{"function", l.function}, {"file", l.file}, {"line", l.line}, {"why", l.why}, {"role", l.role}});

@@ -1,0 +1,231 @@
+#include "autodriver/crash/repair.hpp"
+
+#include "autodriver/csrc/tokens.hpp"
+#include "autodriver/kernel/source_grep.hpp"
+#include "autodriver/util/files.hpp"
+#include "autodriver/util/strings.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <regex>
+
+namespace autodriver::crash {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// The statement starting on `line` that assigns `var`: its token range [first, last] (the ';').
+std::optional<std::pair<std::size_t, std::size_t>> statement_at(const std::vector<csrc::Token>& t, int line,
+                                                                const std::string& var) {
+  for (std::size_t i = 0; i + 1 < t.size(); ++i) {
+    if (t[i].line != line || t[i].text != var || t[i + 1].text != "=") continue;
+    std::size_t b = i;
+    while (b > 0 && t[b - 1].text != ";" && t[b - 1].text != "{" && t[b - 1].text != "}") --b;
+    int depth = 0;
+    for (std::size_t e = i; e < t.size(); ++e) {
+      if (t[e].text == "(" || t[e].text == "[" || t[e].text == "{") ++depth;
+      else if (t[e].text == ")" || t[e].text == "]" || t[e].text == "}") --depth;
+      if (depth == 0 && t[e].text == ";") return std::make_pair(b, e);
+      if (depth < 0) return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+/// The `if (...)` statement right after token `after` when its condition tests `var`: its last token.
+std::optional<std::size_t> test_after(const std::vector<csrc::Token>& t, std::size_t after, const std::string& var) {
+  std::size_t i = after + 1;
+  if (i + 1 >= t.size() || t[i].text != "if" || t[i + 1].text != "(") return std::nullopt;
+  std::size_t c = csrc::matching_close(t, i + 1);
+  if (c == std::string::npos || c + 1 >= t.size()) return std::nullopt;
+  bool tests = false;
+  for (std::size_t k = i + 2; k < c; ++k) tests = tests || t[k].text == var;
+  if (!tests) return std::nullopt;
+  if (t[c + 1].text == "{") {
+    std::size_t e = csrc::matching_close(t, c + 1);
+    return e == std::string::npos ? std::nullopt : std::optional<std::size_t>(e);
+  }
+  for (std::size_t e = c + 1; e < t.size(); ++e)
+    if (t[e].text == ";") return e;
+  return std::nullopt;
+}
+
+/// Whole lines [first, last] (1-based) of the text.
+std::string lines_text(const std::vector<std::string_view>& lines, int first, int last) {
+  std::string out;
+  for (int l = first; l <= last && l >= 1 && static_cast<std::size_t>(l) <= lines.size(); ++l)
+    out += std::string(lines[static_cast<std::size_t>(l) - 1]) + "\n";
+  return out;
+}
+
+std::string join_lines(const std::vector<std::string_view>& lines, bool final_newline) {
+  std::string out;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    out += lines[i];
+    if (i + 1 < lines.size() || final_newline) out += "\n";
+  }
+  return out;
+}
+
+/// The statement holding `line` starts on it (its first token is the line's first).
+bool starts_statement(const std::vector<csrc::Token>& t, int line) {
+  for (std::size_t i = 0; i < t.size(); ++i)
+    if (t[i].line == line) return i == 0 || t[i - 1].text == ";" || t[i - 1].text == "{" || t[i - 1].text == "}";
+  return false;
+}
+
+std::optional<RepairEdit> move_assignment(const Hypothesis& h, const std::string& text) {
+  auto toks = csrc::tokenize(text);
+  auto st = statement_at(toks, h.set_line, h.variable);
+  if (!st || h.line >= h.set_line || !starts_statement(toks, h.line)) return std::nullopt;
+  std::size_t last = st->second;
+  if (auto test = test_after(toks, st->second, h.variable)) last = *test;
+  const int from = toks[st->first].line, to = toks[last].line;
+  // Whole lines only, and nothing the moved statements read may be assigned between the use and them.
+  for (std::size_t k = st->first; k <= last; ++k)
+    if (toks[k].kind == csrc::TokKind::ident && toks[k].text != h.variable)
+      for (std::size_t j = 0; j + 1 < toks.size(); ++j)
+        if (toks[j].line >= h.line && toks[j].line < from && toks[j].text == toks[k].text && toks[j + 1].text == "=" &&
+            !(j > 0 && (toks[j - 1].text == "->" || toks[j - 1].text == ".")))
+          return std::nullopt;
+  auto lines = util::split_lines(text);
+  for (std::size_t k = 0; k < toks.size(); ++k)
+    if ((toks[k].line == from && k < st->first) || (toks[k].line == to && k > last)) return std::nullopt;
+  std::string moved = lines_text(lines, from, to);
+  std::vector<std::string> keep;
+  for (int l = 1; l <= static_cast<int>(lines.size()); ++l) {
+    if (l == h.line) keep.push_back(moved.substr(0, moved.size() - 1)); // the moved lines first
+    if (l >= from && l <= to) continue;
+    keep.emplace_back(lines[static_cast<std::size_t>(l) - 1]);
+  }
+  std::vector<std::string_view> views(keep.begin(), keep.end());
+  RepairEdit e;
+  e.kind = h.kind;
+  e.file = h.file;
+  e.new_text = join_lines(views, !text.empty() && text.back() == '\n');
+  e.description = fmt::format("{}() used {} at {}:{} before setting it at line {}: the assignment{} moves before that use",
+                              h.function, h.variable, h.file, h.line, h.set_line, to > from ? " and its test move" : " moves");
+  e.evidence = h.evidence;
+  return e;
+}
+
+std::optional<RepairEdit> add_test(const Hypothesis& h, const std::string& text, const fs::path& kernel_src) {
+  auto toks = csrc::tokenize(text);
+  auto st = statement_at(toks, h.set_line, h.variable);
+  if (!st || h.callee.empty()) return std::nullopt;
+  // The function holding it returns int (an error code), void or a pointer.
+  std::string ret;
+  for (const auto& u : csrc::find_units(toks))
+    if (u.kind == csrc::UnitKind::function && u.first <= st->first && st->second <= u.last) ret = u.type;
+  if (ret.empty()) return std::nullopt;
+  auto how = failure_handling(kernel_src, h.callee);
+  std::string value;
+  if (ret.find('*') != std::string::npos) value = how.is_err ? fmt::format("ERR_CAST({})", h.variable) : "NULL";
+  else if (std::regex_search(ret, std::regex(R"(\bvoid\b)"))) value = "";
+  else if (std::regex_search(ret, std::regex(R"(\bint\b)")) && !how.error.empty())
+    value = how.is_err ? fmt::format("PTR_ERR({})", h.variable) : how.error;
+  else return std::nullopt;
+  const int line = toks[st->second].line;
+  for (std::size_t k = st->second + 1; k < toks.size() && toks[k].line == line; ++k) return std::nullopt; // ';' ends its line
+  auto lines = util::split_lines(text);
+  std::string first(lines[static_cast<std::size_t>(toks[st->first].line) - 1]);
+  std::string indent = first.substr(0, first.find_first_not_of(" \t"));
+  std::string test = how.is_err ? fmt::format("IS_ERR({})", h.variable) : "!" + h.variable;
+  std::vector<std::string> keep;
+  for (int l = 1; l <= static_cast<int>(lines.size()); ++l) {
+    keep.emplace_back(lines[static_cast<std::size_t>(l) - 1]);
+    if (l == line) {
+      keep.push_back(indent + "if (" + test + ")");
+      keep.push_back(indent + "\treturn" + (value.empty() ? "" : " " + value) + ";");
+    }
+  }
+  std::vector<std::string_view> views(keep.begin(), keep.end());
+  RepairEdit e;
+  e.kind = h.kind;
+  e.file = h.file;
+  e.new_text = join_lines(views, !text.empty() && text.back() == '\n');
+  e.description =
+      fmt::format("{}() used the result of {}() unchecked ({}:{}): it is tested and {} returns {}{}", h.function, h.callee,
+                  h.file, h.set_line, h.function, value.empty() ? "early" : value,
+                  how.seen ? fmt::format(" (the value the target kernel's drivers return most often after testing {}(); {} "
+                                         "tests read)",
+                                         h.callee, how.seen)
+                           : "");
+  e.evidence = h.evidence;
+  return e;
+}
+
+} // namespace
+
+FailureHandling failure_handling(const fs::path& kernel_src, const std::string& callee) {
+  FailureHandling out;
+  static const std::regex k_name(R"(^[A-Za-z_]\w*$)");
+  if (kernel_src.empty() || !std::regex_match(callee, k_name)) return out;
+  // The kernel's drivers that call it; in each, an assignment of its result and the test and
+  // return on the three lines after it.
+  kernel::SourceGrep q;
+  q.options = {"-lw"};
+  q.includes = {"*.c"};
+  q.pattern = callee;
+  q.dirs = kernel::k_driver_dirs;
+  q.all_of = {callee};
+  q.timeout = std::chrono::seconds(120);
+  auto files = kernel::grep_source(kernel_src, q);
+  if (files.size() > 3000) files.resize(3000);
+  const std::regex assign("(\\w+)\\s*=\\s*(?:\\([^)]*\\)\\s*)?" + callee + "\\s*\\(");
+  const std::regex ret(R"(return\s+(-E[A-Z0-9]+)\s*;)");
+  std::map<std::string, int> errors;
+  int is_err = 0, null_tests = 0;
+  for (const auto& rel : files) {
+    auto text = util::read_file(kernel_src / rel);
+    if (!text) continue;
+    auto lines = util::split_lines(*text);
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      if (lines[i].find(callee) == std::string_view::npos) continue;
+      std::smatch m;
+      std::string l(lines[i]);
+      if (!std::regex_search(l, m, assign)) continue;
+      const std::string x = m[1].str();
+      int tested = 0;
+      for (std::size_t j = i + 1; j < lines.size() && j <= i + 3; ++j) {
+        std::string t(lines[j]);
+        if (t.find(x) == std::string::npos && !tested) continue;
+        if (!tested) {
+          if (std::regex_search(t, std::regex("if\\s*\\(\\s*IS_ERR(_OR_NULL)?\\s*\\(\\s*" + x + "\\s*\\)"))) tested = 2;
+          else if (std::regex_search(t, std::regex("if\\s*\\(\\s*(!\\s*" + x + "\\b|" + x + "\\s*==\\s*NULL)"))) tested = 1;
+          if (!tested) break;
+          (tested == 2 ? is_err : null_tests)++;
+        }
+        std::smatch r;
+        if (std::regex_search(t, r, ret)) {
+          ++errors[r[1].str()];
+          break;
+        }
+      }
+    }
+  }
+  out.is_err = is_err > null_tests;
+  out.seen = is_err + null_tests;
+  int best = 0;
+  for (const auto& [e, n] : errors)
+    if (n > best) best = n, out.error = e;
+  return out;
+}
+
+std::vector<RepairEdit> propose_repairs(const std::vector<Hypothesis>& hyps, const fs::path& tree, const fs::path& kernel_src) {
+  std::vector<RepairEdit> out;
+  for (const auto& h : hyps) {
+    if (h.file.empty() || h.variable.empty() || h.set_line <= 0) continue;
+    auto text = util::read_file(tree / h.file);
+    if (!text) continue;
+    std::optional<RepairEdit> e;
+    if (h.kind == "use-before-set") e = move_assignment(h, *text);
+    else if (h.kind == "unchecked-result") e = add_test(h, *text, kernel_src);
+    if (e && e->new_text != *text) out.push_back(std::move(*e));
+  }
+  return out;
+}
+
+} // namespace autodriver::crash

@@ -1,0 +1,133 @@
+#include "autodriver/loop/crash_repair.hpp"
+
+#include "autodriver/crash/repair.hpp"
+#include "autodriver/gate/check.hpp"
+#include "autodriver/gate/scratch.hpp"
+#include "autodriver/kernel/source.hpp"
+#include "autodriver/kernel/target.hpp"
+#include "autodriver/util/files.hpp"
+#include "autodriver/util/json_text.hpp"
+#include "autodriver/util/subprocess.hpp"
+
+#include <fmt/format.h>
+
+namespace autodriver::loop {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// One boot of `tree`: the boot gate's outcome and the titles of the crash reports on its console.
+struct Run {
+  std::string outcome;
+  std::vector<std::string> titles;
+  bool ok = false;
+};
+
+util::Expected<Run> boot_once(const CrashRepairRequest& req, const core::Kernel& k, const fs::path& tree) {
+  gate::CheckRequest cr;
+  cr.tree = tree;
+  cr.kernels = {req.kernel};
+  cr.sparse = false;
+  cr.boot = true;
+  cr.device = req.device;
+  cr.build_timeout = req.build_timeout;
+  auto chk = gate::run_check(cr, nullptr);
+  if (!chk) return util::unexpected(chk.error());
+  auto j = gate::to_json(*chk, cr);
+  const auto& bk = j["gates"]["boot"]["by_kernel"];
+  Run r;
+  r.ok = chk->ok;
+  if (bk.is_object() && bk.contains(k.release)) {
+    const auto& d = bk[k.release]["details"];
+    r.outcome = util::json_get(d, "outcome", std::string());
+    for (const auto& rep : crash::parse_reports(util::json_get(d, "console", std::string()))) r.titles.push_back(rep.title);
+  } else {
+    // No boot: the build failed.
+    r.outcome = "build-failed";
+  }
+  return r;
+}
+
+bool crashed_with(const Run& r, const std::string& title) {
+  return std::find(r.titles.begin(), r.titles.end(), title) != r.titles.end();
+}
+
+std::string unified_diff(const fs::path& a_root, const fs::path& b_root, const std::string& file) {
+  util::RunRequest d;
+  d.argv = {"diff", "-u", "--label", "a/" + file, "--label", "b/" + file, (a_root / file).string(), (b_root / file).string()};
+  d.timeout = std::chrono::seconds(30);
+  auto r = util::run(d);
+  return r ? r->out : std::string();
+}
+
+} // namespace
+
+util::Expected<nlohmann::json> repair_crash(const CrashRepairRequest& req, const crash::CrashReport& report,
+                                            const std::vector<crash::Hypothesis>& hyps,
+                                            const std::function<void(const std::string&)>& note) {
+  auto k = kernel::resolve_kernel(req.kernel);
+  if (!k) return util::unexpected(k.error());
+  nlohmann::json j = {{"schema", "autodriver.crash-repair"},
+                      {"schema_version", 1},
+                      {"title", report.title},
+                      {"kernel", k->release},
+                      {"runs", req.runs},
+                      {"repaired", false}};
+  j["candidates"] = nlohmann::json::array();
+  auto repairs = crash::propose_repairs(hyps, req.driver, kernel::cached_source(*k));
+  if (repairs.empty()) {
+    j["status"] = "no-repair";
+    j["reason"] = "no repair class covers these hypotheses (repairs exist for use-before-set and unchecked-result)";
+    return j;
+  }
+  note(fmt::format("reproducing '{}' with the unchanged driver on {}", report.title, k->release));
+  auto before = boot_once(req, *k, req.driver);
+  if (!before) return util::unexpected(before.error());
+  j["before"] = {{"outcome", before->outcome}, {"titles", before->titles}};
+  if (!crashed_with(*before, report.title)) {
+    j["status"] = "does-not-reproduce";
+    j["reason"] = fmt::format("the unchanged driver booted on {} did not crash with '{}' (outcome {}): nothing to validate "
+                              "a repair against",
+                              k->release, report.title, before->outcome);
+    return j;
+  }
+  auto scratch = gate::make_scratch("crash-repair");
+  if (!scratch) return util::unexpected(scratch.error());
+  for (const auto& e : repairs) {
+    const fs::path tree = scratch->path() / fmt::format("candidate-{}", j["candidates"].size());
+    if (auto c = util::copy_tree(req.driver, tree, util::SkipBuildProducts::yes); !c) return util::unexpected(c.error());
+    if (auto w = util::write_file(tree / e.file, e.new_text); !w) return util::unexpected(w.error());
+    nlohmann::json cj = {{"kind", e.kind}, {"file", e.file}, {"description", e.description}};
+    cj["runs"] = nlohmann::json::array();
+    int clean = 0;
+    for (int i = 0; i < req.runs; ++i) {
+      note(fmt::format("candidate {} ({}): run {}/{}", j["candidates"].size() + 1, e.kind, i + 1, req.runs));
+      auto r = boot_once(req, *k, tree);
+      if (!r) return util::unexpected(r.error());
+      cj["runs"].push_back({{"outcome", r->outcome}, {"titles", r->titles}});
+      if (!r->ok || crashed_with(*r, report.title) || !r->titles.empty()) break;
+      ++clean;
+    }
+    cj["clean_runs"] = clean;
+    cj["kept"] = clean == req.runs;
+    cj["patch"] = unified_diff(req.driver, tree, e.file);
+    j["candidates"].push_back(cj);
+    if (clean != req.runs) continue;
+    std::error_code ec;
+    fs::remove_all(req.out / "tree", ec);
+    fs::create_directories(req.out, ec);
+    if (auto c = util::copy_tree(tree, req.out / "tree", util::SkipBuildProducts::yes); !c) return util::unexpected(c.error());
+    if (auto w = util::write_file_atomic(req.out / "repair.patch", cj["patch"].get<std::string>()); !w)
+      return util::unexpected(w.error());
+    j["repaired"] = true;
+    j["status"] = "repaired";
+    j["repair"] = cj;
+    return j;
+  }
+  j["status"] = "not-repaired";
+  j["reason"] = fmt::format("{} candidate(s), none ran clean {} time(s) of {}", repairs.size(), req.runs, req.runs);
+  return j;
+}
+
+} // namespace autodriver::loop

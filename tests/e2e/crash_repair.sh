@@ -1,0 +1,41 @@
+# Crash repair validated by reproduction: on 7.3, a probe that stores into its private
+# data before allocating it oopses; `crash --repair` reproduces the oops with the unchanged driver,
+# moves the allocation (with its test) before the store and keeps it only after 3 clean boots. A
+# probe that reads drvdata never set (on 6.12) gets the kernel drivers' NULL test, which stops the oops but
+# leaves the device unbound: refused. DIR is never written.
+. "$(dirname "$0")/lib.sh.inc"
+need qemu-system-x86_64
+need_kernel 6.12
+need_kernel 7.3
+UBS="$AD_SRC/tests/fixtures/drivers/edu-use-before-set"
+before=$(cat "$UBS/edu_ubs.c" | cksum)
+console() { # DIR KERNEL OUT: the boot gate's console of DIR on KERNEL
+  "$AD" check "$1" -k "$2" --no-sparse --boot --device edu --json > "$WORK/c.json" || true
+  python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(list(d["gates"]["boot"]["by_kernel"].values())[0]["details"]["console"])' \
+    "$WORK/c.json" > "$3"
+}
+for k in 7.3; do
+  console "$UBS" $k "$WORK/ubs-$k.txt"
+  rc=0; "$AD" crash "$WORK/ubs-$k.txt" --driver "$UBS" --kernel $k --repair --device edu --runs 3 -o "$WORK/out-$k" --json \
+    > "$WORK/r-$k.json" || rc=$?
+  [ $rc -eq 0 ] || fail "$k: crash --repair exited $rc"
+  py "$WORK/r-$k.json" "d['hypotheses'][0]['kind'] == 'use-before-set'"
+  py "$WORK/r-$k.json" "d['repair']['status'] == 'repaired' and d['repair']['before']['titles'][0] == d['reports'][0]['title']"
+  py "$WORK/r-$k.json" "d['repair']['repair']['clean_runs'] == 3 and all(r['outcome'] == 'ok' for r in d['repair']['repair']['runs'])"
+  grep -q '^-	priv->pdev = pdev;' "$WORK/out-$k/repair.patch" && grep -q '^+	priv->pdev = pdev;' "$WORK/out-$k/repair.patch" ||
+    fail "$k: the patch does not move the store: $(cat "$WORK/out-$k/repair.patch")"
+  # The repaired tree boots clean.
+  "$AD" check "$WORK/out-$k/tree" -k $k --no-sparse --boot --device edu > /dev/null || fail "$k: the repaired tree does not pass check --boot"
+done
+[ "$(cat "$UBS/edu_ubs.c" | cksum)" = "$before" ] || fail "the driver folder was written"
+CP="$AD_SRC/tests/fixtures/drivers/edu-crash-port"
+console "$CP" 6.12 "$WORK/cp.txt"
+rc=0; "$AD" crash "$WORK/cp.txt" --driver "$CP" --kernel 6.12 --repair --device edu --runs 3 -o "$WORK/out-cp" --json > "$WORK/cp.json" || rc=$?
+[ $rc -eq 1 ] || fail "refused repair: expected exit 1, got $rc"
+py "$WORK/cp.json" "d['repair']['status'] == 'not-repaired' and d['repair']['candidates'][0]['kind'] == 'unchecked-result'"
+py "$WORK/cp.json" "d['repair']['candidates'][0]['runs'][0]['outcome'] == 'not-bound' and not d['repair']['candidates'][0]['kept']"
+py "$WORK/cp.json" "'return -E' in d['repair']['candidates'][0]['patch']"
+[ ! -d "$WORK/out-cp/tree" ] || fail "a refused repair left a tree"
+rc=0; "$AD" crash "$WORK/cp.txt" --repair 2> "$WORK/err" || rc=$?
+[ $rc -eq 2 ] && grep -q "needs --driver" "$WORK/err" || fail "--repair without --driver: exit $rc"
+echo PASS
