@@ -24,6 +24,11 @@ for k in 6.12 7.3; do
   py "$WORK/crash-$k.json" "d['hypotheses'][0]['kind'] == 'null-pointer' and d['hypotheses'][0]['statement'] == 'p is set to NULL at edu_oops.c:17 and dereferenced at edu_oops.c:20 in edu_probe()'" \
     "$k: hypothesis: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["hypotheses"][:1])' "$WORK/crash-$k.json")"
   "$AD" crash "$WORK/console-$k.txt" --driver "$DRV" --kernel $k | grep -q "edu_oops.c:20" || fail "$k: human output lacks edu_oops.c:20"
+  # Recorded in the run store, with its hypotheses as a step.
+  run=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["run"])' "$WORK/crash-$k.json")
+  "$AD" show "$run" > "$WORK/show-$k.txt" || fail "$k: show $run failed"
+  grep -q "crash ok (localized)" "$WORK/show-$k.txt" && grep -q " hypothesize " "$WORK/show-$k.txt" ||
+    fail "$k: the run store lacks the crash run: $(cat "$WORK/show-$k.txt")"
 done
 python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); sys.exit(a["reports"][0]["title"] != b["reports"][0]["title"])' "$WORK/crash-6.12.json" "$WORK/crash-7.3.json" \
   || fail "the same bug has two titles on 6.12 and 7.3"

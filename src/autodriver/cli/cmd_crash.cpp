@@ -10,6 +10,7 @@
 #include "autodriver/gate/scratch.hpp"
 #include "autodriver/kernel/target.hpp"
 #include "autodriver/loop/crash_repair.hpp"
+#include "autodriver/store/run_store.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
@@ -64,6 +65,85 @@ util::Expected<std::vector<std::pair<std::string, fs::path>>> build_modules(cons
   }
   return mods;
 }
+
+/// The human answer: each report, the driver's lines and the hypotheses, the repair.
+void print_human(const CrashOptions& o, const std::vector<crash::CrashReport>& reports, const std::vector<crash::Location>& cands,
+                 const std::vector<crash::Hypothesis>& hyps, int resolved, const std::set<std::string>& driver_modules,
+                 const nlohmann::json& rep) {
+  const bool in_driver = !cands.empty();
+  for (const auto& r : reports)
+    fmt::print("{}{}\n  kind {}, task {} (pid {}), kernel {}{}\n", r.title, r.truncated ? " (log cut short)" : "",
+               crash::to_string(r.kind), r.task.empty() ? "?" : r.task, r.pid, r.release.empty() ? "?" : r.release,
+               r.panicked ? ", then panic" : "");
+  if (in_driver) {
+    fmt::print("localized in the driver ({} frame(s) symbolized from debug info):\n", resolved);
+    for (const auto& c : cands)
+      fmt::print("  {}{} {}:{}  [{}]{}\n", c.function, c.module.empty() ? "" : " [" + c.module + "]",
+                 c.file.empty() ? "?" : c.file, c.line, c.why, c.from_debug_info ? "" : "  (its definition: no line info)");
+    for (const auto& h : hyps) fmt::print("hypothesis ({}): {}\n", h.kind, h.statement);
+  } else {
+    fmt::print("the crash is in the kernel, not in the driver's modules{}: nothing to localize in the driver\n",
+               driver_modules.empty() ? "" : " (" + fmt::format("{}", fmt::join(driver_modules, ", ")) + ")");
+  }
+  if (rep.is_null()) {
+    fmt::print("repair: not attempted (--repair -o OUT tries it)\n");
+  } else {
+    fmt::print("repair: {}{}\n", rep.value("status", ""), rep.contains("reason") ? " (" + rep.value("reason", "") + ")" : "");
+    for (const auto& c : rep.value("candidates", nlohmann::json::array()))
+      fmt::print("  {} {}: {} ({}/{} clean run(s))\n", c.value("kept", false) ? "kept" : "refused", c.value("kind", ""),
+                 c.value("description", ""), c.value("clean_runs", 0), o.runs);
+    if (rep.value("repaired", false))
+      fmt::print("  tree: {}\n  patch: {}\n", (o.out / "tree").string(), (o.out / "repair.patch").string());
+  }
+}
+
+/// The run in the run store: a `crash` run with one step per stage and the document as artifact.
+/// A store that cannot be written is logged and the command goes on (its answer matters more).
+class CrashRecord {
+public:
+  explicit CrashRecord(const CrashOptions& o) {
+    auto st = store::RunStore::open(store_path_option().empty() ? store::default_store_path() : store_path_option());
+    if (!st) {
+      util::log_warn("run store: {}", st.error().message);
+      return;
+    }
+    m_store.emplace(std::move(*st));
+    store::RunInfo info;
+    info.command = "crash";
+    info.args = {{"log", fs::absolute(o.log).string()},
+                 {"driver", o.driver.string()},
+                 {"kernel", o.kernel},
+                 {"modules", o.modules},
+                 {"repair", o.repair},
+                 {"device", o.device},
+                 {"runs", o.runs},
+                 {"out", o.out.string()}};
+    info.tree = o.driver.empty() ? std::string() : fs::absolute(o.driver).string();
+    if (auto id = m_store->begin_run(info)) m_id = *id;
+    else m_store.reset();
+  }
+  void step(const std::string& kind, const nlohmann::json& output) {
+    if (!m_store) return;
+    store::StepRow s;
+    s.run_id = m_id;
+    s.kind = kind;
+    s.component = "crash";
+    s.output = output;
+    s.started_at = store::now_iso();
+    if (auto r = m_store->add_step(s); !r) util::log_warn("run store: {}", r.error().message);
+  }
+  void end(bool ok, const nlohmann::json& summary, const nlohmann::json& document, const std::string& patch) {
+    if (!m_store) return;
+    (void)m_store->add_artifact(m_id, "crash.json", "verdict", document.dump(2, ' ', false, util::json_bytes));
+    if (!patch.empty()) (void)m_store->add_artifact(m_id, "repair.patch", "patch", patch);
+    (void)m_store->end_run(m_id, ok ? store::RunStatus::ok : store::RunStatus::failed, summary);
+  }
+  std::int64_t id() const { return m_store ? m_id : 0; }
+
+private:
+  std::optional<store::RunStore> m_store;
+  std::int64_t m_id = 0;
+};
 
 int run_crash(const CrashOptions& o) {
   auto text = util::read_file(o.log);
@@ -124,6 +204,12 @@ int run_crash(const CrashOptions& o) {
   auto hyps = crash::hypothesize(primary, cands, o.driver);
   const bool in_driver = !cands.empty();
 
+  CrashRecord record(o);
+  {
+    nlohmann::json titles = nlohmann::json::array();
+    for (const auto& r : reports) titles.push_back(r.title);
+    record.step("parse", {{"reports", titles}, {"symbolized_frames", resolved}});
+  }
   nlohmann::json j = {{"schema", "autodriver.crash"}, {"schema_version", 1}, {"log", o.log.string()}};
   j["reports"] = nlohmann::json::array();
   for (const auto& r : reports) j["reports"].push_back(crash::to_json(r));
@@ -146,6 +232,8 @@ int run_crash(const CrashOptions& o) {
                                {"line", h.line},
                                {"evidence", h.evidence}});
   j["in_driver"] = in_driver;
+  record.step("localize", {{"localized", j["localized"]}, {"in_driver", in_driver}});
+  record.step("hypothesize", {{"hypotheses", j["hypotheses"]}});
   j["repair"] = "not attempted (--repair -o OUT tries the repairs and validates them by reproduction)";
   nlohmann::json rep;
   if (o.repair && in_driver) {
@@ -162,38 +250,29 @@ int run_crash(const CrashOptions& o) {
     }
     rep = *r;
     j["repair"] = rep;
+    nlohmann::json cands = nlohmann::json::array();
+    for (const auto& c : rep.value("candidates", nlohmann::json::array()))
+      cands.push_back(
+          {{"kind", c.value("kind", "")}, {"kept", c.value("kept", false)}, {"clean_runs", c.value("clean_runs", 0)}});
+    record.step("repair",
+                {{"status", rep.value("status", "")}, {"before", rep.value("before", nlohmann::json())}, {"candidates", cands}});
     std::error_code ec;
     fs::create_directories(o.out, ec);
     (void)util::write_file_atomic(o.out / "repair.json", rep.dump(2, ' ', false, util::json_bytes) + "\n");
   }
+  const bool ok = rep.is_null() ? in_driver : rep.value("repaired", false);
+  record.end(
+      ok,
+      {{"outcome", rep.is_null() ? (in_driver ? "localized" : "outside-driver") : rep.value("status", "")},
+       {"title", primary.title}},
+      j, rep.is_null() ? std::string() : util::json_get(rep.value("repair", nlohmann::json::object()), "patch", std::string()));
+  if (record.id()) j["run"] = record.id();
   if (o.json) {
     std::cout << j.dump(2, ' ', false, util::json_bytes) << "\n";
   } else {
-    for (const auto& r : reports)
-      fmt::print("{}{}\n  kind {}, task {} (pid {}), kernel {}{}\n", r.title, r.truncated ? " (log cut short)" : "",
-                 crash::to_string(r.kind), r.task.empty() ? "?" : r.task, r.pid, r.release.empty() ? "?" : r.release,
-                 r.panicked ? ", then panic" : "");
-    if (in_driver) {
-      fmt::print("localized in the driver ({} frame(s) symbolized from debug info):\n", resolved);
-      for (const auto& c : cands)
-        fmt::print("  {}{} {}:{}  [{}]{}\n", c.function, c.module.empty() ? "" : " [" + c.module + "]",
-                   c.file.empty() ? "?" : c.file, c.line, c.why, c.from_debug_info ? "" : "  (its definition: no line info)");
-      for (const auto& h : hyps) fmt::print("hypothesis ({}): {}\n", h.kind, h.statement);
-    } else {
-      fmt::print("the crash is in the kernel, not in the driver's modules{}: nothing to localize in the driver\n",
-                 driver_modules.empty() ? "" : " (" + fmt::format("{}", fmt::join(driver_modules, ", ")) + ")");
-    }
-    if (rep.is_null()) {
-      fmt::print("repair: not attempted (--repair -o OUT tries it)\n");
-    } else {
-      fmt::print("repair: {}{}\n", rep.value("status", ""), rep.contains("reason") ? " (" + rep.value("reason", "") + ")" : "");
-      for (const auto& c : rep.value("candidates", nlohmann::json::array()))
-        fmt::print("  {} {}: {} ({}/{} clean run(s))\n", c.value("kept", false) ? "kept" : "refused", c.value("kind", ""),
-                   c.value("description", ""), c.value("clean_runs", 0), o.runs);
-      if (rep.value("repaired", false))
-        fmt::print("  tree: {}\n  patch: {}\n", (o.out / "tree").string(), (o.out / "repair.patch").string());
-    }
+    print_human(o, reports, cands, hyps, resolved, driver_modules, rep);
   }
+  if (!o.json && record.id()) fmt::print("run: {} (autodriver show {})\n", record.id(), record.id());
   if (!rep.is_null()) return rep.value("repaired", false) ? k_exit_ok : k_exit_failed;
   return in_driver ? k_exit_ok : k_exit_failed;
 }
