@@ -22,6 +22,7 @@ for k in 7.3; do
   py "$WORK/r-$k.json" "d['hypotheses'][0]['kind'] == 'use-before-set'"
   py "$WORK/r-$k.json" "d['repair']['status'] == 'repaired' and d['repair']['before']['titles'][0] == d['reports'][0]['title']"
   py "$WORK/r-$k.json" "d['repair']['repair']['clean_runs'] == 3 and all(r['outcome'] == 'ok' for r in d['repair']['repair']['runs'])"
+  py "$WORK/r-$k.json" "d['repair']['repair']['integrity']['ok'] and d['repair']['repair']['integrity']['hunks'] >= 1" "the repair did not pass the integrity gate"
   grep -q '^-	priv->pdev = pdev;' "$WORK/out-$k/repair.patch" && grep -q '^+	priv->pdev = pdev;' "$WORK/out-$k/repair.patch" ||
     fail "$k: the patch does not move the store: $(cat "$WORK/out-$k/repair.patch")"
   # The repaired tree boots clean.

@@ -89,9 +89,14 @@ void print_human(const CrashOptions& o, const std::vector<crash::CrashReport>& r
     fmt::print("repair: not attempted (--repair -o OUT tries it)\n");
   } else {
     fmt::print("repair: {}{}\n", rep.value("status", ""), rep.contains("reason") ? " (" + rep.value("reason", "") + ")" : "");
-    for (const auto& c : rep.value("candidates", nlohmann::json::array()))
+    for (const auto& c : rep.value("candidates", nlohmann::json::array())) {
       fmt::print("  {} {}: {} ({}/{} clean run(s))\n", c.value("kept", false) ? "kept" : "refused", c.value("kind", ""),
                  c.value("description", ""), c.value("clean_runs", 0), o.runs);
+      if (c.contains("integrity") && !c["integrity"].value("ok", true))
+        for (const auto& v : c["integrity"].value("violations", nlohmann::json::array()))
+          fmt::print("    integrity: {} at {}:{}: {}\n", v.value("rule", ""), v.value("file", ""), v.value("line", 0),
+                     v.value("detail", ""));
+    }
     if (rep.value("repaired", false))
       fmt::print("  tree: {}\n  patch: {}\n", (o.out / "tree").string(), (o.out / "repair.patch").string());
   }

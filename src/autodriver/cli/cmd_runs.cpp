@@ -96,6 +96,21 @@ std::string step_line(const store::StepRow& s) {
     what = in.value("change", "");
   } else if (s.kind == "integrity") {
     what = fmt::format("{} ({} violation(s))", out.value("ok", false) ? "ok" : "rejected", out.value("violations", 0));
+  } else if (s.kind == "crash" && out.contains("title")) { // a port's boot test crashed the target
+    what = out.value("title", "");
+  } else if (s.kind == "parse" && out.contains("reports")) {
+    const auto& r = out["reports"];
+    what = r.is_array() && !r.empty() ? fmt::format("{} report(s): {}", r.size(), r[0].get<std::string>()) : "no report";
+  } else if (s.kind == "localize" && out.contains("localized")) {
+    const auto& l = out["localized"];
+    what = l.is_array() && !l.empty()
+               ? fmt::format("{}:{} in {}()", l[0].value("file", ""), l[0].value("line", 0), l[0].value("function", ""))
+               : "outside the driver";
+  } else if (s.kind == "hypothesize" && out.contains("hypotheses")) {
+    const auto& h = out["hypotheses"];
+    what = h.is_array() && !h.empty() ? h[0].value("statement", "") : "none";
+  } else if (s.kind == "repair" && out.contains("status")) {
+    what = out.value("status", "");
   } else {
     what = out.value("ok", true) ? "ok" : "failed";
   }

@@ -55,6 +55,12 @@ std::string_view strip_prefix(std::string_view l) {
   return l;
 }
 
+int decimal(const std::string& s) {
+  int v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return ec == std::errc() ? v : 0;
+}
+
 std::uint64_t hex(std::string_view s) {
   std::uint64_t v = 0;
   if (s.starts_with("0x")) s.remove_prefix(2);
@@ -199,7 +205,7 @@ private:
     std::cmatch m;
     std::string s(t);
     if (!std::regex_search(s.c_str(), m, k_cpu)) return false;
-    m_r.pid = std::atoi(m[1].str().c_str());
+    m_r.pid = decimal(m[1].str());
     m_r.task = m[2].str();
     m_r.taint = m[3].matched ? squash_spaces(m[3].str()) : "";
     m_r.release = m[4].str();
@@ -332,7 +338,7 @@ std::optional<Frame> parse_frame(std::string_view line) {
   f.reliable = !m[1].matched;
   f.function = m[2].str();
   if (m[3].matched) f.offset = hex(m[3].str()), f.size = hex(m[4].str());
-  if (m[5].matched) f.file = m[5].str(), f.line = std::atoi(m[6].str().c_str());
+  if (m[5].matched) f.file = m[5].str(), f.line = decimal(m[6].str());
   f.inlined = m[7].matched;
   if (m[8].matched) f.module = m[8].str();
   return f;
@@ -434,7 +440,7 @@ std::vector<CrashReport> parse_reports(std::string_view log) {
         std::cmatch hm;
         std::string hs(t);
         if (h->kind == CrashKind::hung_task && std::regex_search(hs.c_str(), hm, k_hung))
-          cur->task = hm[1].str(), cur->pid = std::atoi(hm[2].str().c_str());
+          cur->task = hm[1].str(), cur->pid = decimal(hm[2].str());
         reader.emplace(*cur);
       }
     }

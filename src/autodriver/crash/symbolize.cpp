@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <map>
 
 namespace autodriver::crash {
@@ -99,7 +100,9 @@ util::Expected<std::vector<SourceLine>> symbolize(const fs::path& elf, const std
     auto colon = loc.rfind(':');
     if (colon == std::string::npos || loc.starts_with("??")) continue;
     s.file = loc.substr(0, colon);
-    s.line = std::atoi(loc.c_str() + colon + 1);
+    const std::string num = loc.substr(colon + 1);
+    auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), s.line);
+    if (ec != std::errc()) s.line = 0;
     if (s.line > 0) out.push_back(std::move(s));
   }
   return out;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <optional>
 
+#include <charconv>
 #include <regex>
 
 namespace autodriver::gate {
@@ -95,13 +96,20 @@ struct Loc {
   std::string message;
 };
 
+/// A decimal number as printed in a location; 0 when it does not fit an int (a corrupted line).
+int location_number(const std::string& s) {
+  int v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return ec == std::errc() ? v : 0;
+}
+
 bool parse_location_line(std::string_view line, Loc& loc) {
   static const std::regex k_re(R"(^(.+?):(\d+):(?:(\d+):)? (fatal error|error|warning|note): (.*)$)");
   std::match_results<std::string_view::const_iterator> m;
   if (!std::regex_match(line.begin(), line.end(), m, k_re)) return false;
   loc.file = m[1].str();
-  loc.line = std::stoi(m[2].str());
-  loc.column = m[3].matched ? std::stoi(m[3].str()) : 0;
+  loc.line = location_number(m[2].str());
+  loc.column = m[3].matched ? location_number(m[3].str()) : 0;
   loc.severity = m[4].str();
   loc.message = m[5].str();
   return true;

@@ -2,6 +2,7 @@
 
 #include "autodriver/crash/repair.hpp"
 #include "autodriver/gate/check.hpp"
+#include "autodriver/gate/integrity.hpp"
 #include "autodriver/gate/scratch.hpp"
 #include "autodriver/kernel/source.hpp"
 #include "autodriver/kernel/target.hpp"
@@ -53,6 +54,26 @@ bool crashed_with(const Run& r, const std::string& title) {
   return std::find(r.titles.begin(), r.titles.end(), title) != r.titles.end();
 }
 
+/// The crash's places as the diagnostics the integrity gate weighs edits against: a repair may
+/// change the functions the hypotheses name, and the integrity rules (no deleted or stubbed
+/// function, no disabled code, ...) apply as they do to a port.
+std::vector<core::Diagnostic> crash_diagnostics(const std::vector<crash::Hypothesis>& hyps) {
+  std::vector<core::Diagnostic> out;
+  for (const auto& h : hyps) {
+    if (h.file.empty()) continue;
+    core::Diagnostic d;
+    d.tool = "crash";
+    d.file = h.file;
+    d.line = h.line;
+    d.function = h.function;
+    d.message = h.statement;
+    d.symbols = {h.function};
+    if (!h.variable.empty()) d.symbols.push_back(h.variable);
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
 std::string unified_diff(const fs::path& a_root, const fs::path& b_root, const std::string& file) {
   util::RunRequest d;
   d.argv = {"diff", "-u", "--label", "a/" + file, "--label", "b/" + file, (a_root / file).string(), (b_root / file).string()};
@@ -100,8 +121,14 @@ util::Expected<nlohmann::json> repair_crash(const CrashRepairRequest& req, const
     if (auto w = util::write_file(tree / e.file, e.new_text); !w) return util::unexpected(w.error());
     nlohmann::json cj = {{"kind", e.kind}, {"file", e.file}, {"description", e.description}};
     cj["runs"] = nlohmann::json::array();
+    gate::IntegrityInput ii;
+    ii.original = req.driver;
+    ii.candidate = tree;
+    ii.diagnostics = crash_diagnostics(hyps);
+    auto integrity = gate::check_integrity(ii);
+    cj["integrity"] = gate::to_json(integrity);
     int clean = 0;
-    for (int i = 0; i < req.runs; ++i) {
+    for (int i = 0; i < req.runs && integrity.ok; ++i) {
       note(fmt::format("candidate {} ({}): run {}/{}", j["candidates"].size() + 1, e.kind, i + 1, req.runs));
       auto r = boot_once(req, *k, tree);
       if (!r) return util::unexpected(r.error());
