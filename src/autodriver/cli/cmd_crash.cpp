@@ -287,7 +287,8 @@ int run_crash(const CrashOptions& o) {
 Command crash_command() {
   return {"crash",
           "Read a kernel crash report (oops, KASAN, WARNING, BUG, lockdep, hangs): its kind and normalized title, "
-          "frames symbolized from the driver's debug info, and the driver functions and lines it points at",
+          "frames symbolized from the driver's debug info, the driver lines it points at and what happened there; "
+          "with --repair, repairs kept only when QEMU confirms them",
           [](CLI::App& sub) -> std::function<int()> {
             auto o = std::make_shared<CrashOptions>();
             sub.add_option("log", o->log, "Console log or crash report (QEMU serial output, dmesg, a syzbot report)")->required();
