@@ -235,7 +235,7 @@ crash::CrashReport null_report(const std::string& fn, int line) {
 }
 
 std::vector<crash::Hypothesis> hyps_of(const crash::CrashReport& r, const Tree& t) {
-  auto where = crash::localize(r, {"drv"}, t.path());
+  auto where = crash::localize(r, {"drv"}, t.path(), "/autodriver/tree");
   return crash::hypothesize(r, where, t.path());
 }
 
@@ -245,7 +245,7 @@ TEST(CrashLocalize, TheSeededNullWriteIsNamedWithItsAssignment) {
   Tree t("static int p0(struct pci_dev *pdev)\n{\n\tint *volatile p = NULL;\n\n\tdev_info(&pdev->dev, \"x\");\n\t*p = 1;\n"
          "\treturn 0;\n}\n");
   auto r = null_report("p0", 6);
-  auto where = crash::localize(r, {"drv"}, t.path());
+  auto where = crash::localize(r, {"drv"}, t.path(), "/autodriver/tree");
   ASSERT_EQ(where.size(), 1u);
   EXPECT_EQ(where[0].file, "drv.c");
   EXPECT_EQ(where[0].role, "fault");
@@ -288,7 +288,7 @@ TEST(CrashLocalize, UseBeforeSetAndParameters) {
 
 TEST(CrashLocalize, KasanUseAfterFreeNamesTheFreeAndTheUse) {
   auto r = only("crash/kasan-uaf-syzbot.txt");
-  auto where = crash::localize(r, {"mydrv"}, {});
+  auto where = crash::localize(r, {"mydrv"}, {}, "/autodriver/tree");
   ASSERT_GE(where.size(), 3u);
   EXPECT_EQ(where[0].role, "fault");
   EXPECT_EQ(where[0].function, "mydrv_remove");
@@ -301,7 +301,7 @@ TEST(CrashLocalize, KasanUseAfterFreeNamesTheFreeAndTheUse) {
 
 TEST(CrashLocalize, ACrashOutsideTheDriverHasNoLocation) {
   auto r = only("console/6.12-oops-in-probe.txt");
-  EXPECT_TRUE(crash::localize(r, {"some_other_module"}, {}).empty());
+  EXPECT_TRUE(crash::localize(r, {"some_other_module"}, {}, "/autodriver/tree").empty());
   EXPECT_TRUE(crash::hypothesize(r, {}, {}).empty());
 }
 

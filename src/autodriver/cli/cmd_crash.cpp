@@ -1,11 +1,10 @@
 // `autodriver crash LOG`: a kernel crash report read, symbolized against the driver's modules and
-// localized in the driver's source. Repair is not part of it yet (issue 18): the command says so.
+// localized in the driver's source, with --repair repaired where QEMU confirms it.
 
 #include "autodriver/cli/commands.hpp"
 #include "autodriver/crash/localize.hpp"
 #include "autodriver/crash/report.hpp"
 #include "autodriver/crash/symbolize.hpp"
-#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/gate/kbuild.hpp"
 #include "autodriver/gate/scratch.hpp"
 #include "autodriver/kernel/target.hpp"
@@ -58,11 +57,7 @@ util::Expected<std::vector<std::pair<std::string, fs::path>>> build_modules(cons
                                                                  "(autodriver port), then symbolize",
                                                                  o.driver.string(), k.release, r->run.status_text()));
   std::vector<std::pair<std::string, fs::path>> mods;
-  for (const auto& m : r->modules) {
-    std::string name = m.stem().string();
-    std::replace(name.begin(), name.end(), '-', '_');
-    mods.emplace_back(name, work->path() / "tree" / m);
-  }
+  for (const auto& m : r->modules) mods.emplace_back(crash::module_name(m.stem().string()), work->path() / "tree" / m);
   return mods;
 }
 
@@ -183,8 +178,7 @@ int run_crash(const CrashOptions& o) {
   for (const auto& m : o.modules) {
     auto eq = m.find('=');
     fs::path ko = eq == std::string::npos ? fs::path(m) : fs::path(m.substr(eq + 1));
-    std::string name = eq == std::string::npos ? ko.stem().string() : m.substr(0, eq);
-    std::replace(name.begin(), name.end(), '-', '_');
+    const std::string name = crash::module_name(eq == std::string::npos ? ko.stem().string() : m.substr(0, eq));
     if (!fs::exists(ko)) {
       std::fprintf(stderr, "autodriver: error: --module %s: no such file\n", ko.string().c_str());
       return k_exit_error;
@@ -205,7 +199,7 @@ int run_crash(const CrashOptions& o) {
   int resolved = 0;
   for (auto& r : reports) resolved += crash::symbolize_report(r, modules, o.vmlinux);
   const auto& primary = reports.front();
-  auto cands = crash::localize(primary, driver_modules, o.driver);
+  auto cands = crash::localize(primary, driver_modules, o.driver, gate::k_sandbox_tree);
   auto hyps = crash::hypothesize(primary, cands, o.driver);
   const bool in_driver = !cands.empty();
 
@@ -220,22 +214,9 @@ int run_crash(const CrashOptions& o) {
   for (const auto& r : reports) j["reports"].push_back(crash::to_json(r));
   j["symbolized_frames"] = resolved;
   j["localized"] = nlohmann::json::array();
-  for (const auto& c : cands)
-    j["localized"].push_back({{"function", c.function},
-                              {"module", c.module},
-                              {"file", c.file},
-                              {"line", c.line},
-                              {"why", c.why},
-                              {"role", c.role},
-                              {"from_debug_info", c.from_debug_info}});
+  for (const auto& c : cands) j["localized"].push_back(crash::to_json(c));
   j["hypotheses"] = nlohmann::json::array();
-  for (const auto& h : hyps)
-    j["hypotheses"].push_back({{"kind", h.kind},
-                               {"statement", h.statement},
-                               {"function", h.function},
-                               {"file", h.file},
-                               {"line", h.line},
-                               {"evidence", h.evidence}});
+  for (const auto& h : hyps) j["hypotheses"].push_back(crash::to_json(h));
   j["in_driver"] = in_driver;
   record.step("localize", {{"localized", j["localized"]}, {"in_driver", in_driver}});
   record.step("hypothesize", {{"hypotheses", j["hypotheses"]}});
@@ -255,12 +236,12 @@ int run_crash(const CrashOptions& o) {
     }
     rep = *r;
     j["repair"] = rep;
-    nlohmann::json cands = nlohmann::json::array();
+    nlohmann::json tried = nlohmann::json::array();
     for (const auto& c : rep.value("candidates", nlohmann::json::array()))
-      cands.push_back(
+      tried.push_back(
           {{"kind", c.value("kind", "")}, {"kept", c.value("kept", false)}, {"clean_runs", c.value("clean_runs", 0)}});
     record.step("repair",
-                {{"status", rep.value("status", "")}, {"before", rep.value("before", nlohmann::json())}, {"candidates", cands}});
+                {{"status", rep.value("status", "")}, {"before", rep.value("before", nlohmann::json())}, {"candidates", tried}});
     std::error_code ec;
     fs::create_directories(o.out, ec);
     (void)util::write_file_atomic(o.out / "repair.json", rep.dump(2, ' ', false, util::json_bytes) + "\n");

@@ -15,11 +15,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// Where the kbuild sandbox puts the tree (gate/kbuild.hpp's k_sandbox_tree); debug info names it.
-constexpr std::string_view k_sandbox_prefix = "/autodriver/tree/";
-
-std::string in_tree(const std::string& file) {
-  return file.starts_with(k_sandbox_prefix) ? file.substr(k_sandbox_prefix.size()) : file;
+std::string in_tree(const std::string& file, const std::string& build_root) {
+  if (build_root.empty()) return file;
+  const std::string prefix = build_root.ends_with('/') ? build_root : build_root + "/";
+  return file.starts_with(prefix) ? file.substr(prefix.size()) : file;
 }
 
 /// Where `function` is defined in the driver's C files (the line of its name).
@@ -236,7 +235,8 @@ std::string at_text(const Location& l) {
 
 } // namespace
 
-std::vector<Location> localize(const CrashReport& r, const std::set<std::string>& driver_modules, const fs::path& tree) {
+std::vector<Location> localize(const CrashReport& r, const std::set<std::string>& driver_modules, const fs::path& tree,
+                               const std::string& build_root) {
   std::vector<Location> out;
   std::set<std::string> seen;
   auto ours = [&](const Frame& f) {
@@ -247,7 +247,7 @@ std::vector<Location> localize(const CrashReport& r, const std::set<std::string>
     if (!ours(f)) return;
     std::string key = std::string(role) + "|" + f.function + "@" + f.file + ":" + std::to_string(f.line);
     if (!seen.insert(key).second) return;
-    Location c{f.function, f.module, in_tree(f.file), f.line, why, role, !f.file.empty()};
+    Location c{f.function, f.module, in_tree(f.file, build_root), f.line, why, role, !f.file.empty()};
     if (c.file.empty() && !tree.empty())
       if (auto d = definition_of(tree, f.function)) c.file = d->first, c.line = d->second;
     out.push_back(std::move(c));
@@ -261,6 +261,21 @@ std::vector<Location> localize(const CrashReport& r, const std::set<std::string>
   for (const auto& f : r.free_stack) add(f, "frees the object (KASAN free stack)", "free");
   for (const auto& f : r.alloc_stack) add(f, "allocates the object (KASAN allocation stack)", "alloc");
   return out;
+}
+
+nlohmann::json to_json(const Location& l) {
+  return {{"function", l.function},
+          {"module", l.module},
+          {"file", l.file},
+          {"line", l.line},
+          {"why", l.why},
+          {"role", l.role},
+          {"from_debug_info", l.from_debug_info}};
+}
+
+nlohmann::json to_json(const Hypothesis& h) {
+  return {{"kind", h.kind}, {"statement", h.statement}, {"function", h.function},
+          {"file", h.file}, {"line", h.line},           {"evidence", h.evidence}};
 }
 
 std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Location>& where, const fs::path& tree) {

@@ -25,9 +25,11 @@ struct Location {
 };
 
 /// The driver's frames of `r`, most likely first. `driver_modules` empty: every module frame.
-/// Frames without a source line are placed at their function's definition in `tree` (if given).
+/// Source files under `build_root` (where the modules were built, as their debug info names it)
+/// are made relative to it; frames without a source line are placed at their function's
+/// definition in `tree` (if given).
 std::vector<Location> localize(const CrashReport& r, const std::set<std::string>& driver_modules,
-                               const std::filesystem::path& tree);
+                               const std::filesystem::path& tree, const std::string& build_root);
 
 /// A checkable statement about one location.
 struct Hypothesis {
@@ -46,7 +48,11 @@ struct Hypothesis {
   std::string callee;
 };
 
+nlohmann::json to_json(const Location& l);
+
 /// Statements for the report's locations, the most specific first; reading `tree` for the source.
 std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Location>& where, const std::filesystem::path& tree);
+
+nlohmann::json to_json(const Hypothesis& h);
 
 } // namespace autodriver::crash

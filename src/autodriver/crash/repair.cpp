@@ -165,14 +165,7 @@ FailureHandling failure_handling(const fs::path& kernel_src, const std::string& 
   if (kernel_src.empty() || !std::regex_match(callee, k_name)) return out;
   // The kernel's drivers that call it; in each, an assignment of its result and the test and
   // return on the three lines after it.
-  kernel::SourceGrep q;
-  q.options = {"-lw"};
-  q.includes = {"*.c"};
-  q.pattern = callee;
-  q.dirs = kernel::k_driver_dirs;
-  q.all_of = {callee};
-  q.timeout = std::chrono::seconds(120);
-  auto files = kernel::grep_source(kernel_src, q);
+  auto files = kernel::c_files_naming(kernel_src, callee, kernel::k_driver_dirs, std::chrono::seconds(120));
   if (files.size() > 3000) files.resize(3000);
   const std::regex assign("(\\w+)\\s*=\\s*(?:\\([^)]*\\)\\s*)?" + callee + "\\s*\\(");
   const std::regex ret(R"(return\s+(-E[A-Z0-9]+)\s*;)");

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <map>
 
@@ -108,13 +109,16 @@ util::Expected<std::vector<SourceLine>> symbolize(const fs::path& elf, const std
   return out;
 }
 
+std::string module_name(std::string name) {
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
+
 int symbolize_report(CrashReport& r, const std::vector<std::pair<std::string, fs::path>>& modules, const fs::path& vmlinux) {
   std::map<std::string, fs::path> by_name;
   for (const auto& [n, p] : modules) {
     by_name[n] = p;
-    std::string dashed = n; // modules are named with '_' for '-' at load time
-    std::replace(dashed.begin(), dashed.end(), '-', '_');
-    by_name[dashed] = p;
+    by_name[module_name(n)] = p;
   }
   int resolved = 0;
   auto one = [&](Frame& f, bool faulting) {

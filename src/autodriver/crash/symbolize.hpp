@@ -13,6 +13,10 @@
 
 namespace autodriver::crash {
 
+/// The name a module loads under, as a report's frames name it: `-` in the file name becomes `_`
+/// ("edu-oops.ko" and "edu_oops" are both "edu_oops").
+std::string module_name(std::string name);
+
 /// One source position of a frame; an address inside inlined code gives several, innermost first.
 struct SourceLine {
   std::string function;

@@ -386,4 +386,16 @@ std::vector<std::string> headers_naming(const fs::path& src, const std::string& 
   return grep_source(src, q);
 }
 
+std::vector<std::string> c_files_naming(const fs::path& src, const std::string& word, const std::vector<std::string>& dirs,
+                                        std::chrono::seconds timeout) {
+  SourceGrep q;
+  q.options = {"-lw"};
+  q.includes = {"*.c"};
+  q.pattern = word;
+  q.dirs = dirs;
+  q.all_of = {word};
+  q.timeout = timeout;
+  return grep_source(src, q);
+}
+
 } // namespace autodriver::kernel

@@ -50,6 +50,11 @@ std::vector<std::string> grep_source(const std::filesystem::path& src, const Sou
 /// (`grep -rlwE`), in path order.
 std::vector<std::string> headers_naming(const std::filesystem::path& src, const std::string& word);
 
+/// The C files under `dirs` of `src` that name `word` as a whole word (`grep -rlw`), in path order.
+std::vector<std::string> c_files_naming(const std::filesystem::path& src, const std::string& word,
+                                        const std::vector<std::string>& dirs,
+                                        std::chrono::seconds timeout = std::chrono::seconds(60));
+
 /// The word index of one tree: which C and header files hold a word.
 class WordIndex {
 public:

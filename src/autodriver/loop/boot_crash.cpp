@@ -3,6 +3,7 @@
 #include "autodriver/crash/localize.hpp"
 #include "autodriver/crash/report.hpp"
 #include "autodriver/crash/symbolize.hpp"
+#include "autodriver/gate/kbuild.hpp"
 #include "autodriver/util/json_text.hpp"
 
 #include <algorithm>
@@ -25,14 +26,12 @@ nlohmann::json analyse_boot_crash(const nlohmann::json& gates, const std::string
        it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (ec) break;
     if (it->path().extension() != ".ko" || !it->is_regular_file(ec)) continue;
-    std::string name = it->path().stem().string();
-    std::replace(name.begin(), name.end(), '-', '_');
-    modules.emplace_back(name, it->path());
+    modules.emplace_back(crash::module_name(it->path().stem().string()), it->path());
   }
   const int symbolized = crash::symbolize_report(r, modules);
   std::set<std::string> names;
   for (const auto& [n, _] : modules) names.insert(n);
-  auto where = crash::localize(r, names, tree);
+  auto where = crash::localize(r, names, tree, gate::k_sandbox_tree);
   auto hyps = crash::hypothesize(r, where, tree);
   nlohmann::json j = {{"title", r.title},
                       {"kind", crash::to_string(r.kind)},
@@ -42,10 +41,9 @@ nlohmann::json analyse_boot_crash(const nlohmann::json& gates, const std::string
                       {"in_driver", !where.empty()},
                       {"repair", "not attempted (autodriver crash --repair tries it)"}};
   j["localized"] = nlohmann::json::array();
-  for (const auto& l : where)
-    j["localized"].push_back({{"function", l.function}, {"file", l.file}, {"line", l.line}, {"why", l.why}, {"role", l.role}});
+  for (const auto& l : where) j["localized"].push_back(crash::to_json(l));
   j["hypotheses"] = nlohmann::json::array();
-  for (const auto& h : hyps) j["hypotheses"].push_back({{"kind", h.kind}, {"statement", h.statement}});
+  for (const auto& h : hyps) j["hypotheses"].push_back(crash::to_json(h));
   return j;
 }
 

@@ -225,14 +225,7 @@ private:
     TargetIndex old_idx(m_ctx.old_src, m_ctx.from ? m_ctx.from->build_dir : fs::path());
     m_old_proto = old_idx.prototype(m_name, nullptr);
     if (m_old_proto && (m_old_proto->is_macro || m_old_proto->variadic)) m_old_proto.reset();
-    kernel::SourceGrep q;
-    q.options = {"-lw"};
-    q.includes = {"*.c"};
-    q.pattern = m_name;
-    q.dirs = kernel::k_user_dirs;
-    q.all_of = {m_name};
-    q.timeout = std::chrono::seconds(60);
-    for (const auto& l : kernel::grep_source(m_ctx.old_src, q))
+    for (const auto& l : kernel::c_files_naming(m_ctx.old_src, m_name, kernel::k_user_dirs))
       if (m_old_callers.size() < 30 && fs::exists(m_ctx.new_src / l) &&
           !std::any_of(m_ctx.leave_out.begin(), m_ctx.leave_out.end(), [&](const std::string& lo) { return l.starts_with(lo); }))
         m_old_callers.push_back(l);
