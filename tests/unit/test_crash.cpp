@@ -362,3 +362,88 @@ TEST(CrashRepair, TheErrorValueIsLearnedFromTheKernelsDrivers) {
   EXPECT_FALSE(how.is_err);
   EXPECT_TRUE(crash::failure_handling(k->path(), "other_get").error.empty());
 }
+
+TEST(CrashRelease, WhichCallsReleaseIsLearnedFromTheKernelsDrivers) {
+  auto k = util::TempDir::create(std::filesystem::temp_directory_path(), "ad-crash-kernel");
+  ASSERT_TRUE(k);
+  std::filesystem::create_directories(k->path() / "drivers/a");
+  // thing_free(x) ends x's use: last in the function, or on an error path that returns; thing_stop(x) does not.
+  std::string c;
+  for (int i = 0; i < 6; ++i)
+    c += "static void r" + std::to_string(i) + "(struct t *x)\n{\n\tthing_stop(x);\n\tx->n = 0;\n\tthing_free(x);\n}\n";
+  for (int i = 0; i < 4; ++i)
+    c += "static int p" + std::to_string(i) +
+         "(void)\n{\n\tstruct t *x = thing_new();\n\tif (go(x)) {\n\t\tthing_free(x);\n"
+         "\t\treturn -EIO;\n\t}\n\tx->n = 1;\n\treturn 0;\n}\n";
+  ASSERT_TRUE(util::write_file(k->path() / "drivers/a/x.c", c));
+  auto fr = crash::release_evidence(k->path(), "thing_free");
+  EXPECT_EQ(fr.calls, 10);
+  EXPECT_EQ(fr.last_use, 10);
+  EXPECT_TRUE(fr.releases());
+  auto st = crash::release_evidence(k->path(), "thing_stop");
+  EXPECT_EQ(st.calls, 6);
+  EXPECT_EQ(st.last_use, 0);
+  EXPECT_FALSE(st.releases());
+}
+
+namespace {
+
+crash::ReleaseEvidence frees_only(const std::string& callee) {
+  return callee == "thing_free" ? crash::ReleaseEvidence{callee, 10, 10} : crash::ReleaseEvidence{callee, 10, 2};
+}
+
+const char* k_remove = "static void rm(struct pci_dev *pdev)\n{\n\tstruct t *x = pci_get_drvdata(pdev);\n"
+                       "\tstruct p *p = thing_priv(x);\n\n\tthing_free(x);\n\tthing_stop(x);\n\tiounmap(p->regs);\n"
+                       "\tpci_disable_device(pdev);\n}\n";
+
+} // namespace
+
+TEST(CrashRelease, AReleaseBeforeAUseIsNamedFromEitherEnd) {
+  Tree t(k_remove);
+  // The kernel stopped in the release (its BUG_ON): the driver's frame is the release's line.
+  auto r = null_report("rm", 6);
+  r.kind = crash::CrashKind::bug_on;
+  auto where = crash::localize(r, {"drv"}, t.path(), "/autodriver/tree");
+  auto h = crash::hypothesize(r, where, t.path(), frees_only);
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "use-after-release");
+  EXPECT_EQ(h[0].statement, "rm() releases x with thing_free() at drv.c:6 and still uses it at drv.c:7");
+  EXPECT_EQ(h[0].set_line, 6);
+  // The crash showed a later use of a pointer derived from the released one: the release is the cause, ranked first.
+  auto r2 = null_report("rm", 8);
+  auto where2 = crash::localize(r2, {"drv"}, t.path(), "/autodriver/tree");
+  auto h2 = crash::hypothesize(r2, where2, t.path(), frees_only);
+  ASSERT_FALSE(h2.empty());
+  EXPECT_EQ(h2[0].kind, "use-after-release");
+  EXPECT_EQ(h2[0].set_line, 6);
+  EXPECT_EQ(h2[0].line, 8);
+  crash::rank_by_hypotheses(where2, h2);
+  ASSERT_EQ(where2.size(), 2u);
+  EXPECT_EQ(where2[0].role, "cause");
+  EXPECT_EQ(where2[0].line, 6);
+  // Without the kernel's word that the call releases, no such claim.
+  auto h3 = crash::hypothesize(r2, where2, t.path(), {});
+  ASSERT_FALSE(h3.empty());
+  EXPECT_NE(h3[0].kind, "use-after-release");
+}
+
+TEST(CrashRepair, AReleaseMovesAfterTheLastUse) {
+  Tree t(k_remove);
+  auto r = null_report("rm", 8);
+  auto where = crash::localize(r, {"drv"}, t.path(), "/autodriver/tree");
+  auto h = crash::hypothesize(r, where, t.path(), frees_only);
+  ASSERT_FALSE(h.empty());
+  auto reps = crash::propose_repairs(h, t.path(), {});
+  ASSERT_FALSE(reps.empty());
+  EXPECT_EQ(reps[0].kind, "use-after-release");
+  EXPECT_EQ(reps[0].new_text, "static void rm(struct pci_dev *pdev)\n{\n\tstruct t *x = pci_get_drvdata(pdev);\n"
+                              "\tstruct p *p = thing_priv(x);\n\n\tthing_stop(x);\n\tiounmap(p->regs);\n\tthing_free(x);\n"
+                              "\tpci_disable_device(pdev);\n}\n");
+  // A jump between the release and the last use: not moved.
+  Tree g("static void rm(struct t *x)\n{\n\tthing_free(x);\n\tif (x->n)\n\t\tgoto out;\n\tthing_stop(x);\nout:\n\treturn;\n}\n");
+  auto hg = crash::hypothesize(null_report("rm", 4), crash::localize(null_report("rm", 4), {"drv"}, g.path(), "/autodriver/tree"),
+                               g.path(), frees_only);
+  ASSERT_FALSE(hg.empty());
+  EXPECT_EQ(hg[0].kind, "use-after-release");
+  EXPECT_TRUE(crash::propose_repairs(hg, g.path(), {}).empty());
+}

@@ -79,3 +79,22 @@ TEST(CsrcScan, UnterminatedCommentAndJunkNeverThrow) {
   EXPECT_TRUE(f.is_preproc(1));
   EXPECT_FALSE(f.has_code(2)); // still inside the comment
 }
+
+TEST(CsrcStatements, TheStatementsOfABlock) {
+  const std::string src =
+      "void f(int a)\n{\n\tint x = 1;\n\tif (a) {\n\t\tx = 2;\n\t} else\n\t\tx = 3;\n"
+      "#ifdef Y\n\tdo { x++; } while (x < 5);\n#endif\nout:\n\tstruct s v = { .a = 1 };\n\tfor (;;) g();\n}\n";
+  auto t = csrc::tokenize(src);
+  std::size_t open = 0;
+  while (t[open].text != "{") ++open;
+  auto sts = csrc::block_statements(t, open);
+  std::vector<std::pair<int, int>> lines;
+  for (auto [a, b] : sts) lines.emplace_back(t[a].line, t[b].line);
+  EXPECT_EQ(lines, (std::vector<std::pair<int, int>>{{3, 3}, {4, 7}, {9, 9}, {11, 11}, {12, 12}, {13, 13}}));
+  EXPECT_EQ(t[sts[3].first].text, "out");
+  // An unbalanced block has none.
+  auto u = csrc::tokenize("void f(void)\n{\n\tif (x) {\n");
+  std::size_t o = 0;
+  while (u[o].text != "{") ++o;
+  EXPECT_TRUE(csrc::block_statements(u, o).empty());
+}

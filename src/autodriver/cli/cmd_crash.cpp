@@ -7,6 +7,7 @@
 #include "autodriver/crash/symbolize.hpp"
 #include "autodriver/gate/kbuild.hpp"
 #include "autodriver/gate/scratch.hpp"
+#include "autodriver/kernel/source.hpp"
 #include "autodriver/kernel/target.hpp"
 #include "autodriver/loop/crash_repair.hpp"
 #include "autodriver/store/run_store.hpp"
@@ -200,7 +201,9 @@ int run_crash(const CrashOptions& o) {
   for (auto& r : reports) resolved += crash::symbolize_report(r, modules, o.vmlinux);
   const auto& primary = reports.front();
   auto cands = crash::localize(primary, driver_modules, o.driver, gate::k_sandbox_tree);
-  auto hyps = crash::hypothesize(primary, cands, o.driver);
+  auto hyps =
+      crash::hypothesize(primary, cands, o.driver, crash::release_oracle(kernel ? kernel::cached_source(*kernel) : fs::path()));
+  crash::rank_by_hypotheses(cands, hyps);
   const bool in_driver = !cands.empty();
 
   CrashRecord record(o);

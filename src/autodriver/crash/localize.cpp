@@ -278,7 +278,23 @@ nlohmann::json to_json(const Hypothesis& h) {
           {"file", h.file}, {"line", h.line},           {"evidence", h.evidence}};
 }
 
-std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Location>& where, const fs::path& tree) {
+void rank_by_hypotheses(std::vector<Location>& where, const std::vector<Hypothesis>& hyps) {
+  if (hyps.empty() || hyps.front().kind != "use-after-release" || where.empty()) return;
+  const Hypothesis& h = hyps.front();
+  if (h.set_line == where.front().line && h.file == where.front().file) return;
+  Location cause{
+      h.function,
+      where.front().module,
+      h.file,
+      h.set_line,
+      fmt::format("releases {} with {}() before the use at line {} (the driver's source)", h.variable, h.callee, h.line),
+      "cause",
+      false};
+  where.insert(where.begin(), std::move(cause));
+}
+
+std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Location>& where, const fs::path& tree,
+                                    const ReleaseOracle& releases) {
   std::vector<Hypothesis> out;
   const Location* fault = first_with(where, "fault");
   if (!fault) fault = first_with(where, "caller");
@@ -290,19 +306,35 @@ std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Loca
     if (!code.empty()) h.evidence.push_back(fmt::format("{}:{}: {}", fault->file, fault->line, code));
     return h;
   };
+  if (src && src->fn && fault->from_debug_info)
+    if (auto rb = release_before_use(src->toks, *src->fn, fault->line, releases)) {
+      Hypothesis h = base("use-after-release", "");
+      h.variable = rb->release.var;
+      h.set_line = rb->release_line;
+      h.callee = rb->release.callee;
+      h.statement = fmt::format("{}() releases {} with {}() at {}:{} and still uses it at {}:{}", fault->function, h.variable,
+                                h.callee, h.file, rb->release_line, h.file, rb->use_line);
+      for (int l : {rb->release_line, rb->use_line})
+        if (l != fault->line) h.evidence.push_back(fmt::format("{}:{}: {}", h.file, l, trimmed(src->line_text(l))));
+      h.evidence.push_back(fmt::format("the target kernel's drivers do not use the argument of {}() after {} of {} calls",
+                                       h.callee, rb->evidence.last_use, rb->evidence.calls));
+      out.push_back(std::move(h));
+    }
   switch (r.kind) {
   case CrashKind::null_deref:
   case CrashKind::paging_request:
   case CrashKind::general_protection:
   case CrashKind::kasan_other:
-  case CrashKind::oops:
-    if (src && fault->from_debug_info)
-      if (auto h = pointer_hypothesis(r, *fault, *src)) out.push_back(std::move(*h));
-    if (out.empty())
+  case CrashKind::oops: {
+    std::optional<Hypothesis> pointer;
+    if (src && fault->from_debug_info) pointer = pointer_hypothesis(r, *fault, *src);
+    if (pointer) out.push_back(std::move(*pointer));
+    else
       out.push_back(base(
           r.kind == CrashKind::null_deref ? "null-pointer" : "bad-pointer",
           fmt::format("{} dereferences {} pointer", at_text(*fault), r.kind == CrashKind::null_deref ? "a NULL" : "an invalid")));
     break;
+  }
   case CrashKind::kasan_use_after_free: {
     const Location* freed = first_with(where, "free");
     const Location* made = first_with(where, "alloc");

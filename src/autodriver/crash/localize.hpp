@@ -4,6 +4,7 @@
 // place a short statement grounded in the trace and the driver's source ("p is set to NULL at
 // x.c:17 and dereferenced at x.c:20 in x_probe"), each one a thing a reader can check in the code.
 
+#include "autodriver/crash/release.hpp"
 #include "autodriver/crash/report.hpp"
 
 #include <filesystem>
@@ -33,16 +34,18 @@ std::vector<Location> localize(const CrashReport& r, const std::set<std::string>
 
 /// A checkable statement about one location.
 struct Hypothesis {
-  std::string kind;      ///< "null-pointer", "use-before-set", "unchecked-result", "bad-pointer", "use-after-free",
-                         ///< "double-free", "warn-condition", "bug-condition", "refcount-underflow", "lock-order",
-                         ///< "blocked"
+  std::string
+      kind; ///< "use-after-release", "null-pointer", "use-before-set", "unchecked-result", "bad-pointer", "use-after-free",
+            ///< "double-free", "warn-condition", "bug-condition", "refcount-underflow", "lock-order",
+            ///< "blocked"
   std::string statement; ///< one sentence naming functions, variables and file:line
   std::string function;
   std::string file;
   int line = 0;
   std::vector<std::string> evidence; ///< the lines of the trace and source it rests on
   /// Pointer hypotheses: the dereferenced variable, the line of the assignment the statement
-  /// names (before the use, or after it for use-before-set) and the function it called, if any.
+  /// names (before the use, or after it for use-before-set) and the function it called, if any;
+  /// use-after-release: the released variable, the line of the release and the releasing function.
   std::string variable;
   int set_line = 0;
   std::string callee;
@@ -51,7 +54,14 @@ struct Hypothesis {
 nlohmann::json to_json(const Location& l);
 
 /// Statements for the report's locations, the most specific first; reading `tree` for the source.
-std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Location>& where, const std::filesystem::path& tree);
+/// With `releases` (which calls end an object's life, see release.hpp), a release before a use
+/// at the crashing place comes first.
+std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Location>& where, const std::filesystem::path& tree,
+                                    const ReleaseOracle& releases = {});
+
+/// The places ranked again with what the hypotheses found in the source: the line a release
+/// before its use happened (the cause) goes first when the crash showed only the later use.
+void rank_by_hypotheses(std::vector<Location>& where, const std::vector<Hypothesis>& hyps);
 
 nlohmann::json to_json(const Hypothesis& h);
 

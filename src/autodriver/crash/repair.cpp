@@ -1,5 +1,7 @@
 #include "autodriver/crash/repair.hpp"
 
+#include "autodriver/crash/release.hpp"
+
 #include "autodriver/csrc/tokens.hpp"
 #include "autodriver/kernel/source_grep.hpp"
 #include "autodriver/util/files.hpp"
@@ -157,6 +159,57 @@ std::optional<RepairEdit> add_test(const Hypothesis& h, const std::string& text,
   return e;
 }
 
+/// The release at `h.set_line` moves after the last statement of its function that still reads
+/// the released object (or a pointer derived from it); whole lines only, top-level statements only.
+std::optional<RepairEdit> move_release(const Hypothesis& h, const std::string& text) {
+  auto toks = csrc::tokenize(text);
+  for (const auto& u : csrc::find_units(toks)) {
+    if (u.kind != csrc::UnitKind::function || toks[u.first].line > h.set_line || toks[u.last].line < h.set_line) continue;
+    auto sts = csrc::block_statements(toks, u.body);
+    std::size_t rel = sts.size();
+    for (std::size_t k = 0; k < sts.size(); ++k)
+      if (toks[sts[k].first].line == h.set_line) rel = k;
+    if (rel == sts.size()) return std::nullopt;
+    auto call = call_statement(toks, sts[rel].first, sts[rel].second);
+    if (!call || call->var != h.variable) return std::nullopt;
+    auto names = derived_names(toks, u, call->var);
+    std::size_t last_use = rel;
+    for (std::size_t k = rel + 1; k < sts.size(); ++k)
+      if (reads_any(toks, sts[k].first, sts[k].second, names)) last_use = k;
+    if (last_use == rel || toks[sts[last_use].first].text == "return") return std::nullopt;
+    // A label or a jump between them would change which paths release.
+    for (std::size_t k = rel + 1; k <= last_use; ++k)
+      for (std::size_t i = sts[k].first; i <= sts[k].second; ++i)
+        if (toks[i].text == "goto" ||
+            (i + 1 <= sts[k].second && toks[i].kind == csrc::TokKind::ident && toks[i + 1].text == ":" && i == sts[k].first))
+          return std::nullopt;
+    const int from = toks[sts[rel].first].line, to = toks[sts[rel].second].line, after = toks[sts[last_use].second].line;
+    // Whole lines: nothing else on the release's lines or after the last use on its line.
+    for (std::size_t i = 0; i < toks.size(); ++i)
+      if ((toks[i].line >= from && toks[i].line <= to && (i < sts[rel].first || i > sts[rel].second)) ||
+          (toks[i].line == after && i > sts[last_use].second))
+        return std::nullopt;
+    auto lines = util::split_lines(text);
+    std::vector<std::string> keep;
+    for (int l = 1; l <= static_cast<int>(lines.size()); ++l) {
+      if (l < from || l > to) keep.emplace_back(lines[static_cast<std::size_t>(l) - 1]);
+      if (l == after)
+        for (int m = from; m <= to; ++m) keep.emplace_back(lines[static_cast<std::size_t>(m) - 1]);
+    }
+    std::vector<std::string_view> views(keep.begin(), keep.end());
+    RepairEdit e;
+    e.kind = h.kind;
+    e.file = h.file;
+    e.new_text = join_lines(views, !text.empty() && text.back() == '\n');
+    e.description = fmt::format("{}() released {} with {}() at {}:{} before using it: the release moves after the last "
+                                "statement that uses it (line {})",
+                                h.function, h.variable, h.callee, h.file, from, after);
+    e.evidence = h.evidence;
+    return e;
+  }
+  return std::nullopt;
+}
+
 } // namespace
 
 FailureHandling failure_handling(const fs::path& kernel_src, const std::string& callee) {
@@ -215,6 +268,7 @@ std::vector<RepairEdit> propose_repairs(const std::vector<Hypothesis>& hyps, con
     if (!text) continue;
     std::optional<RepairEdit> e;
     if (h.kind == "use-before-set") e = move_assignment(h, *text);
+    else if (h.kind == "use-after-release") e = move_release(h, *text);
     else if (h.kind == "unchecked-result") e = add_test(h, *text, kernel_src);
     if (e && e->new_text != *text) out.push_back(std::move(*e));
   }

@@ -188,6 +188,54 @@ std::size_t matching_close(const std::vector<Token>& toks, std::size_t open) {
   return std::string::npos;
 }
 
+std::vector<std::pair<std::size_t, std::size_t>> block_statements(const std::vector<Token>& toks, std::size_t open) {
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  const std::size_t close = matching_close(toks, open);
+  if (close == std::string::npos) return out;
+  auto is = [&](std::size_t i, const char* text) { return i < close && toks[i].text == text; };
+  std::size_t i = open + 1;
+  while (i < close) {
+    if (toks[i].kind == TokKind::pp_line) {
+      ++i;
+      continue;
+    }
+    const std::size_t first = i;
+    std::size_t end = std::string::npos;
+    if (toks[i].kind == TokKind::ident && is(i + 1, ":") && toks[i].text != "default") end = i + 1; // a label
+    while (end == std::string::npos && i < close) {
+      const Token& t = toks[i];
+      if (t.kind == TokKind::punct && (t.text == "(" || t.text == "[")) {
+        std::size_t c = matching_close(toks, i);
+        if (c == std::string::npos || c >= close) return {};
+        i = c + 1;
+        continue;
+      }
+      if (t.kind == TokKind::punct && (t.text == ";" || t.text == "{")) {
+        std::size_t e = i;
+        if (t.text == "{") {
+          e = matching_close(toks, i);
+          if (e == std::string::npos || e >= close) return {};
+          if (is(e + 1, ";")) ++e; // `x = (struct s){...};`, `do {} while`: the ';' ends it
+        }
+        // `if (...) a; else b;` / `do ... while (...);`: the statement goes on.
+        std::size_t n = e + 1;
+        while (n < close && toks[n].kind == TokKind::pp_line) ++n;
+        if (is(n, "else") || (is(n, "while") && toks[first].text == "do")) {
+          i = n + 1;
+          continue;
+        }
+        end = e;
+        break;
+      }
+      ++i;
+    }
+    if (end == std::string::npos) break;
+    out.emplace_back(first, end);
+    i = end + 1;
+  }
+  return out;
+}
+
 /// Unit and call scanning treat an unbalanced bracket as running to the end of the file.
 static std::size_t match_close(const std::vector<Token>& toks, std::size_t open) {
   std::size_t c = matching_close(toks, open);

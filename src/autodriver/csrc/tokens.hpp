@@ -88,6 +88,11 @@ std::vector<bool> first_branch_mask(const std::vector<Token>& toks);
 /// in later #elif/#else branches do not count (the first branch's nesting is the file's).
 std::size_t matching_close(const std::vector<Token>& toks, std::size_t open);
 
+/// The statements directly inside the block whose '{' is at `open`: each one's first and last
+/// token (its ';' or closing '}'; `if (...) ... else ...` is one statement, a label `x:` one of
+/// its own; directives are skipped). Empty when the block is unbalanced.
+std::vector<std::pair<std::size_t, std::size_t>> block_statements(const std::vector<Token>& toks, std::size_t open);
+
 /// Token texts printed as C is written: `ACPI_COMPANION(&pdev->dev)`, `f(a, b)`, `struct x *`.
 std::string c_text(const std::vector<std::string>& toks);
 

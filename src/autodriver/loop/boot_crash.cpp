@@ -13,7 +13,8 @@ namespace autodriver::loop {
 
 namespace fs = std::filesystem;
 
-nlohmann::json analyse_boot_crash(const nlohmann::json& gates, const std::string& release, const fs::path& tree) {
+nlohmann::json analyse_boot_crash(const nlohmann::json& gates, const std::string& release, const fs::path& tree,
+                                  const fs::path& kernel_src) {
   const auto& bk = gates["gates"]["boot"]["by_kernel"];
   if (!bk.is_object() || !bk.contains(release)) return nullptr;
   std::string console = util::json_get(bk[release]["details"], "console", std::string());
@@ -32,7 +33,8 @@ nlohmann::json analyse_boot_crash(const nlohmann::json& gates, const std::string
   std::set<std::string> names;
   for (const auto& [n, _] : modules) names.insert(n);
   auto where = crash::localize(r, names, tree, gate::k_sandbox_tree);
-  auto hyps = crash::hypothesize(r, where, tree);
+  auto hyps = crash::hypothesize(r, where, tree, crash::release_oracle(kernel_src));
+  crash::rank_by_hypotheses(where, hyps);
   nlohmann::json j = {{"title", r.title},
                       {"kind", crash::to_string(r.kind)},
                       {"headline", r.headline},

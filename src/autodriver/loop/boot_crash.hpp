@@ -12,7 +12,9 @@ namespace autodriver::loop {
 
 /// The first crash report of the boot gate's console on `release` (from check's JSON `gates`),
 /// with the driver's frames (modules: the .ko files under `tree`) and hypotheses; null when the
-/// console shows none.
-nlohmann::json analyse_boot_crash(const nlohmann::json& gates, const std::string& release, const std::filesystem::path& tree);
+/// console shows none. `kernel_src` (the target's source, may be empty) is where the kernel's
+/// drivers show which calls release an object.
+nlohmann::json analyse_boot_crash(const nlohmann::json& gates, const std::string& release, const std::filesystem::path& tree,
+                                  const std::filesystem::path& kernel_src = {});
 
 } // namespace autodriver::loop

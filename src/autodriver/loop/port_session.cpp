@@ -859,7 +859,7 @@ util::Expected<void> PortSession::gates() {
   }
   // A crash on the target: what it is and where in the driver it points (not repaired yet).
   if (outcome == "panic" || outcome == "oops" || outcome == "kernel-warning")
-    if (auto c = analyse_boot_crash(m_rep.gates, m_to->release, m_work); !c.is_null()) {
+    if (auto c = analyse_boot_crash(m_rep.gates, m_to->release, m_work, kernel::cached_source(*m_to)); !c.is_null()) {
       note(fmt::format("the target kernel crashed: {}", c.value("title", "")));
       m_rep.gates["crash"] = c;
       step("crash", c);

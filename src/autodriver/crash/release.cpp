@@ -1,0 +1,163 @@
+#include "autodriver/crash/release.hpp"
+
+#include "autodriver/kernel/source_grep.hpp"
+#include "autodriver/util/files.hpp"
+
+#include <map>
+#include <mutex>
+#include <regex>
+
+namespace autodriver::crash {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool member_or_target(const std::vector<csrc::Token>& t, std::size_t i) {
+  if (i > 0 && (t[i - 1].text == "->" || t[i - 1].text == ".")) return true;
+  return i + 1 < t.size() && t[i + 1].text == "=";
+}
+
+/// After the call statement ending at `semi`: is the variable read again on a path from it?
+/// No when the enclosing block returns or jumps away first, or the variable is assigned anew.
+bool read_after(const std::vector<csrc::Token>& t, std::size_t semi, std::size_t unit_last, const std::string& x) {
+  int depth = 0;
+  bool left_block = false;
+  for (std::size_t i = semi + 1; i < unit_last && i < t.size(); ++i) {
+    const auto& s = t[i].text;
+    if (s == "{") ++depth;
+    else if (s == "}" && --depth < 0) left_block = true;
+    if (!left_block && depth == 0 && (s == "return" || s == "goto")) {
+      // The path ends unless the return statement itself reads x.
+      for (std::size_t k = i; k < unit_last && t[k].text != ";"; ++k)
+        if (t[k].text == x && !member_or_target(t, k)) return true;
+      return false;
+    }
+    if (s != x) continue;
+    if (i > 0 && (t[i - 1].text == "->" || t[i - 1].text == ".")) continue;
+    return !(i + 1 < t.size() && t[i + 1].text == "=");
+  }
+  return false;
+}
+
+bool starts_statement(const std::vector<csrc::Token>& t, std::size_t i) {
+  if (i == 0) return true;
+  const auto& p = t[i - 1].text;
+  return p == ";" || p == "{" || p == "}" || p == ")" || p == "else" || p == ":";
+}
+
+} // namespace
+
+std::optional<CallStatement> call_statement(const std::vector<csrc::Token>& t, std::size_t first, std::size_t last) {
+  if (last >= t.size() || first + 4 > last || t[last].text != ";") return std::nullopt;
+  if (t[first].kind != csrc::TokKind::ident || t[first + 1].text != "(" || t[first + 2].kind != csrc::TokKind::ident)
+    return std::nullopt;
+  if (t[first + 3].text != "," && t[first + 3].text != ")") return std::nullopt;
+  static const std::set<std::string> k_keywords = {"if", "while", "for", "switch", "return", "sizeof", "do"};
+  if (k_keywords.count(t[first].text)) return std::nullopt;
+  if (csrc::matching_close(t, first + 1) + 1 != last) return std::nullopt;
+  return CallStatement{first, last, t[first].text, t[first + 2].text};
+}
+
+ReleaseEvidence release_evidence(const fs::path& kernel_src, const std::string& callee) {
+  static std::mutex mu;
+  static std::map<std::string, ReleaseEvidence> known;
+  const std::string key = kernel_src.string() + "|" + callee;
+  {
+    std::lock_guard lock(mu);
+    if (auto it = known.find(key); it != known.end()) return it->second;
+  }
+  ReleaseEvidence out;
+  out.callee = callee;
+  static const std::regex k_name(R"(^[A-Za-z_]\w*$)");
+  if (!kernel_src.empty() && std::regex_match(callee, k_name)) {
+    auto files = kernel::c_files_naming(kernel_src, callee, kernel::k_driver_dirs, std::chrono::seconds(120));
+    if (files.size() > 1500) files.resize(1500);
+    for (const auto& rel : files) {
+      auto text = util::read_file(kernel_src / rel);
+      if (!text) continue;
+      auto t = csrc::tokenize(*text);
+      for (const auto& u : csrc::find_units(t)) {
+        if (u.kind != csrc::UnitKind::function) continue;
+        for (std::size_t i = u.body; i + 4 < u.last; ++i) {
+          if (t[i].text != callee || !starts_statement(t, i)) continue;
+          std::size_t close = csrc::matching_close(t, i + 1);
+          if (close == std::string::npos || close + 1 >= u.last) continue;
+          auto c = call_statement(t, i, close + 1);
+          if (!c) continue;
+          ++out.calls;
+          if (!read_after(t, c->last, u.last, c->var)) ++out.last_use;
+        }
+      }
+    }
+  }
+  std::lock_guard lock(mu);
+  known[key] = out;
+  return out;
+}
+
+/// `name` is declared a pointer in the function (`type *name`, parameters included).
+static bool declared_pointer(const std::vector<csrc::Token>& t, const csrc::Unit& fn, const std::string& name) {
+  for (std::size_t i = fn.first + 2; i < fn.last; ++i)
+    if (t[i].text == name && t[i - 1].text == "*" && (t[i - 2].kind == csrc::TokKind::ident || t[i - 2].text == "*")) return true;
+  return false;
+}
+
+ReleaseOracle release_oracle(const fs::path& kernel_src) {
+  if (kernel_src.empty()) return {};
+  return [kernel_src](const std::string& callee) { return release_evidence(kernel_src, callee); };
+}
+
+std::set<std::string> derived_names(const std::vector<csrc::Token>& t, const csrc::Unit& fn, const std::string& x) {
+  std::set<std::string> out = {x};
+  for (std::size_t i = fn.body; i + 2 < fn.last; ++i) {
+    if (t[i].kind != csrc::TokKind::ident || t[i + 1].text != "=" || t[i].text == x || out.count(t[i].text)) continue;
+    if (!declared_pointer(t, fn, t[i].text)) continue;
+    if (i > 0 && (t[i - 1].text == "->" || t[i - 1].text == ".")) continue;
+    for (std::size_t k = i + 2; k < fn.last && t[k].text != ";" && t[k].text != ","; ++k)
+      if (t[k].text == x && !(t[k - 1].text == "->" || t[k - 1].text == ".")) {
+        out.insert(t[i].text);
+        break;
+      }
+  }
+  return out;
+}
+
+bool reads_any(const std::vector<csrc::Token>& t, std::size_t first, std::size_t last, const std::set<std::string>& names) {
+  for (std::size_t i = first; i <= last && i < t.size(); ++i)
+    if (t[i].kind == csrc::TokKind::ident && names.count(t[i].text) && !member_or_target(t, i)) return true;
+  return false;
+}
+
+std::optional<ReleaseBeforeUse> release_before_use(const std::vector<csrc::Token>& t, const csrc::Unit& fn, int line,
+                                                   const ReleaseOracle& releases) {
+  if (!releases) return std::nullopt;
+  auto sts = csrc::block_statements(t, fn.body);
+  std::size_t at = sts.size();
+  for (std::size_t k = 0; k < sts.size(); ++k)
+    if (t[sts[k].first].line <= line && line <= t[sts[k].second].line) at = k;
+  if (at == sts.size()) return std::nullopt;
+  auto found = [&](std::size_t rel, std::size_t use, const CallStatement& c, ReleaseEvidence ev) {
+    return ReleaseBeforeUse{c, t[sts[rel].first].line, t[sts[use].first].line, std::move(ev)};
+  };
+  // The statement at the line releases, and a later one reads what it released.
+  if (auto c = call_statement(t, sts[at].first, sts[at].second)) {
+    auto names = derived_names(t, fn, c->var);
+    for (std::size_t k = at + 1; k < sts.size(); ++k)
+      if (reads_any(t, sts[k].first, sts[k].second, names)) {
+        auto ev = releases(c->callee);
+        if (ev.releases()) return found(at, k, *c, ev);
+        break;
+      }
+  }
+  // The statement at the line reads what an earlier one released (the nearest such release).
+  for (std::size_t k = at; k-- > 0;) {
+    auto c = call_statement(t, sts[k].first, sts[k].second);
+    if (!c || !reads_any(t, sts[at].first, sts[at].second, derived_names(t, fn, c->var))) continue;
+    auto ev = releases(c->callee);
+    if (ev.releases()) return found(k, at, *c, ev);
+  }
+  return std::nullopt;
+}
+
+} // namespace autodriver::crash

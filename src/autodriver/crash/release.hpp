@@ -1,0 +1,66 @@
+#pragma once
+// Releases and the uses after them (issue 18: use after free on remove, wrong unwind order).
+// Which calls end an object's life is learned from the kernel's own drivers: `f(x, ...)` releases
+// x when, in the drivers that call f, nothing reads x after the call (the path ends or x is not
+// named again) in nearly every call. A driver statement `f(x)` followed by a use of x, or of a
+// pointer the function derived from x (`p = g(x)`), is then a release before a use.
+
+#include "autodriver/csrc/tokens.hpp"
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace autodriver::crash {
+
+/// How the target kernel's drivers use the first argument of `callee(x, ...)` after the call.
+struct ReleaseEvidence {
+  std::string callee;
+  int calls = 0;    ///< call statements read whose first argument is a plain variable
+  int last_use = 0; ///< of those, calls after which the variable is not read again
+  /// At least 8 calls read, and x is not read after at least 90 % of them.
+  bool releases() const { return calls >= 8 && last_use * 10 >= calls * 9; }
+};
+
+/// Read from the C files under drivers/ and sound/ of `kernel_src` that name `callee` (at most
+/// 1500 of them, in path order); kept for the process.
+ReleaseEvidence release_evidence(const std::filesystem::path& kernel_src, const std::string& callee);
+
+using ReleaseOracle = std::function<ReleaseEvidence(const std::string& callee)>;
+
+/// release_evidence over `kernel_src`; an empty oracle when it is empty.
+ReleaseOracle release_oracle(const std::filesystem::path& kernel_src);
+
+/// A statement of a function body that is a call `callee(var, ...);` (its first argument a plain variable).
+struct CallStatement {
+  std::size_t first = 0, last = 0; ///< token range, `last` the ';'
+  std::string callee;
+  std::string var;
+};
+std::optional<CallStatement> call_statement(const std::vector<csrc::Token>& t, std::size_t first, std::size_t last);
+
+/// `x` and the variables the function assigns from an expression naming x (`p = netdev_priv(x)`),
+/// once removed: what a release of x leaves dangling.
+std::set<std::string> derived_names(const std::vector<csrc::Token>& t, const csrc::Unit& fn, const std::string& x);
+
+/// Whether tokens [first, last] read one of `names` (not as a member, not as the target of `=`).
+bool reads_any(const std::vector<csrc::Token>& t, std::size_t first, std::size_t last, const std::set<std::string>& names);
+
+/// One release before a use in a function: the statement that releases, and the first statement after it that reads the object.
+struct ReleaseBeforeUse {
+  CallStatement release;
+  int release_line = 0;
+  int use_line = 0;
+  ReleaseEvidence evidence;
+};
+
+/// In `fn`, the release nearest `line` that comes before a statement reading the object, where
+/// `line` is the release itself or a statement after it that reads the object (both top-level
+/// statements of the function's body).
+std::optional<ReleaseBeforeUse> release_before_use(const std::vector<csrc::Token>& t, const csrc::Unit& fn, int line,
+                                                   const ReleaseOracle& releases);
+
+} // namespace autodriver::crash
