@@ -447,3 +447,24 @@ TEST(CrashRepair, AReleaseMovesAfterTheLastUse) {
   EXPECT_EQ(hg[0].kind, "use-after-release");
   EXPECT_TRUE(crash::propose_repairs(hg, g.path(), {}).empty());
 }
+
+TEST(CrashReport, SlubDebugsDoubleFreeWithItsTracksAndTheWarningsTrace) {
+  auto r = only("console/6.12-slab-double-free.txt");
+  EXPECT_EQ(r.kind, crash::CrashKind::slab);
+  EXPECT_EQ(r.detail, "Object already free");
+  EXPECT_EQ(r.title, "BUG: slab Object already free in slab_df_init");
+  ASSERT_FALSE(r.alloc_stack.empty());
+  EXPECT_EQ(r.alloc_stack[0].function, "slab_df_init");
+  EXPECT_EQ(r.alloc_stack[0].module, "slab_df");
+  ASSERT_FALSE(r.free_stack.empty());
+  EXPECT_EQ(r.free_stack[0].offset, 0x30u);
+  const crash::Frame* g = r.guilty();
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->function, "slab_df_init");
+  EXPECT_EQ(g->offset, 0x38u);
+  auto where = crash::localize(r, {"slab_df"}, {}, "/autodriver/tree");
+  auto h = crash::hypothesize(r, where, {});
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "double-free");
+  EXPECT_EQ(h[0].statement, "slab_df_init() frees an object already freed by slab_df_init()");
+}

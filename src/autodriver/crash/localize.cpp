@@ -258,8 +258,8 @@ std::vector<Location> localize(const CrashReport& r, const std::set<std::string>
   int k = 0;
   for (const auto& f : r.trace)
     if (f.reliable) add(f, fmt::format("caller {} in the call trace", ++k), out.empty() ? "fault" : "caller");
-  for (const auto& f : r.free_stack) add(f, "frees the object (KASAN free stack)", "free");
-  for (const auto& f : r.alloc_stack) add(f, "allocates the object (KASAN allocation stack)", "alloc");
+  for (const auto& f : r.free_stack) add(f, "frees the object (the report's free stack)", "free");
+  for (const auto& f : r.alloc_stack) add(f, "allocates the object (the report's allocation stack)", "alloc");
   return out;
 }
 
@@ -349,6 +349,21 @@ std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Loca
     const Location* freed = first_with(where, "free");
     out.push_back(base("double-free", fmt::format("{} frees an object {}", at_text(*fault),
                                                   freed ? "already freed by " + at_text(*freed) : "that was already freed")));
+    break;
+  }
+  case CrashKind::slab: {
+    const Location* freed = first_with(where, "free");
+    const Location* made = first_with(where, "alloc");
+    const std::string by = freed ? "already freed by " + at_text(*freed) : "that was already freed";
+    if (r.detail.find("already free") != std::string::npos)
+      out.push_back(base("double-free", fmt::format("{} frees an object {}", at_text(*fault), by)));
+    else if (r.detail.find("overwritten") != std::string::npos)
+      out.push_back(base("use-after-free", fmt::format("the object{} was written after it was freed{} (the allocator found "
+                                                       "it changed: {}; the write came before {})",
+                                                       made ? " allocated by " + at_text(*made) : "",
+                                                       freed ? " by " + at_text(*freed) : "", r.detail, at_text(*fault))));
+    else
+      out.push_back(base("bug-condition", fmt::format("the slab allocator's check failed at {}: {}", at_text(*fault), r.detail)));
     break;
   }
   case CrashKind::kasan_out_of_bounds:

@@ -91,7 +91,10 @@ bool reporting_helper(const std::string& f) {
       "__x86_return_thunk|ubsan_.*|__ubsan_.*|watchdog_timer_fn|__hrtimer_run_queues|hrtimer_interrupt|"
       "rcu_sched_clock_irq|rcu_pending|update_process_times|tick_.*|__schedule|schedule|schedule_.*|"
       "io_schedule.*|__switch_to.*|context_switch|wait_for_.*|__wait_.*|rwsem_down_.*|__down.*|down|down_.*|"
-      "__mutex_lock.*|mutex_lock.*|_raw_spin_lock.*|_raw_read_lock.*|_raw_write_lock.*|__pfx_.*)$");
+      "__mutex_lock.*|mutex_lock.*|_raw_spin_lock.*|_raw_read_lock.*|_raw_write_lock.*|__pfx_.*|print_trailer|object_err|"
+      "slab_err|slab_bug|free_debug_processing|free_to_partial_list|free_consistency_checks|check_object|"
+      "check_bytes_and_report|on_freelist|alloc_debug_processing|alloc_consistency_checks|___slab_alloc|__slab_alloc.*|"
+      "slab_alloc_node|__kmalloc.*|kmalloc_trace.*|kmem_cache_alloc.*|__kmem_cache_alloc.*)$");
   return std::regex_match(f, k_helper);
 }
 
@@ -101,17 +104,12 @@ struct Headline {
   std::optional<Frame> at; ///< a frame the headline names ("in foo+0x1/0x2", WARNING's "at F:L foo+...")
 };
 
-std::optional<Frame> frame_after(std::string_view t, std::string_view marker) {
-  auto p = t.find(marker);
-  if (p == std::string_view::npos) return std::nullopt;
-  return parse_frame(t.substr(p + marker.size()));
-}
-
 std::optional<Headline> headline(std::string_view t) {
   static const std::regex k_kasan(R"(BUG: KASAN: ([\w-]+)(?: in (\S+))?)");
   static const std::regex k_warning(R"(^WARNING: CPU: \d+ PID: \d+ at (\S+))");
   static const std::regex k_bug_at(R"(^kernel BUG at (\S+?)!?$)");
   static const std::regex k_ubsan(R"(^UBSAN: ([\w-]+) in (\S+))");
+  static const std::regex k_slab(R"(^BUG ([\w.:-]+) \((?:Not tainted|Tainted:[^)]*)\): (.+)$)");
   std::cmatch m;
   std::string s(t);
   if (std::regex_search(s.c_str(), m, k_kasan)) {
@@ -134,6 +132,10 @@ std::optional<Headline> headline(std::string_view t) {
   if (t.starts_with("general protection fault") || t.starts_with("Oops: general protection fault"))
     return Headline{CrashKind::general_protection, "", std::nullopt};
   if (std::regex_search(s.c_str(), m, k_bug_at)) return Headline{CrashKind::bug_on, m[1].str(), std::nullopt};
+  if (std::regex_search(s.c_str(), m, k_slab)) {
+    static const std::regex k_addr(R"(\b0x[0-9a-f]+\b)");
+    return Headline{CrashKind::slab, squash_spaces(std::regex_replace(m[2].str(), k_addr, "X")), std::nullopt};
+  }
   if (t.starts_with("refcount_t: ")) return Headline{CrashKind::refcount, std::string(trim(t.substr(12))), std::nullopt};
   for (const char* l : {"WARNING: possible circular locking dependency", "WARNING: possible recursive locking",
                         "WARNING: inconsistent lock state", "WARNING: bad unlock balance", "WARNING: held lock freed",
@@ -217,10 +219,24 @@ private:
     if (s == "Call Trace:" || s == "Call trace:") m_section = m_r.trace.empty() ? Section::trace : Section::other_stack;
     else if (s.starts_with("Allocated by task") || s.starts_with("Allocated by CPU")) m_section = Section::alloc;
     else if (s.starts_with("Freed by task") || s.starts_with("Freed by CPU")) m_section = Section::free;
-    else if (s.ends_with("work creation:") || s.ends_with("call_rcu:") || s.starts_with("Last potentially related"))
+    else if (auto track = slab_track(s)) {
+      // SLUB: "Allocated in f+0x1/0x2 age=3 cpu=0 pid=1", the call stack indented below it.
+      m_section = track->first;
+      if (auto f = parse_frame(track->second)) (m_section == Section::alloc ? m_r.alloc_stack : m_r.free_stack).push_back(*f);
+    } else if (s.ends_with("work creation:") || s.ends_with("call_rcu:") || s.starts_with("Last potentially related"))
       m_section = Section::other_stack;
     else return false;
     return true;
+  }
+
+  static std::optional<std::pair<Section, std::string_view>> slab_track(std::string_view s) {
+    if (s.starts_with("INFO: ")) s.remove_prefix(6);
+    Section which = s.starts_with("Allocated in ") ? Section::alloc : s.starts_with("Freed in ") ? Section::free : Section::none;
+    if (which == Section::none) return std::nullopt;
+    s.remove_prefix(s.find(" in ") + 4);
+    auto age = s.find(" age=");
+    if (age == std::string_view::npos) return std::nullopt;
+    return std::make_pair(which, s.substr(0, age));
   }
 
   void rip_line(std::string_view t) {
@@ -294,6 +310,7 @@ std::string title_of(const CrashReport& r) {
   }
   case CrashKind::bug_other: return "BUG: " + r.detail + in;
   case CrashKind::oops: return "Oops" + in;
+  case CrashKind::slab: return "BUG: slab " + r.detail + in;
   }
   return "crash" + in;
 }
@@ -320,6 +337,7 @@ std::string_view to_string(CrashKind kind) {
   case CrashKind::rcu_stall: return "rcu-stall";
   case CrashKind::bug_other: return "bug";
   case CrashKind::oops: return "oops";
+  case CrashKind::slab: return "slab";
   }
   return "oops";
 }
@@ -364,6 +382,10 @@ const Frame* CrashReport::first_in(std::string_view module) const {
   return nullptr;
 }
 
+static std::size_t frames(const CrashReport& r) {
+  return r.trace.size() + r.alloc_stack.size() + r.free_stack.size() + (r.rip ? 1 : 0);
+}
+
 std::vector<CrashReport> parse_reports(std::string_view log) {
   std::vector<CrashReport> out;
   std::optional<CrashReport> cur;
@@ -377,12 +399,14 @@ std::vector<CrashReport> parse_reports(std::string_view log) {
     // with end markers or separators were closed by them before.
     cur->truncated = at_eof && !reader->trace_closed();
     cur->title = title_of(*cur);
-    // A console that also prints `dmesg` shows each report twice, with the same timestamps.
-    bool again =
-        !cur_raw.empty() && std::find(headlines.begin(), headlines.end(), cur_raw) != headlines.end() && cur_raw != cur->headline;
-    if (!again) {
+    // A console that also prints `dmesg` shows each report twice, with the same timestamps; the
+    // live copy lacks what the console's loglevel hid (stacks, a WARNING's trace): keep the richer one.
+    auto seen = std::find(headlines.begin(), headlines.end(), cur_raw);
+    if (cur_raw.empty() || seen == headlines.end() || cur_raw == cur->headline) {
       headlines.push_back(cur_raw);
       out.push_back(std::move(*cur));
+    } else if (auto& first = out[static_cast<std::size_t>(seen - headlines.begin())]; frames(*cur) > frames(first)) {
+      first = std::move(*cur);
     }
     cur.reset();
     reader.reset();
@@ -413,6 +437,9 @@ std::vector<CrashReport> parse_reports(std::string_view log) {
           part_of_current = true;
         else if (h->kind == CrashKind::warning && cur->kind == CrashKind::refcount && since < 4) {
           part_of_current = true;
+          if (!cur->rip && h->at) cur->rip = h->at;
+        } else if (h->kind == CrashKind::warning && cur->kind == CrashKind::slab && since < 120) {
+          part_of_current = true; // 6.x WARNs in the check that printed the slab report: its stack is the report's
           if (!cur->rip && h->at) cur->rip = h->at;
         } else if (h->kind == CrashKind::panic) {
           cur->panicked = true;

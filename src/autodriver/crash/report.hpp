@@ -37,6 +37,7 @@ enum class CrashKind : int {
   rcu_stall = 16,
   bug_other = 17, ///< other "BUG: ..." lines (scheduling while atomic, sleeping in atomic, ...)
   oops = 18,      ///< an "Oops:" / "Internal error: Oops" with no headline the parser knows
+  slab = 19,      ///< "BUG kmalloc-64 (Not tainted): Object already free" / "Poison overwritten": SLUB's debug checks
 };
 
 std::string_view to_string(CrashKind kind);

@@ -76,6 +76,7 @@ const std::vector<Pattern>& patterns() {
     add(R"(^general protection fault)", FindingKind::oops);
     add(R"(^kernel BUG at )", FindingKind::bug);
     add(R"(^BUG: )", FindingKind::bug);
+    add(R"(^BUG [\w.:-]+ \((?:Not tainted|Tainted:[^)]*)\): )", FindingKind::bug); // SLUB's debug checks
     add(R"(^WARNING: (?:possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|bad unlock balance))",
         FindingKind::lockdep);
     add(R"(^INFO: possible (?:irq lock inversion|recursive locking))", FindingKind::lockdep);
@@ -176,7 +177,7 @@ ConsoleReport parse_console(std::string_view log) {
     std::string text = strip_timestamp(line);
     if (open_idx) {
       static const std::regex k_new_report(
-          R"(^(?:BUG: |WARNING: |Kernel panic - not syncing|UBSAN:|INFO: task |kernel BUG at |watchdog: BUG|rcu: INFO))");
+          R"(^(?:BUG: |BUG [\w.:-]+ \((?:Not tainted|Tainted:)|WARNING: |Kernel panic - not syncing|UBSAN:|INFO: task |kernel BUG at |watchdog: BUG|rcu: INFO))");
       ConsoleFinding& open = rep.findings[*open_idx];
       bool ends = text.find("---[ end trace") != std::string::npos || text.find("---[ end Kernel panic") != std::string::npos;
       // A new headline closes the report ("Oops: 0002 [#1]" is not one: it continues a BUG: line).
