@@ -77,6 +77,12 @@ Command port_command() {
         sub.add_option("--build-cmd", req->build_cmd, "Build command with {kdir} and {kver} (default: kbuild M=)");
         sub.add_flag("--boot", req->boot, "Also boot the target kernel in QEMU and load the result");
         sub.add_option("--device", req->device, "QEMU -device to probe on with --boot");
+        sub.add_option("--crash-runs", req->crash_runs,
+                       "With --boot: a crash of the port on the target that the unchanged driver does not show on --from "
+                       "is repaired (autodriver crash --repair's repairs), a repair kept only if this many boots run clean; "
+                       "0: only analysed")
+            ->capture_default_str()
+            ->check(CLI::NonNegativeNumber);
         auto compat = sub.add_option("--compat", req->compat_kernels,
                                      "Keep older kernels building (#if LINUX_VERSION_CODE guards): alone, the --from "
                                      "kernel; with a kernel (repeatable: --compat 6.1 --compat 6.12) that one too")

@@ -300,6 +300,10 @@ std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Loca
   if (!fault) fault = first_with(where, "caller");
   if (!fault) return out;
   auto src = view(tree, *fault);
+  // The frame names the symbol; an inlined function's line lies in the function the source names.
+  Location named = *fault;
+  if (src && src->fn && !src->fn->name.empty()) named.function = src->fn->name;
+  fault = &named;
   const std::string code = src ? trimmed(src->line_text(fault->line)) : "";
   auto base = [&](const char* kind, std::string statement) {
     Hypothesis h{kind, std::move(statement), fault->function, fault->file, fault->line, {r.headline}};

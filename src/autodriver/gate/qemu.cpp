@@ -39,7 +39,7 @@ std::vector<std::string> qemu_argv(const BootRequest& r, const std::string& acce
                                 "-initrd",
                                 r.initrd.string(),
                                 "-append",
-                                "console=ttyS0 panic=-1 oops=panic quiet loglevel=4 slub_debug=FZPU page_poison=1"};
+                                "console=ttyS0 panic=-1 oops=panic quiet loglevel=4 slub_debug=FZP"};
   if (accel == "kvm") {
     a.insert(a.end(), {"-accel", "kvm", "-cpu", "host"});
   } else {

@@ -13,13 +13,22 @@ namespace autodriver::loop {
 
 namespace fs = std::filesystem;
 
-nlohmann::json analyse_boot_crash(const nlohmann::json& gates, const std::string& release, const fs::path& tree,
-                                  const fs::path& kernel_src) {
+static std::string boot_console(const nlohmann::json& gates, const std::string& release) {
   const auto& bk = gates["gates"]["boot"]["by_kernel"];
-  if (!bk.is_object() || !bk.contains(release)) return nullptr;
-  std::string console = util::json_get(bk[release]["details"], "console", std::string());
-  auto reports = crash::parse_reports(console);
-  if (reports.empty()) return nullptr;
+  if (!bk.is_object() || !bk.contains(release)) return {};
+  return util::json_get(bk[release]["details"], "console", std::string());
+}
+
+std::vector<std::string> boot_crash_titles(const nlohmann::json& gates, const std::string& release) {
+  std::vector<std::string> out;
+  for (const auto& r : crash::parse_reports(boot_console(gates, release))) out.push_back(r.title);
+  return out;
+}
+
+std::optional<BootCrash> analyse_boot_crash(const nlohmann::json& gates, const std::string& release, const fs::path& tree,
+                                            const fs::path& kernel_src) {
+  auto reports = crash::parse_reports(boot_console(gates, release));
+  if (reports.empty()) return std::nullopt;
   crash::CrashReport& r = reports.front();
   std::vector<std::pair<std::string, fs::path>> modules;
   std::error_code ec;
@@ -46,7 +55,7 @@ nlohmann::json analyse_boot_crash(const nlohmann::json& gates, const std::string
   for (const auto& l : where) j["localized"].push_back(crash::to_json(l));
   j["hypotheses"] = nlohmann::json::array();
   for (const auto& h : hyps) j["hypotheses"].push_back(crash::to_json(h));
-  return j;
+  return BootCrash{std::move(r), std::move(hyps), !where.empty(), std::move(j)};
 }
 
 } // namespace autodriver::loop

@@ -31,6 +31,9 @@ struct PortRequest {
   std::string build_cmd;
   bool boot = false;
   std::string device;
+  /// With --boot: a crash of the ported driver on the target that the unchanged driver does not
+  /// show on --from is repaired, a repair kept only if this many boots run clean; 0: analysed only.
+  int crash_runs = 3;
   bool compat = false;
   std::vector<std::string> compat_kernels; ///< --compat K: older kernels the result must still build on
   std::filesystem::path out;               ///< OUT/tree, OUT/patches, OUT/verdict.json

@@ -10,6 +10,7 @@
 #include "autodriver/kernel/target.hpp"
 #include "autodriver/loop/api_changes.hpp"
 #include "autodriver/loop/compat.hpp"
+#include "autodriver/loop/crash_repair.hpp"
 #include "autodriver/loop/patch_series.hpp"
 #include "autodriver/loop/reference.hpp"
 #include "autodriver/loop/trial_objects.hpp"
@@ -857,13 +858,80 @@ util::Expected<void> PortSession::gates() {
     m_rep.ok = false;
     m_rep.status = "gates-failed";
   }
-  // A crash on the target: what it is and where in the driver it points (not repaired yet).
+  // A crash on the target: what it is, where in the driver it points, and its repair.
   if (outcome == "panic" || outcome == "oops" || outcome == "kernel-warning")
-    if (auto c = analyse_boot_crash(m_rep.gates, m_to->release, m_work, kernel::cached_source(*m_to)); !c.is_null()) {
-      note(fmt::format("the target kernel crashed: {}", c.value("title", "")));
-      m_rep.gates["crash"] = c;
-      step("crash", c);
+    if (auto c = analyse_boot_crash(m_rep.gates, m_to->release, m_work, kernel::cached_source(*m_to))) {
+      note(fmt::format("the target kernel crashed: {}", c->json.value("title", "")));
+      step("crash", c->json);
+      if (c->in_driver && m_req.crash_runs > 0) return repair_boot_crash(*c, cr);
+      m_rep.gates["crash"] = c->json;
     }
+  return {};
+}
+
+util::Expected<void> PortSession::repair_boot_crash(const BootCrash& c, const gate::CheckRequest& cr) {
+  nlohmann::json crash = c.json;
+  auto record = [&](const std::string& why) {
+    crash["repair"] = why;
+    m_rep.gates["crash"] = crash;
+    return util::Expected<void>{};
+  };
+  // A bug the driver had before the port is not the port's to repair.
+  if (m_from) {
+    note(fmt::format("booting the unchanged driver on {} to see whether it crashes there too", m_from->release));
+    gate::CheckRequest base = cr;
+    base.tree = m_req.from_tree.empty() ? m_req.tree : m_req.from_tree;
+    base.root = base.tree;
+    base.kernels = {m_req.from};
+    auto b = gate::run_check(base, nullptr);
+    if (!b) return unexpected(b.error());
+    auto titles = boot_crash_titles(gate::to_json(*b, base), m_from->release);
+    step("baseline-crash", {{"kernel", m_from->release}, {"titles", titles}});
+    if (std::find(titles.begin(), titles.end(), c.report.title) != titles.end())
+      return record(fmt::format("not attempted: the unchanged driver crashes the same way on {} (a bug of the driver, not of "
+                                "the port; autodriver crash --repair tries it)",
+                                m_from->release));
+  }
+  CrashRepairRequest rr;
+  rr.driver = m_work;
+  rr.kernel = m_req.to;
+  rr.device = m_req.device;
+  rr.runs = m_req.crash_runs;
+  rr.out = m_scratch->path() / "crash-repair";
+  rr.build_timeout = limit().timeout;
+  auto rep = repair_crash(rr, c.report, c.hyps, [this](const std::string& m) { note(m); });
+  if (!rep) return unexpected(rep.error());
+  crash["repair"] = *rep;
+  step("crash-repair", {{"status", rep->value("status", "")}, {"reason", rep->value("reason", "")}});
+  m_rep.gates["crash"] = crash;
+  if (!rep->value("repaired", false)) return {};
+  // The repair becomes the series' last patch, and the boot test of the repaired tree the verdict's.
+  const auto& kept = (*rep)["repair"];
+  const std::string file = kept.value("file", "");
+  auto text = util::read_file(rr.out / "tree" / file);
+  if (!text) return unexpected(text.error());
+  if (auto w = util::write_file(m_work / file, *text); !w) return unexpected(w.error());
+  propose::Edit e;
+  e.proposer = "crash-repair";
+  e.change_id = "crash:" + c.report.title;
+  e.label = "crash-repair";
+  e.title = kept.value("kind", "crash") + " in " + (c.hyps.empty() ? std::string("the driver") : c.hyps.front().function + "()");
+  e.description = kept.value("description", "") +
+                  fmt::format(". Found by booting {} in QEMU: '{}'; with this change the module ran clean {} of {} times.",
+                              m_to->release, c.report.title, m_req.crash_runs, m_req.crash_runs);
+  m_rep.accepted.push_back({e, {{file, *text}}, 0, 0, m_rep.accepted.size(), 1});
+  step("accept", {{"change", e.change_id}, {"proposer", e.proposer}, {"title", e.title}});
+  note("boot test of the repaired tree on the target");
+  auto chk = gate::run_check(cr, nullptr);
+  if (!chk) return unexpected(chk.error());
+  auto again = gate::to_json(*chk, cr);
+  again["crash"] = crash;
+  m_rep.gates = std::move(again);
+  step("gates", {{"ok", chk->ok}, {"after", "crash-repair"}});
+  if (chk->ok) {
+    m_rep.ok = true;
+    m_rep.status = "ported";
+  }
   return {};
 }
 

@@ -6,8 +6,10 @@
 // Each phase reads and writes the session's state; the builder, the proposers, kernel resolution
 // and source trees come from PortDeps, so tests script them (tests/unit/test_port_session.cpp).
 
+#include "autodriver/gate/check.hpp"
 #include "autodriver/gate/integrity.hpp"
 #include "autodriver/gate/scratch.hpp"
+#include "autodriver/loop/boot_crash.hpp"
 #include "autodriver/loop/build_state.hpp"
 #include "autodriver/loop/port.hpp"
 #include "autodriver/loop/trial.hpp"
@@ -55,6 +57,9 @@ private:
   util::Expected<bool> integrity_repair(const gate::IntegrityInput& ii, gate::IntegrityReport& integ);
   util::Expected<void> compat();
   util::Expected<void> gates();
+  /// A crash on the target that the unchanged driver does not show on --from: repaired by
+  /// reproduction (loop/crash_repair), the repair kept as one more patch when N boots run clean.
+  util::Expected<void> repair_boot_crash(const BootCrash& c, const gate::CheckRequest& cr);
   util::Expected<void> series();
 
   // Helpers shared by the phases.
