@@ -1,6 +1,7 @@
 // QEMU serial console parsing, on real boots of Debian's 6.1 and 6.12 kernels.
 
 #include "autodriver/gate/console_parser.hpp"
+#include "autodriver/gate/initramfs.hpp"
 #include "fixtures.hpp"
 
 using namespace autodriver::gate;
@@ -106,4 +107,24 @@ TEST(ConsoleParser, ReportsBeforeTheDriverLoadsAreTheMachines) {
   EXPECT_TRUE(rep.findings.front().before_driver);
   EXPECT_FALSE(rep.findings.back().before_driver);
   EXPECT_EQ(rep.findings.back().module, "vpoll");
+}
+
+TEST(Initramfs, AReproducerRunsAfterLoadingAndBeforeUnloading) {
+  InitramfsSpec spec;
+  spec.modules.push_back({"drv", "/x/drv.ko"});
+  EXPECT_EQ(init_script(spec).find("ad-repro"), std::string::npos);
+  spec.repro = "#!/bin/sh\ncat /dev/drv\n";
+  const std::string script = init_script(spec);
+  const auto load = script.find("insmod /lib/ad/drv.ko"), run = script.find("timeout 30 /bin/sh /bin/ad-repro"),
+             unload = script.find("rmmod drv");
+  ASSERT_NE(run, std::string::npos);
+  EXPECT_LT(load, run);
+  EXPECT_LT(run, unload);
+  spec.repro_executable = true;
+  EXPECT_NE(init_script(spec).find("timeout 30 /bin/ad-repro"), std::string::npos);
+  // Its exit status is read back from the console.
+  auto rep = parse_console("@@AD init\n@@AD repro-begin\nread 6\n@@AD repro rc=3\n@@AD done\n");
+  ASSERT_TRUE(rep.repro_rc.has_value());
+  EXPECT_EQ(*rep.repro_rc, 3);
+  EXPECT_FALSE(parse_console("@@AD init\n@@AD done\n").repro_rc.has_value());
 }

@@ -2,6 +2,8 @@
 
 #include "autodriver/cli/commands.hpp"
 #include "autodriver/gate/check.hpp"
+#include "autodriver/gate/repro.hpp"
+#include "autodriver/gate/scratch.hpp"
 #include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/subprocess.hpp"
@@ -11,6 +13,15 @@
 #include <iostream>
 
 namespace autodriver::cli {
+
+std::optional<std::string> repro_error(const std::string& repro) {
+  if (repro.empty()) return std::nullopt;
+  auto dir = gate::make_scratch("repro");
+  if (!dir) return dir.error().message;
+  auto p = gate::prepare_repro(repro, dir->path());
+  if (!p) return p.error().message;
+  return std::nullopt;
+}
 
 static void print_human(const gate::CheckReport& report) {
   for (const auto& kc : report.kernels) {
@@ -50,6 +61,10 @@ Command check_command() {
         sub.add_option("-k,--kernel", req->kernels, "Target kernel: 6.1, 6.12 or a kernel build dir (repeatable)")->required();
         sub.add_flag("--boot", req->boot, "Boot the kernel in QEMU and load the module");
         sub.add_option("--device", req->device, "QEMU -device to probe the driver on (e.g. rtl8139, e1000)");
+        sub.add_option("--repro", req->repro,
+                       "With --boot: run this in the guest once the module is loaded, before it is unloaded: a C file "
+                       "(compiled statically with gcc in the sandbox), a static executable, a script for busybox sh, or "
+                       "a shell command ('ip link set eth0 up')");
         sub.add_option("--build-cmd", req->build_cmd,
                        "Build command run in the tree copy instead of kbuild M=; {kdir} is the kernel build "
                        "dir and {kver} its release, e.g. 'make KERNELDIR={kdir}'");
@@ -67,6 +82,10 @@ Command check_command() {
         sub.add_flag("--json", *json, "Print the versioned JSON verdict (docs/check-json.md)");
         return [=]() -> int {
           req->sparse = !*no_sparse;
+          if (auto bad = repro_error(req->repro)) {
+            std::fprintf(stderr, "autodriver: error: %s\n", bad->c_str());
+            return k_exit_error;
+          }
           req->build_timeout = std::chrono::seconds(*build_timeout);
           req->boot_timeout = std::chrono::seconds(*boot_timeout);
           if (*json)

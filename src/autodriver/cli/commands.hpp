@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <functional>
+#include <optional>
+#include <string>
 #include <string_view>
 
 namespace autodriver::cli {
@@ -35,6 +37,9 @@ Command rerun_command();
 Command apidiff_command(); ///< cmd_apidiff.cpp: API differences between two kernels
 Command rules_command();   ///< cmd_rules.cpp: the rule packs
 Command crash_command();   ///< cmd_crash.cpp: crash reports read, symbolized, localized
+/// `--repro` of check and crash made ready once before any work (cmd_check.cpp): what is wrong
+/// with it (no such file, does not compile, dynamically linked), or nullopt.
+std::optional<std::string> repro_error(const std::string& repro);
 /// `--store PATH` (global option): the run store file; empty = store::default_store_path().
 std::filesystem::path& store_path_option();
 /// `kb export|import` of the run store's KB (cmd_store_kb.cpp), registered on the `kb` command.

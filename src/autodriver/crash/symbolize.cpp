@@ -114,7 +114,9 @@ std::string module_name(std::string name) {
   return name;
 }
 
-int symbolize_report(CrashReport& r, const std::vector<std::pair<std::string, fs::path>>& modules, const fs::path& vmlinux) {
+int symbolize_report(CrashReport& r, const std::vector<std::pair<std::string, fs::path>>& modules, const fs::path& vmlinux,
+                     const std::string& source_root) {
+  const std::string root = source_root.empty() || source_root.ends_with('/') ? source_root : source_root + "/";
   std::map<std::string, fs::path> by_name;
   for (const auto& [n, p] : modules) {
     by_name[n] = p;
@@ -131,8 +133,15 @@ int symbolize_report(CrashReport& r, const std::vector<std::pair<std::string, fs
     std::uint64_t off = faulting || f.offset == 0 ? f.offset : f.offset - 1;
     auto lines = symbolize(elf, f.function, off);
     if (!lines || lines->empty()) return;
-    f.file = lines->front().file;
-    f.line = lines->front().line;
+    const SourceLine* pick = &lines->front();
+    if (!root.empty())
+      for (const auto& l : *lines)
+        if (l.file.starts_with(root)) {
+          pick = &l;
+          break;
+        }
+    f.file = pick->file;
+    f.line = pick->line;
     ++resolved;
   };
   if (r.rip) one(*r.rip, true);

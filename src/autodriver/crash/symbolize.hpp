@@ -41,8 +41,11 @@ util::Expected<std::vector<SourceLine>> symbolize(const std::filesystem::path& e
 
 /// Fills file/line of every frame of `r` whose module is in `modules` (module name -> .ko), and of
 /// kernel frames when `vmlinux` is given, where the report did not carry them. Frames that cannot
-/// be resolved stay as they are. Returns how many were resolved.
+/// be resolved stay as they are. Of an inlined chain the innermost line is taken, or with
+/// `source_root` (where the modules were built) the innermost line in a file under it: a fault in
+/// a kernel header's inline helper is placed on the driver line that used it. Returns how many
+/// were resolved.
 int symbolize_report(CrashReport& r, const std::vector<std::pair<std::string, std::filesystem::path>>& modules,
-                     const std::filesystem::path& vmlinux = {});
+                     const std::filesystem::path& vmlinux = {}, const std::string& source_root = {});
 
 } // namespace autodriver::crash

@@ -159,6 +159,7 @@ ConsoleReport parse_console(std::string_view log) {
         rep.insmods.push_back({first_word(rest), rc_of(rest)});
         insmod_capture.clear();
       } else if (ev == "rmmod") rep.rmmods.push_back({first_word(rest), rc_of(rest)});
+      else if (ev == "repro") rep.repro_rc = rc_of(rest);
       else if (ev == "pci-before") after_pci_before = false;
       else if (ev == "pci-after") after_pci_before = true;
       else if (ev == "pci") parse_pci_marker(rest, after_pci_before ? rep.pci_after : rep.pci_before);

@@ -54,6 +54,7 @@ struct ConsoleReport {
   std::vector<std::pair<std::string, int>> insmods;  ///< the driver's own modules
   std::map<std::string, std::string> insmod_output;  ///< what insmod printed, per module
   std::vector<std::pair<std::string, int>> rmmods;
+  std::optional<int> repro_rc;        ///< "@@AD repro rc=N": the reproducer ran and exited N (124: timed out)
   std::vector<PciBinding> pci_before; ///< bindings before the driver's modules were loaded
   std::vector<PciBinding> pci_after;
   std::optional<long> tainted;

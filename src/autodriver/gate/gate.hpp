@@ -23,7 +23,10 @@ struct CheckRequest {
   std::vector<std::string> kernels; ///< "6.1", "6.12" or paths
   bool sparse = true;
   bool boot = false;
-  std::string device;             ///< QEMU -device for the boot gate, optional
+  std::string device; ///< QEMU -device for the boot gate, optional
+  /// --repro: run in the guest once the modules are loaded (before they are unloaded): a C file
+  /// (compiled statically on the host in the sandbox), a script file, or a shell command.
+  std::string repro;
   std::string build_cmd;          ///< custom build command with {kdir} {kver}; empty: kbuild M=
   std::filesystem::path baseline; ///< tree whose sparse warnings do not count
   std::chrono::seconds build_timeout{600};

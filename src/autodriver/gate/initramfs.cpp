@@ -36,6 +36,9 @@ pci() {
   s += fmt::format("sleep {:.1f}\n", spec.settle_seconds);
   s += "echo \"@@AD pci-after\"\npci\n";
   s += "echo \"@@AD tainted $(cat /proc/sys/kernel/tainted)\"\n";
+  if (!spec.repro.empty())
+    s += fmt::format("echo \"@@AD repro-begin\"\ntimeout {} {}/bin/ad-repro 2>&1\necho \"@@AD repro rc=$?\"\n",
+                     spec.repro_timeout_s, spec.repro_executable ? "" : "/bin/sh ");
   if (spec.unload)
     for (auto it = spec.modules.rbegin(); it != spec.modules.rend(); ++it)
       s += fmt::format("grep -q '^{0} ' /proc/modules && {{ rmmod {0} 2>&1; echo \"@@AD rmmod {0} rc=$?\"; }}\n", it->name);
@@ -68,9 +71,14 @@ util::Expected<std::string> build_initramfs(const InitramfsSpec& spec, const fs:
   auto bb = util::read_file(busybox);
   if (!bb) return util::unexpected(bb.error());
   w.add_file("bin/busybox", *bb, 0755);
-  for (const char* applet : {"sh", "mount", "insmod", "rmmod", "dmesg", "poweroff", "cat", "basename", "readlink", "sleep",
-                             "grep", "echo", "ls", "lsmod"})
+  // What /init needs, and what a reproducer script may use.
+  for (const char* applet :
+       {"sh",    "mount", "insmod",  "rmmod", "dmesg",    "poweroff", "cat",  "basename", "readlink", "sleep", "grep",  "echo",
+        "ls",    "lsmod", "timeout", "ip",    "ifconfig", "dd",       "head", "tail",     "printf",   "test",  "[",     "true",
+        "false", "seq",   "mknod",   "mkdir", "rm",       "cp",       "mv",   "chmod",    "kill",     "ps",    "uname", "wc",
+        "sed",   "awk",   "find",    "xargs", "tee",      "touch",    "sync", "usleep",   "hexdump"})
     w.add_symlink(std::string("bin/") + applet, "busybox");
+  if (!spec.repro.empty()) w.add_file("bin/ad-repro", spec.repro, 0755);
   for (const auto* list : {&spec.preload, &spec.modules}) {
     for (const auto& m : *list) {
       auto bytes = module_bytes(m.host_path);

@@ -20,6 +20,10 @@ struct InitramfsSpec {
   std::vector<ModuleFile> modules; ///< the driver's own modules, in load order
   bool unload = true;              ///< rmmod the driver's modules (reverse order) after the checks
   double settle_seconds = 0.3;     ///< wait after insmod so that deferred probes can run
+  /// A reproducer run once the modules are loaded: a static executable, or a script run by sh.
+  std::string repro;
+  bool repro_executable = false;
+  int repro_timeout_s = 30;
 };
 
 /// The /init shell script for `spec`.

@@ -5,6 +5,7 @@
 #include "autodriver/gate/gate.hpp"
 #include "autodriver/gate/initramfs.hpp"
 #include "autodriver/gate/qemu.hpp"
+#include "autodriver/gate/repro.hpp"
 #include "autodriver/kernel/modules_dep.hpp"
 #include "autodriver/kernel/target.hpp"
 #include "autodriver/util/files.hpp"
@@ -124,6 +125,18 @@ public:
     for (const auto& n : deps->load_order(external, ext_missing))
       if (!preloaded.count(n)) spec.preload.push_back({n, in.kernel.modules_dir / deps->path_of(n)});
     for (const auto& n : own_order) spec.modules.push_back({n, ours[n]});
+    std::string repro_kind;
+    if (!in.request.repro.empty()) {
+      auto prog = prepare_repro(in.request.repro, in.scratch / "repro");
+      if (!prog) {
+        g.infra_error = prog.error().message;
+        g.summary = g.infra_error.value();
+        return finish(g);
+      }
+      spec.repro = std::move(prog->bytes);
+      spec.repro_executable = prog->executable;
+      repro_kind = prog->kind;
+    }
 
     auto cpio = build_initramfs(spec, *busybox);
     if (!cpio) {
@@ -152,6 +165,10 @@ public:
     }
     ConsoleReport rep = parse_console(booted->console);
     fill_verdict(g, in, spec, rep, *booted, ext_missing);
+    if (!repro_kind.empty())
+      g.details["repro"] = {{"kind", repro_kind},
+                            {"ran", rep.repro_rc.has_value()},
+                            {"rc", rep.repro_rc ? nlohmann::json(*rep.repro_rc) : nlohmann::json(nullptr)}};
     return finish(g);
   }
 

@@ -38,7 +38,7 @@ std::optional<BootCrash> analyse_boot_crash(const nlohmann::json& gates, const s
     if (it->path().extension() != ".ko" || !it->is_regular_file(ec)) continue;
     modules.emplace_back(crash::module_name(it->path().stem().string()), it->path());
   }
-  const int symbolized = crash::symbolize_report(r, modules);
+  const int symbolized = crash::symbolize_report(r, modules, {}, gate::k_sandbox_tree);
   std::set<std::string> names;
   for (const auto& [n, _] : modules) names.insert(n);
   auto where = crash::localize(r, names, tree, gate::k_sandbox_tree);

@@ -22,6 +22,7 @@ struct CrashRepairRequest {
   std::filesystem::path driver; ///< never written
   std::string kernel;
   std::string device;        ///< QEMU -device the driver probes on (empty: load only)
+  std::string repro;         ///< run in the guest once the module is loaded (gate::CheckRequest::repro)
   int runs = 3;              ///< N: boots of a candidate, all of which must be clean
   std::filesystem::path out; ///< OUT/tree, OUT/repair.patch, OUT/repair.json
   std::chrono::seconds build_timeout{600};

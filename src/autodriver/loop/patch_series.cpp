@@ -123,13 +123,12 @@ util::Expected<std::vector<std::string>> write_patch_series(const PortRequest& r
                                                    : fmt::format("{}", fmt::join(a.edit.evidence, ", "));
     // A crash repair (loop/crash_repair) was judged by boots, not by build errors: its description says how.
     const bool crash_fix = a.edit.proposer == "crash-repair";
-    std::string body =
-        wrap(a.edit.description) + wrap(api_lines(a.edit)) + "\n" +
-        (crash_fix ? std::string()
-                   : wrap(fmt::format("This change was made by the {} proposer; kernel evidence ({} site(s)): {}.",
-                                      a.edit.proposer, a.edit.support, evidence)) +
-                         wrap(figures) + "\n") +
-        wrap(validation);
+    std::string body = wrap(a.edit.description) + wrap(api_lines(a.edit)) + "\n" +
+                       (crash_fix ? std::string()
+                                  : wrap(fmt::format("This change was made by the {} proposer; kernel evidence ({} site(s)): {}.",
+                                                     a.edit.proposer, a.edit.support, evidence)) +
+                                        wrap(figures) + "\n") +
+                       wrap(validation);
     if (req.signoff) body += fmt::format("\nSigned-off-by: {} <{}>\n", who.name, who.email);
     std::string msg = fmt::format("{}: {} {}\n\n{}", driver, crash_fix ? "fix" : "adapt to", a.edit.title, body);
     if (auto r = git(repo, {"add", "-A"}, who); !r) return util::unexpected(r.error());
