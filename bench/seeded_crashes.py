@@ -9,7 +9,10 @@ deterministic mutator injects one bug per mutant at sites it finds itself (nothi
   release-early   in the function named as `.remove`: a call statement `f(x, ...)` moves before
                   an earlier statement that still uses x or a pointer derived from x in the
                   function's declarations (`q = g(x)`): before the nearest such statement, and
-                  (a second mutant) before the first one.
+                  (a second mutant) before the first one;
+  release-twice   in the function named as `.remove`: one of its last two call statements
+                  `f(x, ...)` is repeated at the end of the function (a second release on the same
+                  path, as when a cleanup path releases what was released already).
 
 Sites are taken in source order, at most --per-class per driver and class. Each mutant is built
 and booted with its device (`autodriver check --boot`); one that does not build or does not crash
@@ -232,11 +235,48 @@ def sites_release_early(code, fn):
                        "moved": moved, "before": before}
 
 
+def sites_release_twice(code, fn):
+    body = function_body(code, fn)
+    if not body:
+        return
+    sts = statements(code, body)
+    if not sts:
+        return
+    last = sts[-1]
+    end = last if code[last[0]:last[1]].startswith("return") else None
+    n = 0
+    for k in range(len(sts) - 1, 0, -1):
+        a, b = sts[k]
+        m = re.fullmatch(r"([A-Za-z_]\w*)\s*\(\s*([A-Za-z_]\w*)\s*[,)][^;{]*;", code[a:b].strip())
+        if not m or m.group(1) in ("if", "while", "for", "switch", "return", "sizeof"):
+            continue
+        moved = whole_lines(code, (a, b))
+        if not moved:
+            continue
+        # The copy goes before a final return, else after the last statement.
+        at = whole_lines(code, end) if end else None
+        at = at[0] if at else whole_lines(code, last)[1] if whole_lines(code, last) else None
+        if at is None:
+            continue
+        yield {"class": "release-twice", "function": fn, "variable": m.group(2), "callee": m.group(1),
+               "copied": moved, "at": at}
+        n += 1
+        if n == 2:
+            break
+
+
+def copy_to(text, copied, at):
+    """The text with the whole lines `copied` inserted again at offset `at` (a line start)."""
+    seg = text[copied[0]:copied[1]]
+    return text[:at] + seg + text[at:], at
+
+
 def mutants(tree, files, per_class):
     """Every mutant of the driver: (file, site, new text), deterministic order."""
     out = []
     for cls, member, finder in (("use-before-set", "probe", sites_use_before_set),
-                                ("release-early", "remove", sites_release_early)):
+                                ("release-early", "remove", sites_release_early),
+                                ("release-twice", "remove", sites_release_twice)):
         n = 0
         for f in sorted(files):
             if not f.endswith(".c"):
@@ -247,14 +287,24 @@ def mutants(tree, files, per_class):
                 for site in finder(code, fn):
                     if n >= per_class:
                         break
-                    new, at = move_before(text, site["moved"], site["before"])
-                    # The seeded lines in the mutant: the moved statement and the one it now precedes.
-                    seg = text[site["moved"][0]:site["moved"][1]]
-                    first = line_of(new, at)
-                    last = first + seg.count("\n") - 1
-                    after_len = text[site["before"][0]:site["before"][1]].count("\n")
-                    site.update(file=f, lines=list(range(first, last + after_len + 1)),
-                                moved_text=seg.strip())
+                    if "copied" in site:
+                        # The seeded lines: the original statement and its copy.
+                        new, at = copy_to(text, site["copied"], site["at"])
+                        seg = text[site["copied"][0]:site["copied"][1]]
+                        orig = line_of(text, site["copied"][0])
+                        first = line_of(new, at)
+                        n_lines = seg.count("\n")
+                        site.update(file=f, lines=list(range(orig, orig + n_lines)) + list(range(first, first + n_lines)),
+                                    moved_text=seg.strip())
+                    else:
+                        new, at = move_before(text, site["moved"], site["before"])
+                        # The seeded lines in the mutant: the moved statement and the one it now precedes.
+                        seg = text[site["moved"][0]:site["moved"][1]]
+                        first = line_of(new, at)
+                        last = first + seg.count("\n") - 1
+                        after_len = text[site["before"][0]:site["before"][1]].count("\n")
+                        site.update(file=f, lines=list(range(first, last + after_len + 1)),
+                                    moved_text=seg.strip())
                     out.append((f, site, new))
                     n += 1
     return out

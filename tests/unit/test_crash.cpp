@@ -4,6 +4,7 @@
 #include "autodriver/crash/repair.hpp"
 #include "autodriver/crash/report.hpp"
 #include "autodriver/crash/symbolize.hpp"
+#include "autodriver/crash/tail_call.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/subprocess.hpp"
 #include "fixtures.hpp"
@@ -467,4 +468,56 @@ TEST(CrashReport, SlubDebugsDoubleFreeWithItsTracksAndTheWarningsTrace) {
   ASSERT_FALSE(h.empty());
   EXPECT_EQ(h[0].kind, "double-free");
   EXPECT_EQ(h[0].statement, "slab_df_init() frees an object already freed by slab_df_init()");
+}
+
+TEST(CrashRepair, TheSecondOfTwoIdenticalReleasesGoes) {
+  Tree t("static void rm(struct pci_dev *pdev)\n{\n\tstruct t *x = pci_get_drvdata(pdev);\n\n\tthing_stop(x);\n"
+         "\tthing_free(x);\n\tpci_disable_device(pdev);\n\tthing_free(x);\n}\n");
+  auto r = null_report("rm", 8);
+  r.kind = crash::CrashKind::bug_on;
+  auto h = crash::hypothesize(r, crash::localize(r, {"drv"}, t.path(), "/autodriver/tree"), t.path(), frees_only);
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "double-release");
+  EXPECT_EQ(h[0].statement,
+            "rm() calls thing_free(x) at drv.c:8 after calling it at drv.c:6 on the same path (x is not set again in between)");
+  auto reps = crash::propose_repairs(h, t.path(), {});
+  ASSERT_EQ(reps.size(), 1u);
+  EXPECT_EQ(reps[0].new_text, "static void rm(struct pci_dev *pdev)\n{\n\tstruct t *x = pci_get_drvdata(pdev);\n\n"
+                              "\tthing_stop(x);\n\tthing_free(x);\n\tpci_disable_device(pdev);\n}\n");
+  // Set again in between: two objects, no double release.
+  Tree n("static void rm(void)\n{\n\tstruct t *x = thing_new();\n\n\tthing_free(x);\n\tx = thing_new();\n\tthing_free(x);\n}\n");
+  auto r2 = null_report("rm", 7);
+  r2.kind = crash::CrashKind::bug_on;
+  auto h2 = crash::hypothesize(r2, crash::localize(r2, {"drv"}, n.path(), "/autodriver/tree"), n.path(), frees_only);
+  ASSERT_FALSE(h2.empty());
+  EXPECT_NE(h2[0].kind, "double-release");
+}
+
+TEST(CrashLocalize, AFrameLostToATailCallIsFoundThroughTheMemberTheKernelCalls) {
+  auto k = util::TempDir::create(std::filesystem::temp_directory_path(), "ad-crash-kernel");
+  ASSERT_TRUE(k);
+  std::filesystem::create_directories(k->path() / "drivers/base");
+  ASSERT_TRUE(util::write_file(k->path() / "drivers/base/bus.c",
+                               "static void bus_remove(struct dev *d)\n{\n\tif (d->drv->remove)\n\t\td->drv->remove(d);\n}\n"));
+  EXPECT_EQ(crash::members_called_by(k->path(), "bus_remove"), (std::set<std::string>{"remove"}));
+  Tree t("static void rm(struct dev *d)\n{\n\tstruct t *x = d->priv;\n\n\tthing_free(x);\n\tthing_free(x);\n}\n"
+         "static int pr(struct dev *d)\n{\n\treturn thing_free(d);\n}\n"
+         "static struct drv d = {\n\t.probe = pr,\n\t.remove = rm,\n};\n");
+  crash::CrashReport r;
+  r.kind = crash::CrashKind::general_protection;
+  r.headline = "Oops: general protection fault";
+  r.rip = crash::Frame{"kfree", 0x72, 0x370, "", true, false, "", 0};
+  r.trace = {crash::Frame{"thing_free", 0x2e, 0x1e0, "", true, false, "", 0},
+             crash::Frame{"bus_remove", 0x40, 0xa0, "", true, false, "", 0}};
+  auto where = crash::localize(r, {"drv"}, t.path(), "/autodriver/tree", k->path());
+  ASSERT_EQ(where.size(), 1u);
+  EXPECT_EQ(where[0].function, "rm");
+  EXPECT_EQ(where[0].line, 6);
+  EXPECT_EQ(where[0].inferred, "tail-call");
+  EXPECT_FALSE(where[0].from_debug_info);
+  auto h = crash::hypothesize(r, where, t.path(), {});
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "double-release");
+  // Without the kernel's source, or with a driver frame in the trace, nothing is inferred.
+  EXPECT_TRUE(crash::localize(r, {"drv"}, t.path(), "/autodriver/tree").empty());
 }

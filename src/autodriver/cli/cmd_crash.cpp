@@ -201,9 +201,9 @@ int run_crash(const CrashOptions& o) {
   int resolved = 0;
   for (auto& r : reports) resolved += crash::symbolize_report(r, modules, o.vmlinux, gate::k_sandbox_tree);
   const auto& primary = reports.front();
-  auto cands = crash::localize(primary, driver_modules, o.driver, gate::k_sandbox_tree);
-  auto hyps =
-      crash::hypothesize(primary, cands, o.driver, crash::release_oracle(kernel ? kernel::cached_source(*kernel) : fs::path()));
+  const fs::path kernel_src = kernel ? kernel::cached_source(*kernel) : fs::path();
+  auto cands = crash::localize(primary, driver_modules, o.driver, gate::k_sandbox_tree, kernel_src);
+  auto hyps = crash::hypothesize(primary, cands, o.driver, crash::release_oracle(kernel_src));
   crash::rank_by_hypotheses(cands, hyps);
   const bool in_driver = !cands.empty();
 

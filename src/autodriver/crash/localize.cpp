@@ -1,5 +1,6 @@
 #include "autodriver/crash/localize.hpp"
 
+#include "autodriver/crash/tail_call.hpp"
 #include "autodriver/csrc/tokens.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/strings.hpp"
@@ -236,7 +237,7 @@ std::string at_text(const Location& l) {
 } // namespace
 
 std::vector<Location> localize(const CrashReport& r, const std::set<std::string>& driver_modules, const fs::path& tree,
-                               const std::string& build_root) {
+                               const std::string& build_root, const fs::path& kernel_src) {
   std::vector<Location> out;
   std::set<std::string> seen;
   auto ours = [&](const Frame& f) {
@@ -260,6 +261,19 @@ std::vector<Location> localize(const CrashReport& r, const std::set<std::string>
     if (f.reliable) add(f, fmt::format("caller {} in the call trace", ++k), out.empty() ? "fault" : "caller");
   for (const auto& f : r.free_stack) add(f, "frees the object (the report's free stack)", "free");
   for (const auto& f : r.alloc_stack) add(f, "allocates the object (the report's allocation stack)", "alloc");
+  if (out.empty())
+    if (auto tc = lost_tail_call(r, tree, kernel_src)) {
+      Location c{tc->function,
+                 driver_modules.size() == 1 ? *driver_modules.begin() : std::string(),
+                 tc->file,
+                 tc->line,
+                 fmt::format("its last statement tail-calls {}() (a tail call leaves no frame); {}() calls it as .{}", tc->callee,
+                             tc->caller, tc->member),
+                 "fault",
+                 false,
+                 "tail-call"};
+      out.push_back(std::move(c));
+    }
   return out;
 }
 
@@ -270,7 +284,8 @@ nlohmann::json to_json(const Location& l) {
           {"line", l.line},
           {"why", l.why},
           {"role", l.role},
-          {"from_debug_info", l.from_debug_info}};
+          {"from_debug_info", l.from_debug_info},
+          {"inferred", l.inferred}};
 }
 
 nlohmann::json to_json(const Hypothesis& h) {
@@ -304,13 +319,27 @@ std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Loca
   Location named = *fault;
   if (src && src->fn && !src->fn->name.empty()) named.function = src->fn->name;
   fault = &named;
+  const bool exact = fault->from_debug_info || !fault->inferred.empty(); // the line is a statement's
   const std::string code = src ? trimmed(src->line_text(fault->line)) : "";
   auto base = [&](const char* kind, std::string statement) {
     Hypothesis h{kind, std::move(statement), fault->function, fault->file, fault->line, {r.headline}};
     if (!code.empty()) h.evidence.push_back(fmt::format("{}:{}: {}", fault->file, fault->line, code));
     return h;
   };
-  if (src && src->fn && fault->from_debug_info)
+  if (src && src->fn && exact)
+    if (auto rc = repeated_call(src->toks, *src->fn, fault->line)) {
+      Hypothesis h = base("double-release", "");
+      h.variable = rc->call.var;
+      h.set_line = rc->first_line;
+      h.callee = rc->call.callee;
+      h.statement =
+          fmt::format("{}() calls {}({}) at {}:{} after calling it at {}:{} on the same path ({} is not set again "
+                      "in between)",
+                      fault->function, h.callee, h.variable, h.file, rc->again_line, h.file, rc->first_line, h.variable);
+      h.evidence.push_back(fmt::format("{}:{}: {}", h.file, rc->first_line, trimmed(src->line_text(rc->first_line))));
+      out.push_back(std::move(h));
+    }
+  if (src && src->fn && exact && out.empty())
     if (auto rb = release_before_use(src->toks, *src->fn, fault->line, releases)) {
       Hypothesis h = base("use-after-release", "");
       h.variable = rb->release.var;
@@ -331,7 +360,7 @@ std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Loca
   case CrashKind::kasan_other:
   case CrashKind::oops: {
     std::optional<Hypothesis> pointer;
-    if (src && fault->from_debug_info) pointer = pointer_hypothesis(r, *fault, *src);
+    if (src && exact) pointer = pointer_hypothesis(r, *fault, *src);
     if (pointer) out.push_back(std::move(*pointer));
     else
       out.push_back(base(

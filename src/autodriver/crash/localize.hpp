@@ -23,21 +23,26 @@ struct Location {
   std::string why;  ///< "faulting instruction", "caller 2 in the call trace", ...
   std::string role; ///< "fault", "caller", "free", "alloc"
   bool from_debug_info = false;
+  /// Not in the trace but inferred from it and the source ("tail-call": the frame a tail call lost,
+  /// at the function's last statement); the line is then a statement's, as with debug info.
+  std::string inferred;
 };
 
 /// The driver's frames of `r`, most likely first. `driver_modules` empty: every module frame.
 /// Source files under `build_root` (where the modules were built, as their debug info names it)
 /// are made relative to it; frames without a source line are placed at their function's
-/// definition in `tree` (if given).
+/// definition in `tree` (if given). With no driver frame in the trace, `kernel_src` (the target's
+/// source) lets a driver function lost to a tail call be found (tail_call.hpp).
 std::vector<Location> localize(const CrashReport& r, const std::set<std::string>& driver_modules,
-                               const std::filesystem::path& tree, const std::string& build_root);
+                               const std::filesystem::path& tree, const std::string& build_root,
+                               const std::filesystem::path& kernel_src = {});
 
 /// A checkable statement about one location.
 struct Hypothesis {
   std::string
-      kind; ///< "use-after-release", "null-pointer", "use-before-set", "unchecked-result", "bad-pointer", "use-after-free",
-            ///< "double-free", "warn-condition", "bug-condition", "refcount-underflow", "lock-order",
-            ///< "blocked"
+      kind; ///< "double-release", "use-after-release", "null-pointer", "use-before-set", "unchecked-result", "bad-pointer", "use-after-free",
+  ///< "double-free", "warn-condition", "bug-condition", "refcount-underflow", "lock-order",
+  ///< "blocked"
   std::string statement; ///< one sentence naming functions, variables and file:line
   std::string function;
   std::string file;
@@ -45,7 +50,8 @@ struct Hypothesis {
   std::vector<std::string> evidence; ///< the lines of the trace and source it rests on
   /// Pointer hypotheses: the dereferenced variable, the line of the assignment the statement
   /// names (before the use, or after it for use-before-set) and the function it called, if any;
-  /// use-after-release: the released variable, the line of the release and the releasing function.
+  /// use-after-release: the released variable, the line of the release and the releasing function;
+  /// double-release: the variable, the line of the first call and the function called twice.
   std::string variable;
   int set_line = 0;
   std::string callee;

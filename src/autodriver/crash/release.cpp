@@ -160,4 +160,24 @@ std::optional<ReleaseBeforeUse> release_before_use(const std::vector<csrc::Token
   return std::nullopt;
 }
 
+std::optional<RepeatedCall> repeated_call(const std::vector<csrc::Token>& t, const csrc::Unit& fn, int line) {
+  auto sts = csrc::block_statements(t, fn.body);
+  std::size_t at = sts.size();
+  for (std::size_t k = 0; k < sts.size(); ++k)
+    if (t[sts[k].first].line <= line && line <= t[sts[k].second].line) at = k;
+  if (at == sts.size()) return std::nullopt;
+  auto again = call_statement(t, sts[at].first, sts[at].second);
+  if (!again) return std::nullopt;
+  const std::string text = csrc::join_tokens(t, sts[at].first, sts[at].second);
+  for (std::size_t k = at; k-- > 0;) {
+    const auto [a, b] = sts[k];
+    // Set again in between: a new object, not a second release of the first.
+    for (std::size_t i = a; i + 1 <= b; ++i)
+      if (t[i].text == again->var && t[i + 1].text == "=" && !(i > 0 && (t[i - 1].text == "->" || t[i - 1].text == ".")))
+        return std::nullopt;
+    if (csrc::join_tokens(t, a, b) == text) return RepeatedCall{*again, t[a].line, t[sts[at].first].line};
+  }
+  return std::nullopt;
+}
+
 } // namespace autodriver::crash

@@ -63,4 +63,13 @@ struct ReleaseBeforeUse {
 std::optional<ReleaseBeforeUse> release_before_use(const std::vector<csrc::Token>& t, const csrc::Unit& fn, int line,
                                                    const ReleaseOracle& releases);
 
+/// The same call statement `callee(var, ...)` twice on one path of a function's body: the one at
+/// `line` (top-level) and an earlier top-level one, `var` not assigned in between.
+struct RepeatedCall {
+  CallStatement call;
+  int first_line = 0;
+  int again_line = 0;
+};
+std::optional<RepeatedCall> repeated_call(const std::vector<csrc::Token>& t, const csrc::Unit& fn, int line);
+
 } // namespace autodriver::crash

@@ -210,6 +210,32 @@ std::optional<RepairEdit> move_release(const Hypothesis& h, const std::string& t
   return std::nullopt;
 }
 
+/// The second of two identical call statements (the one the crash points at) goes.
+std::optional<RepairEdit> drop_repeat(const Hypothesis& h, const std::string& text) {
+  auto toks = csrc::tokenize(text);
+  for (const auto& u : csrc::find_units(toks)) {
+    if (u.kind != csrc::UnitKind::function || toks[u.first].line > h.line || toks[u.last].line < h.line) continue;
+    auto rc = repeated_call(toks, u, h.line);
+    if (!rc || rc->call.callee != h.callee || rc->call.var != h.variable) return std::nullopt;
+    const int from = toks[rc->call.first].line, to = toks[rc->call.last].line;
+    for (std::size_t i = 0; i < toks.size(); ++i)
+      if (toks[i].line >= from && toks[i].line <= to && (i < rc->call.first || i > rc->call.last)) return std::nullopt;
+    auto lines = util::split_lines(text);
+    std::vector<std::string_view> keep;
+    for (int l = 1; l <= static_cast<int>(lines.size()); ++l)
+      if (l < from || l > to) keep.push_back(lines[static_cast<std::size_t>(l) - 1]);
+    RepairEdit e;
+    e.kind = h.kind;
+    e.file = h.file;
+    e.new_text = join_lines(keep, !text.empty() && text.back() == '\n');
+    e.description = fmt::format("{}() called {}({}) a second time at {}:{} (first at line {}): the second call goes", h.function,
+                                h.callee, h.variable, h.file, from, rc->first_line);
+    e.evidence = h.evidence;
+    return e;
+  }
+  return std::nullopt;
+}
+
 } // namespace
 
 FailureHandling failure_handling(const fs::path& kernel_src, const std::string& callee) {
@@ -269,6 +295,7 @@ std::vector<RepairEdit> propose_repairs(const std::vector<Hypothesis>& hyps, con
     std::optional<RepairEdit> e;
     if (h.kind == "use-before-set") e = move_assignment(h, *text);
     else if (h.kind == "use-after-release") e = move_release(h, *text);
+    else if (h.kind == "double-release") e = drop_repeat(h, *text);
     else if (h.kind == "unchecked-result") e = add_test(h, *text, kernel_src);
     if (e && e->new_text != *text) out.push_back(std::move(*e));
   }

@@ -5,6 +5,7 @@
 //   use-before-set    the assignment (with the NULL/IS_ERR test right after it) moves before the
 //                     statement that dereferenced the variable too early;
 //   use-after-release the release moves after the last statement that still uses the object;
+//   double-release    the second of two identical calls on one path (the one that crashed) goes;
 //   unchecked-result  a test of the call's result goes after the assignment, returning what the
 //                     target kernel's own drivers return when the same function fails.
 

@@ -41,7 +41,7 @@ std::optional<BootCrash> analyse_boot_crash(const nlohmann::json& gates, const s
   const int symbolized = crash::symbolize_report(r, modules, {}, gate::k_sandbox_tree);
   std::set<std::string> names;
   for (const auto& [n, _] : modules) names.insert(n);
-  auto where = crash::localize(r, names, tree, gate::k_sandbox_tree);
+  auto where = crash::localize(r, names, tree, gate::k_sandbox_tree, kernel_src);
   auto hyps = crash::hypothesize(r, where, tree, crash::release_oracle(kernel_src));
   crash::rank_by_hypotheses(where, hyps);
   nlohmann::json j = {{"title", r.title},

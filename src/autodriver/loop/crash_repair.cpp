@@ -100,8 +100,8 @@ util::Expected<nlohmann::json> repair_crash(const CrashRepairRequest& req, const
   auto repairs = crash::propose_repairs(hyps, req.driver, kernel::cached_source(*k));
   if (repairs.empty()) {
     j["status"] = "no-repair";
-    j["reason"] =
-        "no repair class covers these hypotheses (repairs exist for use-before-set, use-after-release and unchecked-result)";
+    j["reason"] = "no repair class covers these hypotheses (repairs exist for use-before-set, use-after-release, double-release "
+                  "and unchecked-result)";
     return j;
   }
   note(fmt::format("reproducing '{}' with the unchanged driver on {}", report.title, k->release));
