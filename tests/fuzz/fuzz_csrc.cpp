@@ -19,6 +19,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (const auto& u : find_units(toks)) {
     if (u.kind == UnitKind::initializer) (void)designated_members(toks, u);
     if (u.last < toks.size()) (void)find_calls(toks, u.first, u.last);
+    if (u.kind == UnitKind::function && u.body < toks.size() && toks[u.body].text == "{")
+      for (auto [a, b] : block_statements(toks, u.body))
+        if (a > b || b >= toks.size()) __builtin_trap();
   }
   for (std::size_t i = 0; i < toks.size() && i < 64; ++i)
     if (toks[i].text == "(" || toks[i].text == "{" || toks[i].text == "[") (void)matching_close(toks, i);
