@@ -250,6 +250,20 @@ FailureHandling failure_handling(const fs::path& kernel_src, const std::string& 
   const std::regex ret(R"(return\s+(-E[A-Z0-9]+)\s*;)");
   std::map<std::string, int> errors;
   int is_err = 0, null_tests = 0;
+  // The tests of one variable name, compiled once per name (drivers reuse a few: ret, priv, dev).
+  struct Tests {
+    std::regex is_err, null;
+  };
+  std::map<std::string, Tests> tests_of;
+  auto tests_for = [&](const std::string& x) -> const Tests& {
+    auto it = tests_of.find(x);
+    if (it == tests_of.end())
+      it = tests_of
+               .emplace(x, Tests{std::regex("if\\s*\\(\\s*IS_ERR(_OR_NULL)?\\s*\\(\\s*" + x + "\\s*\\)"),
+                                 std::regex("if\\s*\\(\\s*(!\\s*" + x + "\\b|" + x + "\\s*==\\s*NULL)")})
+               .first;
+    return it->second;
+  };
   for (const auto& rel : files) {
     auto text = util::read_file(kernel_src / rel);
     if (!text) continue;
@@ -265,8 +279,9 @@ FailureHandling failure_handling(const fs::path& kernel_src, const std::string& 
         std::string t(lines[j]);
         if (t.find(x) == std::string::npos && !tested) continue;
         if (!tested) {
-          if (std::regex_search(t, std::regex("if\\s*\\(\\s*IS_ERR(_OR_NULL)?\\s*\\(\\s*" + x + "\\s*\\)"))) tested = 2;
-          else if (std::regex_search(t, std::regex("if\\s*\\(\\s*(!\\s*" + x + "\\b|" + x + "\\s*==\\s*NULL)"))) tested = 1;
+          const Tests& re = tests_for(x);
+          if (std::regex_search(t, re.is_err)) tested = 2;
+          else if (std::regex_search(t, re.null)) tested = 1;
           if (!tested) break;
           (tested == 2 ? is_err : null_tests)++;
         }
