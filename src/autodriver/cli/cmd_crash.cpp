@@ -271,57 +271,56 @@ int run_crash(const CrashOptions& o) {
 } // namespace
 
 Command crash_command() {
-  return {
-      "crash",
-      "Read a kernel crash report (oops, KASAN, WARNING, BUG, lockdep, hangs): its kind and normalized title, "
-      "frames symbolized from the driver's debug info, the driver lines it points at and what happened there; "
-      "with --repair, repairs kept only when QEMU confirms them",
-      [](CLI::App& sub) -> std::function<int()> {
-        auto o = std::make_shared<CrashOptions>();
-        sub.add_option("log", o->log, "Console log or crash report (QEMU serial output, dmesg, a syzbot report)")->required();
-        sub.add_option("--driver", o->driver,
-                       "Driver source tree (never written): with --kernel it is built in a scratch copy for "
-                       "its debug info, and frames without line info are placed at their function's definition")
-            ->check(CLI::ExistingDirectory);
-        sub.add_option("--kernel,-k", o->kernel,
-                       "Kernel the log comes from (6.12, 7.3, a release, host or a build dir); a log of another "
-                       "kernel is refused");
-        sub.add_option("--module", o->modules,
-                       "A built module with debug info, NAME=FILE.ko or FILE.ko (repeatable); "
-                       "instead of building --driver");
-        sub.add_option("--vmlinux", o->vmlinux, "A vmlinux with debug info, for the kernel's own frames")
-            ->check(CLI::ExistingFile);
-        sub.add_flag("--json", o->json, "Print the versioned JSON document");
-        sub.add_flag(
-            "--repair", o->repair,
-            "Try repairs for the hypotheses (use-before-set, use-after-release, unchecked-result): reproduce the crash with the "
-            "unchanged driver, then keep a repair only when --runs boots of it are all clean; needs --driver, "
-            "--kernel and -o");
-        sub.add_option("-o,--out", o->out, "With --repair: OUT/tree, OUT/repair.patch, OUT/repair.json");
-        sub.add_option("--device", o->device, "With --repair: the QEMU -device the driver probes on (e.g. edu)");
-        sub.add_option("--repro", o->repro,
-                       "With --repair: what makes the crash happen once the module is loaded (check --boot's --repro: "
-                       "a C file, a static executable, a script or a shell command); default: loading and unloading");
-        sub.add_option("--runs", o->runs, "With --repair: boots of a candidate that must all be clean")
-            ->check(CLI::Range(1, 20))
-            ->capture_default_str();
-        return [o]() -> int {
-          if (o->repair && (o->driver.empty() || o->kernel.empty() || o->out.empty())) {
-            std::fprintf(stderr, "autodriver: error: --repair needs --driver DIR, --kernel K and -o OUT\n");
-            return k_exit_error;
-          }
-          if (!o->repro.empty() && !o->repair) {
-            std::fprintf(stderr, "autodriver: error: --repro is for --repair (the log is the crash already)\n");
-            return k_exit_error;
-          }
-          if (auto bad = repro_error(o->repro)) {
-            std::fprintf(stderr, "autodriver: error: %s\n", bad->c_str());
-            return k_exit_error;
-          }
-          if (o->json && util::log_level() != util::LogLevel::debug) util::set_log_level(util::LogLevel::quiet);
-          return run_crash(*o);
-        };
-      }};
+  return {"crash",
+          "Read a kernel crash report (oops, KASAN, WARNING, BUG, lockdep, hangs): its kind and normalized title, "
+          "frames symbolized from the driver's debug info, the driver lines it points at and what happened there; "
+          "with --repair, repairs kept only when QEMU confirms them",
+          [](CLI::App& sub) -> std::function<int()> {
+            auto o = std::make_shared<CrashOptions>();
+            sub.add_option("log", o->log, "Console log or crash report (QEMU serial output, dmesg, a syzbot report)")->required();
+            sub.add_option("--driver", o->driver,
+                           "Driver source tree (never written): with --kernel it is built in a scratch copy for "
+                           "its debug info, and frames without line info are placed at their function's definition")
+                ->check(CLI::ExistingDirectory);
+            sub.add_option("--kernel,-k", o->kernel,
+                           "Kernel the log comes from (6.12, 7.3, a release, host or a build dir); a log of another "
+                           "kernel is refused");
+            sub.add_option("--module", o->modules,
+                           "A built module with debug info, NAME=FILE.ko or FILE.ko (repeatable); "
+                           "instead of building --driver");
+            sub.add_option("--vmlinux", o->vmlinux, "A vmlinux with debug info, for the kernel's own frames")
+                ->check(CLI::ExistingFile);
+            sub.add_flag("--json", o->json, "Print the versioned JSON document");
+            sub.add_flag("--repair", o->repair,
+                         "Try repairs for the hypotheses (use-before-set, use-after-release, double-release, unchecked-result): "
+                         "reproduce the crash with the "
+                         "unchanged driver, then keep a repair only when --runs boots of it are all clean; needs --driver, "
+                         "--kernel and -o");
+            sub.add_option("-o,--out", o->out, "With --repair: OUT/tree, OUT/repair.patch, OUT/repair.json");
+            sub.add_option("--device", o->device, "With --repair: the QEMU -device the driver probes on (e.g. edu)");
+            sub.add_option("--repro", o->repro,
+                           "With --repair: what makes the crash happen once the module is loaded (check --boot's --repro: "
+                           "a C file, a static executable, a script or a shell command); default: loading and unloading");
+            sub.add_option("--runs", o->runs, "With --repair: boots of a candidate that must all be clean")
+                ->check(CLI::Range(1, 20))
+                ->capture_default_str();
+            return [o]() -> int {
+              if (o->repair && (o->driver.empty() || o->kernel.empty() || o->out.empty())) {
+                std::fprintf(stderr, "autodriver: error: --repair needs --driver DIR, --kernel K and -o OUT\n");
+                return k_exit_error;
+              }
+              if (!o->repro.empty() && !o->repair) {
+                std::fprintf(stderr, "autodriver: error: --repro is for --repair (the log is the crash already)\n");
+                return k_exit_error;
+              }
+              if (auto bad = repro_error(o->repro)) {
+                std::fprintf(stderr, "autodriver: error: %s\n", bad->c_str());
+                return k_exit_error;
+              }
+              if (o->json && util::log_level() != util::LogLevel::debug) util::set_log_level(util::LogLevel::quiet);
+              return run_crash(*o);
+            };
+          }};
 }
 
 } // namespace autodriver::cli
