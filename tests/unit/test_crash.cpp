@@ -521,3 +521,14 @@ TEST(CrashLocalize, AFrameLostToATailCallIsFoundThroughTheMemberTheKernelCalls) 
   // Without the kernel's source, or with a driver frame in the trace, nothing is inferred.
   EXPECT_TRUE(crash::localize(r, {"drv"}, t.path(), "/autodriver/tree").empty());
 }
+
+TEST(CrashReport, SevenXsWarningHeadline) {
+  auto r = only("console/7.3-warning-disable-twice.txt");
+  EXPECT_EQ(r.kind, crash::CrashKind::warning);
+  EXPECT_EQ(r.detail, "drivers/pci/pci.c:2238");
+  EXPECT_EQ(r.title, "WARNING in pci_disable_device");
+  EXPECT_EQ(r.task, "rmmod");
+  EXPECT_EQ(r.release, "7.3.4+deb13-amd64");
+  ASSERT_TRUE(r.rip.has_value());
+  EXPECT_EQ(r.rip->function, "pci_disable_device");
+}

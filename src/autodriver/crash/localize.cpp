@@ -106,24 +106,10 @@ std::vector<Assignment> assignments(const SourceView& v, const std::string& x) {
   std::vector<Assignment> out;
   if (!v.fn) return out;
   const auto& t = v.toks;
-  for (std::size_t i = v.fn->body; i + 2 <= v.fn->last && i + 1 < t.size(); ++i) {
-    if (t[i].text != x || t[i + 1].text != "=") continue;
-    // `p->x = v`, `s.x = v`, `*p = v`: a store through something else, not an assignment of x.
-    if (i > 0 && (t[i - 1].text == "->" || t[i - 1].text == ".")) continue;
-    if (i > 0 && t[i - 1].text == "*") {
-      const std::string before = i >= 2 ? t[i - 2].text : ";";
-      if (before == ";" || before == "{" || before == "}" || before == ")" || before == ":" || before == "else") continue;
-    }
+  for (const auto& as : csrc::assignments_of(t, v.fn->body, v.fn->last, x)) {
+    const std::size_t i = as.var_tok, e = as.end_tok;
     Assignment a;
     a.line = t[i].line;
-    std::size_t e = i + 2;
-    int depth = 0;
-    for (; e <= v.fn->last && e < t.size(); ++e) {
-      if (t[e].text == "(" || t[e].text == "[" || t[e].text == "{") ++depth;
-      else if (t[e].text == ")" || t[e].text == "]" || t[e].text == "}") --depth;
-      if (depth <= 0 && (t[e].text == ";" || t[e].text == ",") && depth == 0) break;
-      if (depth < 0) break;
-    }
     if (e > i + 2) a.rhs = csrc::join_tokens(t, i + 2, e - 1);
     // `(type *)f(...)` and `f(...)`: the callee.
     std::size_t k = i + 2;

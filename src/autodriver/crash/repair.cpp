@@ -21,17 +21,12 @@ namespace {
 /// The statement starting on `line` that assigns `var`: its token range [first, last] (the ';').
 std::optional<std::pair<std::size_t, std::size_t>> statement_at(const std::vector<csrc::Token>& t, int line,
                                                                 const std::string& var) {
-  for (std::size_t i = 0; i + 1 < t.size(); ++i) {
-    if (t[i].line != line || t[i].text != var || t[i + 1].text != "=") continue;
-    std::size_t b = i;
+  if (t.empty()) return std::nullopt;
+  for (const auto& a : csrc::assignments_of(t, 0, t.size() - 1, var)) {
+    if (t[a.var_tok].line != line || t[a.end_tok].text != ";") continue;
+    std::size_t b = a.var_tok;
     while (b > 0 && t[b - 1].text != ";" && t[b - 1].text != "{" && t[b - 1].text != "}") --b;
-    int depth = 0;
-    for (std::size_t e = i; e < t.size(); ++e) {
-      if (t[e].text == "(" || t[e].text == "[" || t[e].text == "{") ++depth;
-      else if (t[e].text == ")" || t[e].text == "]" || t[e].text == "}") --depth;
-      if (depth == 0 && t[e].text == ";") return std::make_pair(b, e);
-      if (depth < 0) return std::nullopt;
-    }
+    return std::make_pair(b, a.end_tok);
   }
   return std::nullopt;
 }

@@ -107,6 +107,8 @@ struct Headline {
 std::optional<Headline> headline(std::string_view t) {
   static const std::regex k_kasan(R"(BUG: KASAN: ([\w-]+)(?: in (\S+))?)");
   static const std::regex k_warning(R"(^WARNING: CPU: \d+ PID: \d+ at (\S+))");
+  // Newer kernels (7.x): "WARNING: drivers/pci/pci.c:2238 at pci_disable_device+0xa6/0xc0, CPU#0: rmmod/122".
+  static const std::regex k_warning_at(R"(^WARNING: (\S+:\d+) at ([^,\s]+), CPU#\d+: )");
   static const std::regex k_bug_at(R"(^kernel BUG at (\S+?)!?$)");
   static const std::regex k_ubsan(R"(^UBSAN: ([\w-]+) in (\S+))");
   static const std::regex k_slab(R"(^BUG ([\w.:-]+) \((?:Not tainted|Tainted:[^)]*)\): (.+)$)");
@@ -142,6 +144,11 @@ std::optional<Headline> headline(std::string_view t) {
                         "WARNING: lock held when returning", "WARNING: suspicious RCU usage",
                         "WARNING: possible irq lock inversion", "WARNING: nested lock was not taken"})
     if (t.starts_with(l)) return Headline{CrashKind::lockdep, std::string(t.substr(9)), std::nullopt};
+  if (std::regex_search(s.c_str(), m, k_warning_at)) {
+    Headline h{CrashKind::warning, m[1].str(), std::nullopt};
+    h.at = parse_frame(m[2].str());
+    return h;
+  }
   if (std::regex_search(s.c_str(), m, k_warning)) {
     Headline h{CrashKind::warning, m[1].str(), std::nullopt};
     h.at = parse_frame(s.substr(static_cast<std::size_t>(m.position(0) + m.length(0))));

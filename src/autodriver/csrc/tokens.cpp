@@ -236,6 +236,30 @@ std::vector<std::pair<std::size_t, std::size_t>> block_statements(const std::vec
   return out;
 }
 
+std::vector<VarAssignment> assignments_of(const std::vector<Token>& t, std::size_t first, std::size_t last,
+                                          const std::string& x) {
+  std::vector<VarAssignment> out;
+  for (std::size_t i = first; i + 2 <= last && i + 1 < t.size(); ++i) {
+    if (t[i].text != x || t[i + 1].text != "=") continue;
+    if (i > 0 && (t[i - 1].text == "->" || t[i - 1].text == ".")) continue;
+    if (i > 0 && t[i - 1].text == "*") {
+      const std::string before = i >= 2 ? t[i - 2].text : ";";
+      if (before == ";" || before == "{" || before == "}" || before == ")" || before == ":" || before == "else") continue;
+    }
+    std::size_t e = i + 2;
+    int depth = 0;
+    for (; e <= last && e < t.size(); ++e) {
+      if (t[e].text == "(" || t[e].text == "[" || t[e].text == "{") ++depth;
+      else if (t[e].text == ")" || t[e].text == "]" || t[e].text == "}") --depth;
+      if (depth == 0 && (t[e].text == ";" || t[e].text == ",")) break;
+      if (depth < 0) break;
+    }
+    if (e > last || e >= t.size() || depth != 0) continue;
+    out.push_back({i, e});
+  }
+  return out;
+}
+
 /// Unit and call scanning treat an unbalanced bracket as running to the end of the file.
 static std::size_t match_close(const std::vector<Token>& toks, std::size_t open) {
   std::size_t c = matching_close(toks, open);

@@ -93,6 +93,16 @@ std::size_t matching_close(const std::vector<Token>& toks, std::size_t open);
 /// its own; directives are skipped). Empty when the block is unbalanced.
 std::vector<std::pair<std::size_t, std::size_t>> block_statements(const std::vector<Token>& toks, std::size_t open);
 
+/// An assignment `x = value` (a declaration's initializer too) in a token range: the index of x
+/// and of the ';' or ',' that ends the value. Stores through something else (`p->x = v`,
+/// `s.x = v`, `*x = v`) are not assignments of x.
+struct VarAssignment {
+  std::size_t var_tok = 0;
+  std::size_t end_tok = 0;
+};
+std::vector<VarAssignment> assignments_of(const std::vector<Token>& toks, std::size_t first, std::size_t last,
+                                          const std::string& x);
+
 /// Token texts printed as C is written: `ACPI_COMPANION(&pdev->dev)`, `f(a, b)`, `struct x *`.
 std::string c_text(const std::vector<std::string>& toks);
 
