@@ -368,8 +368,12 @@ def main():
     ap.add_argument("-o", "--work", default="seeded-work")
     ap.add_argument("--ad", default=os.environ.get("AD", "autodriver"))
     ap.add_argument("--list", action="store_true", help="print the mutants and stop")
+    ap.add_argument("--report", metavar="RESULTS_JSON", help="print the table of an earlier run's results.json and stop")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
+    if a.report:
+        report(json.load(open(a.report)))
+        return
     src = subprocess.run([a.ad, "kernel", "source", a.kernel], stdout=subprocess.PIPE, check=True).stdout.decode().strip()
     os.makedirs(a.work, exist_ok=True)
     rows = []
@@ -410,7 +414,7 @@ def main():
             try:
                 d = json.loads(so)
             except ValueError:
-                row.update(error=se[-300:], seconds=round(secs, 1))
+                row.update(error=se[-300:] or "no output", seconds=round(secs, 1))
                 continue
             row.update(score(site, d), seconds=round(secs, 1), title=(d.get("reports") or [{}])[0].get("title", ""))
             print("%-32s top1=%s top3=%s %s %s %.0fs" % (tag, row["top1"], row["top3"], row["hypothesis"],
@@ -431,19 +435,22 @@ def report(rows):
     for cls in sorted({r["class"] for r in rows}) + ["all"]:
         rs = [r for r in rows if cls in ("all", r["class"])]
         built = [r for r in rs if r.get("mutant") in ("ok", "crash")]
-        crashed = [r for r in rs if r.get("mutant") == "crash" and "top1" in r]
+        # Every crashing mutant counts; one the crash command failed on (an error row) is a miss.
+        crashed = [r for r in rs if r.get("mutant") == "crash"]
         if not crashed:
             print("| %s | %d | %d | 0 | - | - | - | - |" % (cls, len(rs), len(built)))
             continue
-        pct = lambda k: "%d (%.0f %%)" % (sum(1 for r in crashed if r[k]), 100.0 * sum(1 for r in crashed if r[k]) / len(crashed))
+        hit = lambda k: sum(1 for r in crashed if r.get(k))
+        pct = lambda k: "%d (%.0f %%)" % (hit(k), 100.0 * hit(k) / len(crashed))
         print("| %s | %d | %d | %d | %s | %s | %s | %.0f |" % (
             cls, len(rs), len(built), len(crashed), pct("top1"), pct("top3"), pct("repaired"),
-            statistics.median(r["seconds"] for r in crashed)))
+            statistics.median(r["seconds"] for r in crashed if "seconds" in r)))
     print()
     for r in rows:
-        print("- %s: %s%s" % (r["id"], r.get("mutant", "?"),
-                              "" if "top1" not in r else ", %s, top-1 %s, %s (%s)" % (
-                                  r.get("title", ""), r["top1"], r["repair_status"], r["hypothesis"])))
+        print("- %s: %s%s%s" % (r["id"], r.get("mutant", "?"),
+                                "" if "top1" not in r else ", %s, top-1 %s, %s (%s)" % (
+                                    r.get("title", ""), r["top1"], r["repair_status"], r["hypothesis"]),
+                                ", crash command failed: " + r["error"].strip().splitlines()[-1][:160] if "error" in r else ""))
 
 
 if __name__ == "__main__":
