@@ -76,7 +76,11 @@ void print_human(const CrashOptions& o, const std::vector<crash::CrashReport>& r
     fmt::print("localized in the driver ({} frame(s) symbolized from debug info):\n", resolved);
     for (const auto& c : cands)
       fmt::print("  {}{} {}:{}  [{}]{}\n", c.function, c.module.empty() ? "" : " [" + c.module + "]",
-                 c.file.empty() ? "?" : c.file, c.line, c.why, c.from_debug_info ? "" : "  (its definition: no line info)");
+                 c.file.empty() ? "?" : c.file, c.line, c.why,
+                 c.from_debug_info     ? ""
+                 : !c.inferred.empty() ? "  (inferred from the trace and the source: " + c.inferred + ")"
+                 : c.role == "cause"   ? "  (from the source)"
+                                       : "  (its definition: no line info)");
     for (const auto& h : hyps) fmt::print("hypothesis ({}): {}\n", h.kind, h.statement);
   } else {
     fmt::print("the crash is in the kernel, not in the driver's modules{}: nothing to localize in the driver\n",
