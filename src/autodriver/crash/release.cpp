@@ -40,6 +40,15 @@ bool read_after(const std::vector<csrc::Token>& t, std::size_t semi, std::size_t
   return false;
 }
 
+/// The index of the statement of `sts` whose lines hold `line`; sts.size() when none does.
+std::size_t statement_holding(const std::vector<csrc::Token>& t, const std::vector<std::pair<std::size_t, std::size_t>>& sts,
+                              int line) {
+  std::size_t at = sts.size();
+  for (std::size_t k = 0; k < sts.size(); ++k)
+    if (t[sts[k].first].line <= line && line <= t[sts[k].second].line) at = k;
+  return at;
+}
+
 bool starts_statement(const std::vector<csrc::Token>& t, std::size_t i) {
   if (i == 0) return true;
   const auto& p = t[i - 1].text;
@@ -133,9 +142,7 @@ std::optional<ReleaseBeforeUse> release_before_use(const std::vector<csrc::Token
                                                    const ReleaseOracle& releases) {
   if (!releases) return std::nullopt;
   auto sts = csrc::block_statements(t, fn.body);
-  std::size_t at = sts.size();
-  for (std::size_t k = 0; k < sts.size(); ++k)
-    if (t[sts[k].first].line <= line && line <= t[sts[k].second].line) at = k;
+  const std::size_t at = statement_holding(t, sts, line);
   if (at == sts.size()) return std::nullopt;
   auto found = [&](std::size_t rel, std::size_t use, const CallStatement& c, ReleaseEvidence ev) {
     return ReleaseBeforeUse{c, t[sts[rel].first].line, t[sts[use].first].line, std::move(ev)};
@@ -162,9 +169,7 @@ std::optional<ReleaseBeforeUse> release_before_use(const std::vector<csrc::Token
 
 std::optional<RepeatedCall> repeated_call(const std::vector<csrc::Token>& t, const csrc::Unit& fn, int line) {
   auto sts = csrc::block_statements(t, fn.body);
-  std::size_t at = sts.size();
-  for (std::size_t k = 0; k < sts.size(); ++k)
-    if (t[sts[k].first].line <= line && line <= t[sts[k].second].line) at = k;
+  const std::size_t at = statement_holding(t, sts, line);
   if (at == sts.size()) return std::nullopt;
   auto again = call_statement(t, sts[at].first, sts[at].second);
   if (!again) return std::nullopt;

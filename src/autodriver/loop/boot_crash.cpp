@@ -19,6 +19,11 @@ static std::string boot_console(const nlohmann::json& gates, const std::string& 
   return util::json_get(bk[release]["details"], "console", std::string());
 }
 
+std::string boot_outcome(const nlohmann::json& gates, const std::string& release) {
+  const auto& bk = gates["gates"]["boot"]["by_kernel"];
+  return bk.is_object() && bk.contains(release) ? util::json_get(bk[release]["details"], "outcome", "") : std::string();
+}
+
 std::vector<std::string> boot_crash_titles(const nlohmann::json& gates, const std::string& release) {
   std::vector<std::string> out;
   for (const auto& r : crash::parse_reports(boot_console(gates, release))) out.push_back(r.title);

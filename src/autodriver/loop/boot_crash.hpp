@@ -29,6 +29,10 @@ struct BootCrash {
 std::optional<BootCrash> analyse_boot_crash(const nlohmann::json& gates, const std::string& release,
                                             const std::filesystem::path& tree, const std::filesystem::path& kernel_src = {});
 
+/// The boot gate's outcome on `release` in check's JSON `gates` ("ok", "oops", ...); empty when
+/// that kernel has no boot result.
+std::string boot_outcome(const nlohmann::json& gates, const std::string& release);
+
 /// The titles of the crash reports on the boot console of `release` in check's JSON `gates`.
 std::vector<std::string> boot_crash_titles(const nlohmann::json& gates, const std::string& release);
 

@@ -1,5 +1,7 @@
 #include "autodriver/loop/crash_repair.hpp"
 
+#include "autodriver/loop/boot_crash.hpp"
+
 #include "autodriver/crash/repair.hpp"
 #include "autodriver/gate/check.hpp"
 #include "autodriver/gate/integrity.hpp"
@@ -41,9 +43,8 @@ util::Expected<Run> boot_once(const CrashRepairRequest& req, const core::Kernel&
   Run r;
   r.ok = chk->ok;
   if (bk.is_object() && bk.contains(k.release)) {
-    const auto& d = bk[k.release]["details"];
-    r.outcome = util::json_get(d, "outcome", std::string());
-    for (const auto& rep : crash::parse_reports(util::json_get(d, "console", std::string()))) r.titles.push_back(rep.title);
+    r.outcome = boot_outcome(j, k.release);
+    r.titles = boot_crash_titles(j, k.release);
   } else {
     // No boot: the build failed.
     r.outcome = "build-failed";

@@ -807,11 +807,6 @@ util::Expected<void> PortSession::compat() {
   return {};
 }
 
-static std::string boot_outcome(const nlohmann::json& g, const std::string& release) {
-  const auto& bk = g["gates"]["boot"]["by_kernel"];
-  return bk.is_object() && bk.contains(release) ? util::json_get(bk[release]["details"], "outcome", "") : std::string();
-}
-
 // --boot: the module loads in the target kernel under QEMU. A module the unchanged driver cannot
 // load on its own kernel either (a required parameter, hardware it checks for) says nothing about
 // the port: then the unchanged driver is loaded there too, and the same outcome is no failure.
