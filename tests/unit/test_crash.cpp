@@ -532,3 +532,122 @@ TEST(CrashReport, SevenXsWarningHeadline) {
   ASSERT_TRUE(r.rip.has_value());
   EXPECT_EQ(r.rip->function, "pci_disable_device");
 }
+
+TEST(CrashLock, WhichCallsTakeALockIsLearnedFromTheKernelsDrivers) {
+  auto k = util::TempDir::create(std::filesystem::temp_directory_path(), "ad-crash-kernel");
+  ASSERT_TRUE(k);
+  std::filesystem::create_directories(k->path() / "drivers/a");
+  // thing_lock(&x->l) is given back with thing_unlock in the same function; pin(x) is followed
+  // by pin_more(x) only half the time: not scoped.
+  std::string c;
+  for (int i = 0; i < 9; ++i)
+    c += "static int f" + std::to_string(i) +
+         "(struct t *x, unsigned long fl)\n{\n\tthing_lock(&x->l, fl);\n\tx->n++;\n\tthing_unlock(&x->l, fl);\n"
+         "\tpin(x);\n" +
+         (i % 2 ? "\tpin_more(x);\n" : "") + "\treturn 0;\n}\n";
+  ASSERT_TRUE(util::write_file(k->path() / "drivers/a/x.c", c));
+  auto p = crash::scoped_pair(k->path(), "thing_lock");
+  EXPECT_EQ(p.release, "thing_unlock");
+  EXPECT_EQ(p.calls, 9);
+  EXPECT_EQ(p.released, 9);
+  EXPECT_TRUE(p.scoped());
+  EXPECT_TRUE(p.release_takes_all_args());
+  EXPECT_FALSE(crash::scoped_pair(k->path(), "pin").scoped());
+  EXPECT_FALSE(crash::scoped_pair(k->path(), "no_such_call").scoped());
+  EXPECT_TRUE(crash::same_lock("& priv -> lock", "&p->lock"));
+  EXPECT_TRUE(crash::same_lock("&mll.lock", "& mll . lock"));
+  EXPECT_FALSE(crash::same_lock("&a.lock", "&b.lock"));
+  EXPECT_FALSE(crash::same_lock("&p->lock", "&p->other"));
+}
+
+namespace {
+
+crash::ScopedPair mutex_pair(const std::string& acquire) {
+  if (acquire == "mutex_lock" || acquire == "mutex_lock_interruptible") return {acquire, "mutex_unlock", 100, 99, 0};
+  if (acquire == "spin_lock_irqsave") return {acquire, "spin_unlock_irqrestore", 100, 98, 97};
+  return {acquire, "", 100, 0, 0};
+}
+
+std::vector<int> held_lines(const std::string& code, const std::string& acquire) {
+  auto t = csrc::tokenize(code);
+  std::vector<int> out;
+  for (const auto& u : csrc::find_units(t))
+    for (const auto& h : crash::held_exits(t, u, mutex_pair(acquire))) out.push_back(h.exit_line);
+  return out;
+}
+
+} // namespace
+
+TEST(CrashLock, ExitsThatLeaveTheLockHeld) {
+  // An unbraced early return, a goto past the unlock, and the end of the body.
+  const std::string a = "int f(struct s *p)\n{\n\tmutex_lock(&p->m);\n\tif (p->n)\n\t\treturn 0;\n"
+                        "\tif (p->k)\n\t\tgoto out;\n\tmutex_unlock(&p->m);\nout:\n\treturn 1;\n}\n"
+                        "void g(struct s *p)\n{\n\tmutex_lock(&p->m);\n\tp->n = 0;\n}\n";
+  EXPECT_EQ(held_lines(a, "mutex_lock"), (std::vector<int>{5, 7, 16}));
+  // A goto to the unlock, a failed interruptible lock (both forms), a return after the unlock.
+  const std::string b = "int f(struct s *p)\n{\n\tint ret;\n\tif (mutex_lock_interruptible(&p->m))\n\t\treturn -EINTR;\n"
+                        "\tif (p->n)\n\t\tgoto unlock;\n\tp->n = 1;\nunlock:\n\tmutex_unlock(&p->m);\n\treturn 0;\n}\n"
+                        "int g(struct s *p)\n{\n\tint ret = 0;\n\tret = mutex_lock_interruptible(&p->m);\n\tif (ret)\n"
+                        "\t\treturn ret;\n\tmutex_unlock(&p->m);\n\treturn ret;\n}\n";
+  EXPECT_TRUE(held_lines(b, "mutex_lock_interruptible").empty());
+  // An unlock in one switch case does not cover another case's return; an unlock only under an if covers nothing.
+  const std::string c = "int f(struct s *p, int x)\n{\n\tmutex_lock(&p->m);\n\tswitch (x) {\n\tcase 1:\n"
+                        "\t\tmutex_unlock(&p->m);\n\t\treturn 1;\n\tdefault:\n\t\treturn 2;\n\t}\n}\n"
+                        "int g(struct s *p)\n{\n\tmutex_lock(&p->m);\n\tif (p->n)\n\t\tmutex_unlock(&p->m);\n\treturn 0;\n}\n";
+  EXPECT_EQ(held_lines(c, "mutex_lock"), (std::vector<int>{9, 11, 17}));
+  // The release gets all the acquire's arguments when the kernel's drivers pass them all.
+  auto t = csrc::tokenize("void f(struct s *p)\n{\n\tunsigned long fl;\n\tspin_lock_irqsave(&p->l, fl);\n\tif (p->n)\n"
+                          "\t\treturn;\n\tspin_unlock_irqrestore(&p->l, fl);\n}\n");
+  auto units = csrc::find_units(t);
+  ASSERT_EQ(units.size(), 1u);
+  auto held = crash::held_exits(t, units[0], mutex_pair("spin_lock_irqsave"));
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0].release_call, "spin_unlock_irqrestore(&p->l, fl)");
+  EXPECT_EQ(held[0].lock, "&p->l");
+  EXPECT_EQ(held[0].acquire_line, 4);
+  EXPECT_TRUE(held[0].released_elsewhere);
+}
+
+TEST(CrashRepair, AHungTaskOnALockLeftHeldGetsTheUnlock) {
+  Tree t("static ssize_t rd(struct file *f)\n{\n\tstruct s *st = f->private_data;\n\n\tmutex_lock(&st->lock);\n"
+         "\tif (st->done)\n\t\treturn 0;\n\tst->done = 1;\n\tmutex_unlock(&st->lock);\n\treturn 1;\n}\n");
+  crash::CrashReport r;
+  r.kind = crash::CrashKind::hung_task;
+  r.headline = "INFO: task cat:153 blocked for more than 15 seconds.";
+  r.trace = {crash::Frame{"__mutex_lock.constprop.0", 0x37d, 0x6f0, "", true, false, "", 0},
+             crash::Frame{"rd", 0x5d, 0xd0, "drv", true, false, "/autodriver/tree/drv.c", 5}};
+  auto where = crash::localize(r, {"drv"}, t.path(), "/autodriver/tree");
+  auto h = crash::hypothesize(r, where, t.path(), {}, mutex_pair);
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "missing-unlock");
+  EXPECT_EQ(h[0].statement, "rd() returns at drv.c:7 with &st->lock held (taken with mutex_lock() at line 5, released with "
+                            "mutex_unlock() on its other exits); rd() then blocks taking it at drv.c:5");
+  crash::rank_by_hypotheses(where, h);
+  ASSERT_FALSE(where.empty());
+  EXPECT_EQ(where[0].role, "cause");
+  EXPECT_EQ(where[0].line, 7);
+  auto reps = crash::propose_repairs(h, t.path(), {});
+  ASSERT_FALSE(reps.empty());
+  EXPECT_EQ(reps[0].new_text,
+            "static ssize_t rd(struct file *f)\n{\n\tstruct s *st = f->private_data;\n\n\tmutex_lock(&st->lock);\n"
+            "\tif (st->done) {\n\t\tmutex_unlock(&st->lock);\n\t\treturn 0;\n\t}\n\tst->done = 1;\n"
+            "\tmutex_unlock(&st->lock);\n\treturn 1;\n}\n");
+  // Without the kernel's word that mutex_lock is given back in the same function, no such claim.
+  auto h2 = crash::hypothesize(r, where, t.path(), {}, {});
+  ASSERT_FALSE(h2.empty());
+  EXPECT_EQ(h2[0].kind, "blocked");
+}
+
+TEST(CrashReport, AHungTaskOnAMutexWithTheTraceFromTheDmesgDump) {
+  auto rs = crash::parse_reports(fixture("console/6.12-hung-task-mutex.txt"));
+  ASSERT_FALSE(rs.empty());
+  const auto& r = rs.front();
+  EXPECT_EQ(r.kind, crash::CrashKind::hung_task);
+  EXPECT_EQ(r.title, "INFO: task hung in mll_read");
+  EXPECT_EQ(r.task, "cat");
+  EXPECT_EQ(r.release, "6.12.118+deb12-amd64");
+  bool driver_frame = false;
+  for (const auto& f : r.trace) driver_frame = driver_frame || (f.function == "mll_read" && f.module == "misc_lock_leak");
+  EXPECT_TRUE(driver_frame);
+  for (const auto& x : rs) EXPECT_EQ(x.title, r.title);
+}

@@ -1,5 +1,6 @@
 #include "autodriver/crash/localize.hpp"
 
+#include "autodriver/crash/driver_files.hpp"
 #include "autodriver/crash/tail_call.hpp"
 #include "autodriver/csrc/tokens.hpp"
 #include "autodriver/util/files.hpp"
@@ -210,6 +211,75 @@ std::optional<Hypothesis> pointer_hypothesis(const CrashReport& r, const Locatio
   return std::nullopt;
 }
 
+/// Missing unlock: the crash's line takes a lock (a scoped acquire, learned from the kernel) and
+/// a driver function leaves that lock held on one of its exits. Exits of functions that release
+/// the lock elsewhere (an inconsistent exit), naming it exactly as the crashing line, and of the
+/// crashing function itself come first.
+std::vector<Hypothesis> lock_hypotheses(const CrashReport& r, const Location& at, const SourceView& v, const fs::path& tree,
+                                        const PairOracle& pairs) {
+  std::vector<Hypothesis> out;
+  if (!pairs || !v.fn) return out;
+  std::optional<ScopedPair> pair;
+  std::string lock;
+  for (const auto& c : csrc::find_calls(v.toks, v.fn->body, v.fn->last)) {
+    if (v.toks[c.name_tok].line != at.line || c.args.empty()) continue;
+    auto p = pairs(c.callee);
+    if (!p.scoped()) continue;
+    pair = p;
+    lock = c.args[0];
+    break;
+  }
+  if (!pair) return out;
+  struct Found {
+    HeldExit exit;
+    std::string file, function;
+    int rank = 0;
+  };
+  std::vector<Found> found;
+  for (const auto& f : read_driver(tree))
+    for (const auto& u : f.units)
+      for (auto& h : held_exits(f.toks, u, *pair)) {
+        if (!same_lock(h.lock, lock)) continue;
+        auto squeeze = [](std::string x) {
+          std::erase(x, ' ');
+          return x;
+        };
+        int rank = (h.released_elsewhere ? 0 : 4) + (squeeze(h.lock) == squeeze(lock) ? 0 : 2) + (u.name == at.function ? 0 : 1);
+        found.push_back({std::move(h), f.rel, u.name, rank});
+      }
+  std::stable_sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.rank < b.rank; });
+  for (const auto& f : found) {
+    Hypothesis h;
+    h.kind = "missing-unlock";
+    h.function = f.function;
+    h.file = f.file;
+    h.line = f.exit.exit_line;
+    h.variable = f.exit.lock;
+    h.set_line = f.exit.acquire_line;
+    h.callee = pair->release;
+    h.call = f.exit.release_call;
+    const std::string blocked = r.kind == CrashKind::soft_lockup ? "spins on it" : "blocks taking it";
+    h.statement =
+        fmt::format("{}() {} at {}:{} with {} held (taken with {}() at line {}{}); {} then {} at {}:{}", f.function,
+                    f.exit.exit_first < f.exit.exit_last ? "returns" : "ends", f.file, f.exit.exit_line, f.exit.lock,
+                    pair->acquire, f.exit.acquire_line,
+                    f.exit.released_elsewhere ? fmt::format(", released with {}() on its other exits", pair->release) : "",
+                    at.function + "()", blocked, at.file, at.line);
+    h.evidence.push_back(r.headline);
+    auto text = util::read_file(tree / f.file);
+    auto lines = text ? util::split_lines(*text) : std::vector<std::string_view>{};
+    for (int l : {f.exit.acquire_line, f.exit.exit_line})
+      if (l >= 1 && static_cast<std::size_t>(l) <= lines.size())
+        h.evidence.push_back(fmt::format("{}:{}: {}", f.file, l, trimmed(std::string(lines[static_cast<std::size_t>(l) - 1]))));
+    if (f.file != at.file || (at.line != f.exit.acquire_line && at.line != f.exit.exit_line))
+      h.evidence.push_back(fmt::format("{}:{}: {}", at.file, at.line, trimmed(v.line_text(at.line))));
+    h.evidence.push_back(fmt::format("the target kernel's drivers call {}() after {} of {} {}() calls in the same function",
+                                     pair->release, pair->released, pair->calls, pair->acquire));
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
 const Location* first_with(const std::vector<Location>& where, std::string_view role) {
   for (const auto& l : where)
     if (l.role == role) return &l;
@@ -280,22 +350,25 @@ nlohmann::json to_json(const Hypothesis& h) {
 }
 
 void rank_by_hypotheses(std::vector<Location>& where, const std::vector<Hypothesis>& hyps) {
-  if (hyps.empty() || hyps.front().kind != "use-after-release" || where.empty()) return;
+  if (hyps.empty() || where.empty()) return;
   const Hypothesis& h = hyps.front();
-  if (h.set_line == where.front().line && h.file == where.front().file) return;
-  Location cause{
-      h.function,
-      where.front().module,
-      h.file,
-      h.set_line,
-      fmt::format("releases {} with {}() before the use at line {} (the driver's source)", h.variable, h.callee, h.line),
-      "cause",
-      false};
+  Location cause{h.function, where.front().module, h.file, 0, "", "cause", false};
+  if (h.kind == "use-after-release") {
+    cause.line = h.set_line;
+    cause.why =
+        fmt::format("releases {} with {}() before the use at line {} (the driver's source)", h.variable, h.callee, h.line);
+  } else if (h.kind == "missing-unlock") {
+    cause.line = h.line;
+    cause.why = fmt::format("leaves {} held (taken at line {}; the driver's source)", h.variable, h.set_line);
+  } else {
+    return;
+  }
+  if (cause.line == where.front().line && cause.file == where.front().file) return;
   where.insert(where.begin(), std::move(cause));
 }
 
 std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Location>& where, const fs::path& tree,
-                                    const ReleaseOracle& releases) {
+                                    const ReleaseOracle& releases, const PairOracle& pairs) {
   std::vector<Hypothesis> out;
   const Location* fault = first_with(where, "fault");
   if (!fault) fault = first_with(where, "caller");
@@ -339,6 +412,9 @@ std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Loca
                                        h.callee, rb->evidence.last_use, rb->evidence.calls));
       out.push_back(std::move(h));
     }
+  if (src && exact && out.empty() &&
+      (r.kind == CrashKind::hung_task || r.kind == CrashKind::soft_lockup || r.kind == CrashKind::rcu_stall))
+    for (auto& h : lock_hypotheses(r, *fault, *src, tree, pairs)) out.push_back(std::move(h));
   switch (r.kind) {
   case CrashKind::null_deref:
   case CrashKind::paging_request:

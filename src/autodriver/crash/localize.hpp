@@ -4,6 +4,7 @@
 // place a short statement grounded in the trace and the driver's source ("p is set to NULL at
 // x.c:17 and dereferenced at x.c:20 in x_probe"), each one a thing a reader can check in the code.
 
+#include "autodriver/crash/lock.hpp"
 #include "autodriver/crash/release.hpp"
 #include "autodriver/crash/report.hpp"
 
@@ -40,7 +41,7 @@ std::vector<Location> localize(const CrashReport& r, const std::set<std::string>
 /// A checkable statement about one location.
 struct Hypothesis {
   std::string
-      kind; ///< "double-release", "use-after-release", "null-pointer", "use-before-set", "unchecked-result", "bad-pointer", "use-after-free",
+      kind; ///< "missing-unlock", "double-release", "use-after-release", "null-pointer", "use-before-set", "unchecked-result", "bad-pointer", "use-after-free",
   ///< "double-free", "warn-condition", "bug-condition", "refcount-underflow", "lock-order",
   ///< "blocked"
   std::string statement; ///< one sentence naming functions, variables and file:line
@@ -55,18 +56,23 @@ struct Hypothesis {
   std::string variable;
   int set_line = 0;
   std::string callee;
+  /// missing-unlock: the lock's variable, set_line the acquire, line the exit that leaves it held,
+  /// callee the release, and the call that releases it as C ("mutex_unlock(&st->lock)").
+  std::string call;
 };
 
 nlohmann::json to_json(const Location& l);
 
 /// Statements for the report's locations, the most specific first; reading `tree` for the source.
 /// With `releases` (which calls end an object's life, see release.hpp), a release before a use
-/// at the crashing place comes first.
+/// at the crashing place comes first. With `pairs` (which calls take a lock a function must give
+/// back, see lock.hpp), a task blocked or spinning on a lock another exit left held comes first.
 std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Location>& where, const std::filesystem::path& tree,
-                                    const ReleaseOracle& releases = {});
+                                    const ReleaseOracle& releases = {}, const PairOracle& pairs = {});
 
 /// The places ranked again with what the hypotheses found in the source: the line a release
-/// before its use happened (the cause) goes first when the crash showed only the later use.
+/// before its use happened, or the exit that left a lock held (the cause) goes first when the
+/// crash showed only the later use or the blocked taker.
 void rank_by_hypotheses(std::vector<Location>& where, const std::vector<Hypothesis>& hyps);
 
 nlohmann::json to_json(const Hypothesis& h);

@@ -2,9 +2,8 @@
 
 #include "autodriver/kernel/source_grep.hpp"
 #include "autodriver/util/files.hpp"
+#include "autodriver/util/memo.hpp"
 
-#include <map>
-#include <mutex>
 #include <regex>
 
 namespace autodriver::crash {
@@ -69,17 +68,12 @@ std::optional<CallStatement> call_statement(const std::vector<csrc::Token>& t, s
 }
 
 ReleaseEvidence release_evidence(const fs::path& kernel_src, const std::string& callee) {
-  static std::mutex mu;
-  static std::map<std::string, ReleaseEvidence> known;
-  const std::string key = kernel_src.string() + "|" + callee;
-  {
-    std::lock_guard lock(mu);
-    if (auto it = known.find(key); it != known.end()) return it->second;
-  }
-  ReleaseEvidence out;
-  out.callee = callee;
-  static const std::regex k_name(R"(^[A-Za-z_]\w*$)");
-  if (!kernel_src.empty() && std::regex_match(callee, k_name)) {
+  static util::Memo<ReleaseEvidence> known;
+  return known.get(kernel_src.string() + "|" + callee, [&] {
+    ReleaseEvidence out;
+    out.callee = callee;
+    static const std::regex k_name(R"(^[A-Za-z_]\w*$)");
+    if (kernel_src.empty() || !std::regex_match(callee, k_name)) return out;
     auto files = kernel::c_files_naming(kernel_src, callee, kernel::k_driver_dirs, std::chrono::seconds(120));
     if (files.size() > 1500) files.resize(1500);
     for (const auto& rel : files) {
@@ -99,10 +93,8 @@ ReleaseEvidence release_evidence(const fs::path& kernel_src, const std::string& 
         }
       }
     }
-  }
-  std::lock_guard lock(mu);
-  known[key] = out;
-  return out;
+    return out;
+  });
 }
 
 /// `name` is declared a pointer in the function (`type *name`, parameters included).

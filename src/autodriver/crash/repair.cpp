@@ -1,5 +1,6 @@
 #include "autodriver/crash/repair.hpp"
 
+#include "autodriver/crash/lock.hpp"
 #include "autodriver/crash/release.hpp"
 
 #include "autodriver/csrc/tokens.hpp"
@@ -231,6 +232,59 @@ std::optional<RepairEdit> drop_repeat(const Hypothesis& h, const std::string& te
   return std::nullopt;
 }
 
+/// The leading blanks of the line holding byte `at`.
+std::string indent_at(const std::string& text, std::size_t at) {
+  std::size_t b = text.rfind('\n', at == 0 ? 0 : at - 1);
+  b = b == std::string::npos ? 0 : b + 1;
+  std::size_t e = b;
+  while (e < text.size() && (text[e] == ' ' || text[e] == '\t')) ++e;
+  return text.substr(b, e - b);
+}
+
+/// Missing unlock: the release the function makes on its other exits goes before the exit that
+/// leaves the lock held; an unbraced `if (...) return x;` gets braces (kernel style).
+std::optional<RepairEdit> add_release(const Hypothesis& h, const std::string& text) {
+  if (h.call.empty()) return std::nullopt;
+  auto toks = csrc::tokenize(text);
+  for (const auto& u : csrc::find_units(toks)) {
+    if (u.kind != csrc::UnitKind::function || u.name != h.function) continue;
+    std::size_t exit = std::string::npos;
+    for (std::size_t i = u.body; i <= u.last && i < toks.size(); ++i)
+      if (toks[i].line == h.line && (toks[i].text == "return" || toks[i].text == "goto" || i == u.last)) {
+        exit = i;
+        break;
+      }
+    if (exit == std::string::npos) return std::nullopt;
+    RepairEdit e;
+    e.kind = h.kind;
+    e.file = h.file;
+    e.evidence = h.evidence;
+    const std::size_t at = toks[exit].begin;
+    const std::size_t control = exit == u.last ? std::string::npos : unbraced_control(toks, exit);
+    if (control == std::string::npos) {
+      std::size_t line_start = text.rfind('\n', at == 0 ? 0 : at - 1);
+      line_start = line_start == std::string::npos ? 0 : line_start + 1;
+      std::string ind = indent_at(text, at);
+      // Only blanks before the exit on its line: a line of its own above it; else before it on the line.
+      bool own_line = text.find_first_not_of(" \t", line_start) == at;
+      if (exit == u.last) ind += "\t";
+      e.new_text = own_line ? text.substr(0, line_start) + ind + h.call + ";\n" + text.substr(line_start)
+                            : text.substr(0, at) + h.call + "; " + text.substr(at);
+    } else {
+      std::size_t semi = exit;
+      while (semi < u.last && toks[semi].text != ";") ++semi;
+      const std::string outer = indent_at(text, toks[control].begin);
+      const std::string inner = outer + "\t";
+      e.new_text = text.substr(0, toks[control].end) + " {\n" + inner + h.call + ";\n" + inner +
+                   text.substr(at, toks[semi].end - at) + "\n" + outer + "}" + text.substr(toks[semi].end);
+    }
+    e.description = fmt::format("{}() left {} held at {}:{} (taken at line {}): {} added before the {}", h.function, h.variable,
+                                h.file, h.line, h.set_line, h.call, exit == u.last ? "end of the function" : toks[exit].text);
+    return e;
+  }
+  return std::nullopt;
+}
+
 } // namespace
 
 FailureHandling failure_handling(const fs::path& kernel_src, const std::string& callee) {
@@ -306,6 +360,7 @@ std::vector<RepairEdit> propose_repairs(const std::vector<Hypothesis>& hyps, con
     if (h.kind == "use-before-set") e = move_assignment(h, *text);
     else if (h.kind == "use-after-release") e = move_release(h, *text);
     else if (h.kind == "double-release") e = drop_repeat(h, *text);
+    else if (h.kind == "missing-unlock") e = add_release(h, *text);
     else if (h.kind == "unchecked-result") e = add_test(h, *text, kernel_src);
     if (e && e->new_text != *text) out.push_back(std::move(*e));
   }

@@ -6,6 +6,8 @@
 //                     statement that dereferenced the variable too early;
 //   use-after-release the release moves after the last statement that still uses the object;
 //   double-release    the second of two identical calls on one path (the one that crashed) goes;
+//   missing-unlock    the release the kernel pairs with the acquire goes before the exit that
+//                     leaves the lock held (an unbraced `if (...) return x;` gets braces);
 //   unchecked-result  a test of the call's result goes after the assignment, returning what the
 //                     target kernel's own drivers return when the same function fails.
 

@@ -210,6 +210,16 @@ private:
   bool cpu_line(std::string_view t) {
     static const std::regex k_cpu(
         R"(^CPU: \d+ (?:UID: \d+ )?PID: (\d+) Comm: (\S+) (?:Not tainted|Tainted: ([A-Z ]*?))\s+(\S+) #)");
+    // A hung task's report names the kernel on a line of its own: "      Tainted: G   OE   6.12.1 #1".
+    static const std::regex k_taint(R"(^\s+(?:Not tainted|Tainted: ([A-Z ]*?))\s+(\S+) #)");
+    if (m_r.release.empty() && (t.starts_with("      Tainted: ") || t.starts_with("      Not tainted"))) {
+      std::cmatch m;
+      std::string s(t);
+      if (!std::regex_search(s.c_str(), m, k_taint)) return false;
+      m_r.taint = m[1].matched ? squash_spaces(m[1].str()) : "";
+      m_r.release = m[2].str();
+      return true;
+    }
     if (!t.starts_with("CPU: ") || !m_r.task.empty()) return false;
     std::cmatch m;
     std::string s(t);

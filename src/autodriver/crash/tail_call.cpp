@@ -1,11 +1,11 @@
 #include "autodriver/crash/tail_call.hpp"
 
+#include "autodriver/crash/driver_files.hpp"
 #include "autodriver/csrc/tokens.hpp"
 #include "autodriver/kernel/source_grep.hpp"
 #include "autodriver/util/files.hpp"
+#include "autodriver/util/memo.hpp"
 
-#include <map>
-#include <mutex>
 #include <regex>
 
 namespace autodriver::crash {
@@ -13,61 +13,33 @@ namespace autodriver::crash {
 namespace fs = std::filesystem;
 
 std::set<std::string> members_called_by(const fs::path& kernel_src, const std::string& name) {
-  static std::mutex mu;
-  static std::map<std::string, std::set<std::string>> known;
+  static util::Memo<std::set<std::string>> known;
   static const std::regex k_name(R"(^[A-Za-z_]\w*$)");
   if (kernel_src.empty() || !std::regex_match(name, k_name)) return {};
-  const std::string key = kernel_src.string() + "|" + name;
-  {
-    std::lock_guard lock(mu);
-    if (auto it = known.find(key); it != known.end()) return it->second;
-  }
-  std::set<std::string> out;
-  kernel::SourceGrep q;
-  q.options = {"-lE"};
-  q.includes = {"*.c"};
-  q.pattern = "^[A-Za-z_][A-Za-z0-9_ *]*[ *]" + name + "\\(";
-  q.dirs = kernel::k_code_dirs;
-  q.all_of = {name};
-  for (const auto& rel : kernel::grep_source(kernel_src, q)) {
-    auto text = util::read_file(kernel_src / rel);
-    if (!text) continue;
-    auto t = csrc::tokenize(*text);
-    for (const auto& u : csrc::find_units(t)) {
-      if (u.kind != csrc::UnitKind::function || u.name != name) continue;
-      for (std::size_t i = u.body; i + 2 < u.last; ++i)
-        if (t[i].text == "->" && t[i + 1].kind == csrc::TokKind::ident && t[i + 2].text == "(") out.insert(t[i + 1].text);
+  return known.get(kernel_src.string() + "|" + name, [&] {
+    std::set<std::string> out;
+    kernel::SourceGrep q;
+    q.options = {"-lE"};
+    q.includes = {"*.c"};
+    q.pattern = "^[A-Za-z_][A-Za-z0-9_ *]*[ *]" + name + "\\(";
+    q.dirs = kernel::k_code_dirs;
+    q.all_of = {name};
+    for (const auto& rel : kernel::grep_source(kernel_src, q)) {
+      auto text = util::read_file(kernel_src / rel);
+      if (!text) continue;
+      auto t = csrc::tokenize(*text);
+      for (const auto& u : csrc::find_units(t)) {
+        if (u.kind != csrc::UnitKind::function || u.name != name) continue;
+        for (std::size_t i = u.body; i + 2 < u.last; ++i)
+          if (t[i].text == "->" && t[i + 1].kind == csrc::TokKind::ident && t[i + 2].text == "(") out.insert(t[i + 1].text);
+      }
+      if (!out.empty()) break;
     }
-    if (!out.empty()) break;
-  }
-  std::lock_guard lock(mu);
-  known[key] = out;
-  return out;
+    return out;
+  });
 }
 
 namespace {
-
-struct DriverFile {
-  std::string rel;
-  std::vector<csrc::Token> toks;
-  std::vector<csrc::Unit> units;
-};
-
-std::vector<DriverFile> read_driver(const fs::path& tree) {
-  std::vector<DriverFile> out;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(tree, fs::directory_options::skip_permission_denied, ec);
-       it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec) break;
-    if (!it->is_regular_file(ec) || it->path().extension() != ".c") continue;
-    auto text = util::read_file(it->path());
-    if (!text) continue;
-    DriverFile f{fs::relative(it->path(), tree).string(), csrc::tokenize(*text), {}};
-    f.units = csrc::find_units(f.toks);
-    out.push_back(std::move(f));
-  }
-  return out;
-}
 
 /// The line of the function's last statement when it is a call of `callee` (or `return callee(...)`).
 std::optional<int> ends_calling(const DriverFile& f, const csrc::Unit& fn, const std::string& callee) {

@@ -19,6 +19,14 @@ namespace autodriver::gate {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
+// slub_debug=FZP poisons freed slab objects and checks frees and red zones (+20 % guest time,
+// docs/benchmarks.md). A task blocked in D state for 15 s (a mutex never released) is reported by
+// the hung-task detector, checked every 5 s, instead of after Debian's 120 s, so the report lands
+// inside the boot timeout.
+static constexpr const char* k_guest_cmdline =
+    "console=ttyS0 panic=-1 oops=panic quiet loglevel=4 slub_debug=FZP sysctl.kernel.hung_task_timeout_secs=15 "
+    "sysctl.kernel.hung_task_check_interval_secs=5";
+
 std::vector<std::string> qemu_argv(const BootRequest& r, const std::string& accel) {
   std::vector<std::string> a = {"qemu-system-x86_64",
                                 "-nodefaults",
@@ -39,7 +47,7 @@ std::vector<std::string> qemu_argv(const BootRequest& r, const std::string& acce
                                 "-initrd",
                                 r.initrd.string(),
                                 "-append",
-                                "console=ttyS0 panic=-1 oops=panic quiet loglevel=4 slub_debug=FZP"};
+                                k_guest_cmdline};
   if (accel == "kvm") {
     a.insert(a.end(), {"-accel", "kvm", "-cpu", "host"});
   } else {

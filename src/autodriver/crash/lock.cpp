@@ -1,0 +1,278 @@
+#include "autodriver/crash/lock.hpp"
+
+#include "autodriver/kernel/source_grep.hpp"
+#include "autodriver/util/files.hpp"
+#include "autodriver/util/memo.hpp"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
+
+namespace autodriver::crash {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::set<std::string> k_not_calls = {"if", "while", "for", "switch", "return", "sizeof", "typeof", "__typeof__"};
+
+/// Per call of `acquire` in the function: which calls follow it with the same first argument.
+void count_followers(const std::vector<csrc::Token>& t, const csrc::Unit& u, const std::string& acquire, int& calls,
+                     std::map<std::string, int>& followed, std::map<std::string, int>& same) {
+  auto cs = csrc::find_calls(t, u.body, u.last);
+  for (std::size_t a = 0; a < cs.size(); ++a) {
+    if (cs[a].callee != acquire || cs[a].args.empty() || cs[a].close_tok == std::string::npos) continue;
+    ++calls;
+    std::set<std::string> seen, seen_same;
+    for (std::size_t b = a + 1; b < cs.size(); ++b) {
+      const auto& c = cs[b];
+      if (c.name_tok <= cs[a].close_tok || c.callee == acquire || c.args.empty() || c.args[0] != cs[a].args[0]) continue;
+      if (k_not_calls.count(c.callee)) continue;
+      if (seen.insert(c.callee).second) ++followed[c.callee];
+      if (c.args == cs[a].args && seen_same.insert(c.callee).second) ++same[c.callee];
+    }
+  }
+}
+
+/// The '{' of the innermost block holding token `pos` (not before `body`).
+std::size_t innermost_open(const std::vector<csrc::Token>& t, std::size_t body, std::size_t pos) {
+  int depth = 0;
+  for (std::size_t k = pos; k-- > body;) {
+    if (t[k].later_branch) continue;
+    if (t[k].text == "}") ++depth;
+    else if (t[k].text == "{" && depth-- == 0) return k;
+  }
+  return body;
+}
+
+/// The ';' ending the statement that starts at `first` (a braced block: its '}'; `if`/`else`
+/// chains followed), bounded by `last`.
+std::size_t statement_end(const std::vector<csrc::Token>& t, std::size_t first, std::size_t last) {
+  if (first >= last) return last;
+  if (t[first].text == "{") {
+    std::size_t c = csrc::matching_close(t, first);
+    return c == std::string::npos ? last : c;
+  }
+  if (t[first].text == "if" || t[first].text == "while" || t[first].text == "for" || t[first].text == "switch") {
+    if (first + 1 >= last || t[first + 1].text != "(") return last;
+    std::size_t c = csrc::matching_close(t, first + 1);
+    if (c == std::string::npos || c + 1 >= last) return last;
+    std::size_t end = statement_end(t, c + 1, last);
+    if (t[first].text == "if" && end + 1 < last && t[end + 1].text == "else") end = statement_end(t, end + 2, last);
+    return end;
+  }
+  int depth = 0;
+  for (std::size_t k = first; k < last; ++k) {
+    const auto& s = t[k].text;
+    if (s == "(" || s == "[" || s == "{") ++depth;
+    else if (s == ")" || s == "]" || s == "}") --depth;
+    else if (s == ";" && depth <= 0) return k;
+  }
+  return last;
+}
+
+/// The '(' matching the ')' at `close`, or npos.
+std::size_t matching_open(const std::vector<csrc::Token>& t, std::size_t close, std::size_t floor) {
+  int depth = 0;
+  for (std::size_t k = close + 1; k-- > floor;) {
+    if (t[k].text == ")") ++depth;
+    else if (t[k].text == "(" && --depth == 0) return k;
+  }
+  return std::string::npos;
+}
+
+/// Token range of the branch on which the acquire at `name` failed: the body of
+/// `if (acquire(...))`, or of the `if (v ...)` right after `v = acquire(...);`. Empty: {1, 0}.
+std::pair<std::size_t, std::size_t> failure_branch(const std::vector<csrc::Token>& t, const csrc::Unit& fn, const csrc::Call& a) {
+  const std::pair<std::size_t, std::size_t> none{1, 0};
+  auto then_of = [&](std::size_t open) -> std::pair<std::size_t, std::size_t> {
+    std::size_t c = csrc::matching_close(t, open);
+    if (c == std::string::npos || c + 1 >= fn.last) return none;
+    std::size_t end = statement_end(t, c + 1, fn.last);
+    return {c + 1, end};
+  };
+  int depth = 0;
+  for (std::size_t k = a.name_tok; k-- > fn.body;) {
+    const auto& s = t[k].text;
+    if (s == ";" || s == "{" || s == "}") break;
+    if (s == ")") ++depth;
+    else if (s == "(" && depth-- == 0) {
+      if (k > 0 && t[k - 1].text == "if") return then_of(k);
+      break;
+    }
+  }
+  // `v = acquire(...); if (v) return v;`
+  if (a.name_tok < 2 || t[a.name_tok - 1].text != "=" || t[a.name_tok - 2].kind != csrc::TokKind::ident) return none;
+  const std::string v = t[a.name_tok - 2].text;
+  std::size_t semi = a.close_tok + 1;
+  if (semi + 2 >= fn.last || t[semi].text != ";" || t[semi + 1].text != "if" || t[semi + 2].text != "(") return none;
+  std::size_t c = csrc::matching_close(t, semi + 2);
+  if (c == std::string::npos) return none;
+  for (std::size_t k = semi + 3; k < c; ++k)
+    if (t[k].text == v) return then_of(semi + 2);
+  return none;
+}
+
+/// Between `from` and `to` at the depth of `from`'s block: a `case` / `default` label (another
+/// way into the code after `from`).
+bool case_between(const std::vector<csrc::Token>& t, std::size_t from, std::size_t to) {
+  int depth = 0;
+  for (std::size_t k = from; k < to; ++k) {
+    if (t[k].text == "{") ++depth;
+    else if (t[k].text == "}") --depth;
+    else if (depth == 0 && (t[k].text == "case" || t[k].text == "default")) return true;
+  }
+  return false;
+}
+
+bool is_release_of(const csrc::Call& c, const ScopedPair& pair, const std::string& lock) {
+  return c.callee == pair.release && !c.args.empty() && same_lock(c.args[0], lock);
+}
+
+/// A release of `lock` after token `from` and before `exit` that every path from `from` to `exit` passes.
+bool released_on_path(const std::vector<csrc::Token>& t, const csrc::Unit& fn, const std::vector<csrc::Call>& cs,
+                      const ScopedPair& pair, const std::string& lock, std::size_t from, std::size_t exit) {
+  for (const auto& r : cs) {
+    if (r.name_tok <= from || r.name_tok >= exit || !is_release_of(r, pair, lock)) continue;
+    if (unbraced_control(t, r.name_tok) != std::string::npos) continue;
+    std::size_t open = innermost_open(t, fn.body, r.name_tok);
+    std::size_t close = csrc::matching_close(t, open);
+    if (close == std::string::npos || close < exit) continue;
+    if (case_between(t, r.name_tok, exit)) continue;
+    return true;
+  }
+  return false;
+}
+
+/// `goto label;` reaches a release of `lock` before the code after the label returns. nullopt:
+/// no such label after `after` (a retry loop's jump back, or none).
+std::optional<bool> label_releases(const std::vector<csrc::Token>& t, const csrc::Unit& fn, const std::vector<csrc::Call>& cs,
+                                   const ScopedPair& pair, const std::string& lock, const std::string& label, std::size_t after) {
+  for (std::size_t k = after; k + 1 < fn.last; ++k) {
+    if (t[k].text != label || t[k + 1].text != ":") continue;
+    const auto& p = t[k - 1].text;
+    if (p != ";" && p != "{" && p != "}" && p != ":") continue;
+    std::size_t ret = k + 2;
+    while (ret < fn.last && t[ret].text != "return") ++ret;
+    for (const auto& r : cs)
+      if (r.name_tok > k && r.name_tok < ret && is_release_of(r, pair, lock)) return true;
+    return false;
+  }
+  return std::nullopt;
+}
+
+std::string arg_text(const std::vector<csrc::Token>& t, std::pair<std::size_t, std::size_t> range) {
+  std::vector<std::string> parts;
+  for (std::size_t k = range.first; k <= range.second && k < t.size(); ++k) parts.push_back(t[k].text);
+  return csrc::c_text(parts);
+}
+
+} // namespace
+
+ScopedPair scoped_pair(const fs::path& kernel_src, const std::string& acquire) {
+  static util::Memo<ScopedPair> known;
+  return known.get(kernel_src.string() + "|" + acquire, [&] {
+    ScopedPair p;
+    p.acquire = acquire;
+    static const std::regex k_name(R"(^[A-Za-z_]\w*$)");
+    if (kernel_src.empty() || !std::regex_match(acquire, k_name) || k_not_calls.count(acquire)) return p;
+    auto files = kernel::c_files_naming(kernel_src, acquire, kernel::k_driver_dirs, std::chrono::seconds(120));
+    if (files.size() > 1500) files.resize(1500);
+    std::map<std::string, int> followed, same;
+    for (const auto& rel : files) {
+      auto text = util::read_file(kernel_src / rel);
+      if (!text) continue;
+      auto t = csrc::tokenize(*text);
+      for (const auto& u : csrc::find_units(t))
+        if (u.kind == csrc::UnitKind::function) count_followers(t, u, acquire, p.calls, followed, same);
+    }
+    for (const auto& [callee, n] : followed)
+      if (n > p.released) {
+        p.release = callee;
+        p.released = n;
+      }
+    if (!p.release.empty()) p.same_args = same[p.release];
+    return p;
+  });
+}
+
+PairOracle pair_oracle(const fs::path& kernel_src) {
+  if (kernel_src.empty()) return {};
+  return [kernel_src](const std::string& acquire) { return scoped_pair(kernel_src, acquire); };
+}
+
+bool same_lock(const std::string& a, const std::string& b) {
+  auto squeeze = [](const std::string& s) {
+    std::string out;
+    for (char c : s)
+      if (c != ' ') out += c;
+    return out;
+  };
+  const std::string x = squeeze(a), y = squeeze(b);
+  if (x == y) return true;
+  // `&priv->lock` and `&p->lock`: the member path after a pointer base.
+  static const std::regex k_member(R"(^&?[A-Za-z_]\w*(->.+)$)");
+  std::smatch mx, my;
+  return std::regex_match(x, mx, k_member) && std::regex_match(y, my, k_member) && mx[1] == my[1];
+}
+
+std::size_t unbraced_control(const std::vector<csrc::Token>& t, std::size_t first) {
+  if (first == 0 || first >= t.size()) return std::string::npos;
+  const auto& p = t[first - 1].text;
+  if (p == "else" || p == "do") return first - 1;
+  if (p != ")") return std::string::npos;
+  std::size_t open = matching_open(t, first - 1, 0);
+  if (open == std::string::npos || open == 0) return std::string::npos;
+  const auto& kw = t[open - 1].text;
+  return kw == "if" || kw == "while" || kw == "for" ? first - 1 : std::string::npos;
+}
+
+std::vector<HeldExit> held_exits(const std::vector<csrc::Token>& t, const csrc::Unit& fn, const ScopedPair& pair) {
+  std::vector<HeldExit> out;
+  if (!pair.scoped() || fn.kind != csrc::UnitKind::function || fn.last >= t.size()) return out;
+  auto cs = csrc::find_calls(t, fn.body, fn.last);
+  auto sts = csrc::block_statements(t, fn.body);
+  const bool falls_off = sts.empty() || t[sts.back().first].text != "return";
+  std::set<std::size_t> reported;
+  for (const auto& a : cs) {
+    if (a.callee != pair.acquire || a.args.empty() || a.close_tok == std::string::npos || a.close_tok >= fn.last) continue;
+    const std::string lock = arg_text(t, a.arg_toks[0]);
+    auto [skip_first, skip_last] = failure_branch(t, fn, a);
+    std::size_t scope_open = innermost_open(t, fn.body, a.name_tok);
+    std::size_t scope_close = std::min(csrc::matching_close(t, scope_open), fn.last);
+    bool released_somewhere = false;
+    for (const auto& r : cs)
+      if (r.name_tok > a.close_tok && is_release_of(r, pair, lock)) released_somewhere = true;
+    std::string args = lock;
+    if (pair.release_takes_all_args()) {
+      args.clear();
+      for (const auto& range : a.arg_toks) args += (args.empty() ? "" : ", ") + arg_text(t, range);
+    }
+    for (std::size_t i = a.close_tok + 1; i <= scope_close; ++i) {
+      const bool end = i == fn.last;
+      if (!(t[i].text == "return" || t[i].text == "goto" || (end && falls_off))) continue;
+      if (skip_first <= i && i <= skip_last) continue;
+      if (released_on_path(t, fn, cs, pair, lock, a.close_tok, i)) continue;
+      if (t[i].text == "goto" && i + 1 < fn.last) {
+        auto via = label_releases(t, fn, cs, pair, lock, t[i + 1].text, a.close_tok);
+        if (!via || *via) continue;
+      }
+      if (!reported.insert(i).second) continue;
+      HeldExit h;
+      h.lock = lock;
+      h.release_call = pair.release + "(" + args + ")";
+      h.acquire_line = t[a.name_tok].line;
+      h.exit_first = i;
+      h.exit_last = end ? i : statement_end(t, i, fn.last);
+      h.exit_line = t[i].line;
+      h.released_elsewhere = released_somewhere;
+      out.push_back(std::move(h));
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const HeldExit& x, const HeldExit& y) { return x.exit_first < y.exit_first; });
+  return out;
+}
+
+} // namespace autodriver::crash

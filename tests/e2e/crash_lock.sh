@@ -1,0 +1,29 @@
+# A lock left held, on 7.3: a misc device's read() returns at end of file without mutex_unlock().
+# Loading and unloading are clean; a reproducer script that reads the device twice blocks for ever
+# in mutex_lock() and the guest's hung-task detector reports it. `crash --repair` names the exit
+# that leaves the lock held (mutex_lock/mutex_unlock learned as a pair from 7.3's own drivers),
+# adds the unlock there (with braces around the unbraced return) and keeps it after 2 clean runs
+# of the same reproducer. DIR is never written.
+. "$(dirname "$0")/lib.sh.inc"
+need qemu-system-x86_64
+need_kernel 7.3
+MLL="$AD_SRC/tests/fixtures/drivers/misc-lock-leak"
+REPRO="$AD_SRC/tests/fixtures/repro/read_misc_lock_leak.sh"
+before=$(cat "$MLL/misc_lock_leak.c" | cksum)
+rc=0; "$AD" check "$MLL" -k 7.3 --no-sparse --boot --repro "$REPRO" --json > "$WORK/c.json" || rc=$?
+[ $rc -eq 1 ] || fail "the reproducer should hang a task on 7.3 (exit 1), got $rc"
+py "$WORK/c.json" "list(d['gates']['boot']['by_kernel'].values())[0]['details']['finding_counts'].get('hung-task', 0) >= 1" \
+  "no hung-task finding in the boot gate's verdict"
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(list(d["gates"]["boot"]["by_kernel"].values())[0]["details"]["console"])' \
+  "$WORK/c.json" > "$WORK/c.txt"
+rc=0; "$AD" crash "$WORK/c.txt" --driver "$MLL" --kernel 7.3 --repair --repro "$REPRO" --runs 2 -o "$WORK/out" --json > "$WORK/r.json" || rc=$?
+[ $rc -eq 0 ] || fail "crash --repair exited $rc"
+py "$WORK/r.json" "d['reports'][0]['title'] == 'INFO: task hung in mll_read' and d['reports'][0]['kind'] == 'hung-task'"
+py "$WORK/r.json" "d['hypotheses'][0]['kind'] == 'missing-unlock' and d['hypotheses'][0]['line'] == 32"
+py "$WORK/r.json" "d['localized'][0]['role'] == 'cause' and d['localized'][0]['line'] == 32"
+py "$WORK/r.json" "d['repair']['status'] == 'repaired' and d['repair']['repair']['clean_runs'] == 2"
+py "$WORK/r.json" "d['repair']['repair']['integrity']['ok']"
+grep -q '^+		mutex_unlock(&mll.lock);' "$WORK/out/repair.patch" && grep -q '^+	if (\*pos > 0) {' "$WORK/out/repair.patch" ||
+  fail "the patch does not release the mutex on the early return: $(cat "$WORK/out/repair.patch")"
+[ "$(cat "$MLL/misc_lock_leak.c" | cksum)" = "$before" ] || fail "the driver folder was written"
+echo PASS
