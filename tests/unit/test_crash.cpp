@@ -651,3 +651,38 @@ TEST(CrashReport, AHungTaskOnAMutexWithTheTraceFromTheDmesgDump) {
   EXPECT_TRUE(driver_frame);
   for (const auto& x : rs) EXPECT_EQ(x.title, r.title);
 }
+
+TEST(CrashReport, LockdepsLocksWithWhereTheyWereTaken) {
+  auto r = crash::parse_reports(fixture("console/lockdep-lock-held-returning.txt")).at(0);
+  EXPECT_EQ(r.kind, crash::CrashKind::lockdep);
+  EXPECT_EQ(r.title, "lock held when returning to user space in mll_read");
+  EXPECT_EQ(r.release, "6.12.0-rc7");
+  ASSERT_EQ(r.locks.size(), 1u);
+  EXPECT_EQ(r.locks[0].lock, "&mll.lock");
+  EXPECT_EQ(r.locks[0].at.function, "mll_read");
+  EXPECT_EQ(r.locks[0].at.module, "misc_lock_leak");
+  EXPECT_FALSE(r.locks[0].acquiring);
+  auto d = crash::parse_reports(fixture("console/lockdep-recursive-locking.txt")).at(0);
+  EXPECT_EQ(d.title, "possible deadlock in foo_poll");
+  ASSERT_EQ(d.locks.size(), 4u);
+  EXPECT_TRUE(d.locks[0].acquiring);
+  EXPECT_EQ(d.locks[0].at.function, "foo_poll");
+  EXPECT_FALSE(d.locks[1].acquiring);
+  EXPECT_EQ(d.locks[1].at.function, "foo_rx");
+  EXPECT_EQ(d.locks[2].lock, "(wq_completion)events");
+}
+
+TEST(CrashRepair, LockdepsLockHeldWhenReturningGetsTheUnlock) {
+  Tree t("static ssize_t rd(struct file *f)\n{\n\tstruct s *st = f->private_data;\n\n\tmutex_lock(&st->lock);\n"
+         "\tif (st->done)\n\t\treturn 0;\n\tst->done = 1;\n\tmutex_unlock(&st->lock);\n\treturn 1;\n}\n");
+  auto r = crash::parse_reports(fixture("console/lockdep-lock-held-returning.txt")).at(0);
+  r.locks[0].at = crash::Frame{"rd", 0x3d, 0x120, "drv", true, false, "/autodriver/tree/drv.c", 5};
+  auto where = crash::localize(r, {"drv"}, t.path(), "/autodriver/tree");
+  ASSERT_FALSE(where.empty());
+  EXPECT_EQ(where[0].line, 5);
+  auto h = crash::hypothesize(r, where, t.path(), {}, mutex_pair);
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "missing-unlock");
+  EXPECT_EQ(h[0].line, 7);
+  EXPECT_NE(h[0].statement.find("lockdep: lock held when returning to user space"), std::string::npos) << h[0].statement;
+}

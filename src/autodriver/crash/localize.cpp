@@ -258,13 +258,15 @@ std::vector<Hypothesis> lock_hypotheses(const CrashReport& r, const Location& at
     h.set_line = f.exit.acquire_line;
     h.callee = pair->release;
     h.call = f.exit.release_call;
-    const std::string blocked = r.kind == CrashKind::soft_lockup ? "spins on it" : "blocks taking it";
+    std::string then = r.kind == CrashKind::lockdep
+                           ? fmt::format("lockdep: {}", r.detail)
+                           : fmt::format("{}() then {} at {}:{}", at.function,
+                                         r.kind == CrashKind::hung_task ? "blocks taking it" : "spins on it", at.file, at.line);
     h.statement =
-        fmt::format("{}() {} at {}:{} with {} held (taken with {}() at line {}{}); {} then {} at {}:{}", f.function,
+        fmt::format("{}() {} at {}:{} with {} held (taken with {}() at line {}{}); {}", f.function,
                     f.exit.exit_first < f.exit.exit_last ? "returns" : "ends", f.file, f.exit.exit_line, f.exit.lock,
                     pair->acquire, f.exit.acquire_line,
-                    f.exit.released_elsewhere ? fmt::format(", released with {}() on its other exits", pair->release) : "",
-                    at.function + "()", blocked, at.file, at.line);
+                    f.exit.released_elsewhere ? fmt::format(", released with {}() on its other exits", pair->release) : "", then);
     h.evidence.push_back(r.headline);
     auto text = util::read_file(tree / f.file);
     auto lines = text ? util::split_lines(*text) : std::vector<std::string_view>{};
@@ -317,6 +319,9 @@ std::vector<Location> localize(const CrashReport& r, const std::set<std::string>
     if (f.reliable) add(f, fmt::format("caller {} in the call trace", ++k), out.empty() ? "fault" : "caller");
   for (const auto& f : r.free_stack) add(f, "frees the object (the report's free stack)", "free");
   for (const auto& f : r.alloc_stack) add(f, "allocates the object (the report's allocation stack)", "alloc");
+  for (const auto& l : r.locks)
+    add(l.at, fmt::format("{} {} here (lockdep)", l.acquiring ? "tries to take" : "took", l.lock),
+        out.empty() ? "fault" : "lock");
   if (out.empty())
     if (auto tc = lost_tail_call(r, tree, kernel_src)) {
       Location c{tc->function,
@@ -413,7 +418,8 @@ std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Loca
       out.push_back(std::move(h));
     }
   if (src && exact && out.empty() &&
-      (r.kind == CrashKind::hung_task || r.kind == CrashKind::soft_lockup || r.kind == CrashKind::rcu_stall))
+      (r.kind == CrashKind::hung_task || r.kind == CrashKind::soft_lockup || r.kind == CrashKind::rcu_stall ||
+       r.kind == CrashKind::lockdep))
     for (auto& h : lock_hypotheses(r, *fault, *src, tree, pairs)) out.push_back(std::move(h));
   switch (r.kind) {
   case CrashKind::null_deref:

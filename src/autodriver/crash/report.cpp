@@ -184,7 +184,7 @@ public:
 
   void line(std::string_view t) {
     if (m_r.lines.size() < k_max_report_lines) m_r.lines.emplace_back(t);
-    if (cpu_line(t) || section_line(t)) return;
+    if (cpu_line(t) || section_line(t) || lock_line(t)) return;
     if (m_section != Section::none) {
       std::string_view s = trim(t);
       if (s == "</TASK>" && m_section == Section::trace) m_trace_closed = true;
@@ -207,6 +207,30 @@ public:
   }
 
 private:
+  /// lockdep: "cat/153 is trying to acquire lock:", "but task is already holding lock:", and the
+  /// lock lines after them or after "1 lock held by cat/153:".
+  bool lock_line(std::string_view t) {
+    std::string_view s = trim(t);
+    if (s.ends_with("is trying to acquire lock:")) {
+      m_acquiring = true;
+      return true;
+    }
+    if (s.starts_with("but task is already holding lock") ||
+        (s.find(" held by ") != std::string_view::npos && s.ends_with(":"))) {
+      m_acquiring = false;
+      return true;
+    }
+    static const std::regex k_lock(R"(^(?:#\d+:\s*)?(?:[0-9a-f]{8,16}\s*)?\((.+?)\)\{[^}]*\}(?:-\{[^}]*\})?, at: (.+)$)");
+    if (s.find(", at: ") == std::string_view::npos) return false;
+    std::cmatch m;
+    std::string line(s);
+    if (!std::regex_search(line.c_str(), m, k_lock)) return false;
+    auto f = parse_frame(m[2].str());
+    if (!f) return false;
+    m_r.locks.push_back(LockSite{m[1].str(), std::move(*f), m_acquiring});
+    return true;
+  }
+
   bool cpu_line(std::string_view t) {
     static const std::regex k_cpu(
         R"(^CPU: \d+ (?:UID: \d+ )?PID: (\d+) Comm: (\S+) (?:Not tainted|Tainted: ([A-Z ]*?))\s+(\S+) #)");
@@ -218,6 +242,16 @@ private:
       if (!std::regex_search(s.c_str(), m, k_taint)) return false;
       m_r.taint = m[1].matched ? squash_spaces(m[1].str()) : "";
       m_r.release = m[2].str();
+      return true;
+    }
+    // lockdep's ident line: "6.12.0-rc1 #1 Not tainted".
+    static const std::regex k_ident(R"(^(\d+\.\d+\S*) #\S+\s+(?:Not tainted|Tainted: ([A-Z ]*?))\s*$)");
+    if (m_r.release.empty() && m_r.kind == CrashKind::lockdep && !t.empty() && t[0] >= '0' && t[0] <= '9') {
+      std::cmatch m;
+      std::string s(t);
+      if (!std::regex_search(s.c_str(), m, k_ident)) return false;
+      m_r.release = m[1].str();
+      m_r.taint = m[2].matched ? squash_spaces(m[2].str()) : "";
       return true;
     }
     if (!t.starts_with("CPU: ") || !m_r.task.empty()) return false;
@@ -293,6 +327,7 @@ private:
   bool m_trace_closed = false;
   Section m_section = Section::none;
   bool m_user_regs = false;
+  bool m_acquiring = false;
   std::vector<Frame> m_scratch;
 };
 
@@ -316,6 +351,7 @@ std::string title_of(const CrashReport& r) {
       return "possible deadlock" + in;
     if (r.detail.find("inconsistent lock state") != std::string::npos) return "inconsistent lock state" + in;
     if (r.detail.find("bad unlock balance") != std::string::npos) return "bad unlock balance" + in;
+    if (r.detail.find("lock held when returning") != std::string::npos) return "lock held when returning to user space" + in;
     return "lockdep bug" + in;
   case CrashKind::soft_lockup: return "BUG: soft lockup" + in;
   case CrashKind::hung_task: return "INFO: task hung" + in;
@@ -386,6 +422,7 @@ const Frame* CrashReport::guilty() const {
   if (rip) return &*rip;
   for (const auto& f : trace)
     if (f.reliable) return &f;
+  for (const auto& l : locks) return &l.at;
   return nullptr;
 }
 
@@ -400,7 +437,7 @@ const Frame* CrashReport::first_in(std::string_view module) const {
 }
 
 static std::size_t frames(const CrashReport& r) {
-  return r.trace.size() + r.alloc_stack.size() + r.free_stack.size() + (r.rip ? 1 : 0);
+  return r.trace.size() + r.alloc_stack.size() + r.free_stack.size() + r.locks.size() + (r.rip ? 1 : 0);
 }
 
 std::vector<CrashReport> parse_reports(std::string_view log) {
@@ -512,6 +549,8 @@ nlohmann::json to_json(const CrashReport& r) {
     for (const auto& f : v) a.push_back(to_json(f));
     return a;
   };
+  nlohmann::json locks = nlohmann::json::array();
+  for (const auto& l : r.locks) locks.push_back({{"lock", l.lock}, {"at", to_json(l.at)}, {"acquiring", l.acquiring}});
   nlohmann::json j = {{"kind", to_string(r.kind)},
                       {"title", r.title},
                       {"headline", r.headline},
@@ -521,6 +560,7 @@ nlohmann::json to_json(const CrashReport& r) {
                       {"trace", frames(r.trace)},
                       {"alloc_stack", frames(r.alloc_stack)},
                       {"free_stack", frames(r.free_stack)},
+                      {"locks", locks},
                       {"registers", r.registers},
                       {"taint", r.taint},
                       {"release", r.release},

@@ -54,6 +54,13 @@ struct Frame {
   int line = 0;
 };
 
+/// A lock lockdep names with where it was taken: ` #0: ffff... (&dev->lock){+.+.}-{4:4}, at: f+0x1c/0x60 [m]`.
+struct LockSite {
+  std::string lock;       ///< lockdep's name of the lock class: "&dev->lock"
+  Frame at;               ///< the caller of the lock call
+  bool acquiring = false; ///< the lock the task was trying to take (a deadlock report), not one it held
+};
+
 struct CrashReport {
   CrashKind kind = CrashKind::oops;
   std::string title;                            ///< normalized: "KASAN: slab-use-after-free Read in foo_remove"
@@ -64,6 +71,7 @@ struct CrashReport {
   std::vector<Frame> trace;                     ///< the call trace, innermost first
   std::vector<Frame> alloc_stack;               ///< KASAN "Allocated by task N:"
   std::vector<Frame> free_stack;                ///< KASAN "Freed by task N:"
+  std::vector<LockSite> locks;                  ///< lockdep's held and wanted locks
   std::map<std::string, std::string> registers; ///< "RAX" -> "0000000000000000", "CR2", "pc", ...
   std::string taint;                            ///< "G OE" from the CPU line, "Not tainted" as ""
   std::string release;                          ///< the kernel release on the CPU line ("6.12.117+deb12-amd64")
@@ -76,7 +84,8 @@ struct CrashReport {
   std::vector<std::string> lines; ///< the report's lines, timestamps removed (capped)
 
   /// The frame the title names: the RIP when it is not a reporting helper, else the first frame of
-  /// the trace that is not one (kasan_report, __warn, refcount_warn_saturate, memcpy, ...).
+  /// the trace that is not one (kasan_report, __warn, refcount_warn_saturate, memcpy, ...); with
+  /// neither (lockdep's "lock held when returning to user space"), where the first lock was taken.
   const Frame* guilty() const;
   /// The innermost frame in `module` (the RIP first, then the trace; "?" frames last), or nullptr.
   const Frame* first_in(std::string_view module) const;

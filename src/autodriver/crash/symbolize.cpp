@@ -147,6 +147,7 @@ int symbolize_report(CrashReport& r, const std::vector<std::pair<std::string, fs
   if (r.rip) one(*r.rip, true);
   for (auto* stack : {&r.trace, &r.alloc_stack, &r.free_stack})
     for (auto& f : *stack) one(f, false);
+  for (auto& l : r.locks) one(l.at, false); // lockdep's `at:` is the lock call's return address
   return resolved;
 }
 
