@@ -686,3 +686,27 @@ TEST(CrashRepair, LockdepsLockHeldWhenReturningGetsTheUnlock) {
   EXPECT_EQ(h[0].line, 7);
   EXPECT_NE(h[0].statement.find("lockdep: lock held when returning to user space"), std::string::npos) << h[0].statement;
 }
+
+TEST(CrashReport, AnNmiIntoAHungGuestShowsWhereItSpun) {
+  auto r = crash::parse_reports(fixture("console/6.12-nmi-hang-spinlock.txt")).at(0);
+  EXPECT_EQ(r.kind, crash::CrashKind::panic);
+  EXPECT_TRUE(r.nmi_hang());
+  EXPECT_EQ(r.title, "hang (NMI) in native_queued_spin_lock_slowpath");
+  ASSERT_TRUE(r.rip);
+  EXPECT_EQ(r.rip->function, "native_queued_spin_lock_slowpath");
+  // The frames after the interrupted context's registers are kept.
+  const crash::Frame* f = r.first_in("8139cp");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->function, "cp_get_stats");
+}
+
+TEST(CrashLock, SwitchCasesConditionalAcquiresAndGotoChains) {
+  // A lock taken in one case does not reach another case's return; `if (x) lock()` is not
+  // followed; `goto err` whose label jumps on to the unlock releases.
+  const std::string a = "int f(struct s *p, int x)\n{\n\tswitch (x) {\n\tcase 1:\n\t\tmutex_lock(&p->m);\n"
+                        "\t\tp->n = 1;\n\t\tmutex_unlock(&p->m);\n\t\tbreak;\n\tcase 2:\n\t\treturn 2;\n\t}\n"
+                        "\tif (x > 3)\n\t\tmutex_lock(&p->m);\n\treturn 0;\n}\n"
+                        "int g(struct s *p)\n{\n\tmutex_lock(&p->m);\n\tif (p->n)\n\t\tgoto err;\n"
+                        "out:\n\tmutex_unlock(&p->m);\n\treturn 0;\nerr:\n\tp->n = 0;\n\tgoto out;\n}\n";
+  EXPECT_TRUE(held_lines(a, "mutex_lock").empty());
+}

@@ -419,7 +419,7 @@ std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Loca
     }
   if (src && exact && out.empty() &&
       (r.kind == CrashKind::hung_task || r.kind == CrashKind::soft_lockup || r.kind == CrashKind::rcu_stall ||
-       r.kind == CrashKind::lockdep))
+       r.kind == CrashKind::lockdep || r.nmi_hang()))
     for (auto& h : lock_hypotheses(r, *fault, *src, tree, pairs)) out.push_back(std::move(h));
   switch (r.kind) {
   case CrashKind::null_deref:

@@ -146,18 +146,27 @@ bool released_on_path(const std::vector<csrc::Token>& t, const csrc::Unit& fn, c
   return false;
 }
 
-/// `goto label;` reaches a release of `lock` before the code after the label returns. nullopt:
-/// no such label after `after` (a retry loop's jump back, or none).
+/// `goto label;` reaches a release of `lock` before the code after the label returns (following
+/// the unconditional gotos it meets: `out_err: kfree(x); goto out_unlock;`). nullopt: no such
+/// label after `after` (a retry loop's jump back, or none).
 std::optional<bool> label_releases(const std::vector<csrc::Token>& t, const csrc::Unit& fn, const std::vector<csrc::Call>& cs,
-                                   const ScopedPair& pair, const std::string& lock, const std::string& label, std::size_t after) {
+                                   const ScopedPair& pair, const std::string& lock, const std::string& label, std::size_t after,
+                                   std::set<std::string>& visited) {
+  if (!visited.insert(label).second) return false;
   for (std::size_t k = after; k + 1 < fn.last; ++k) {
     if (t[k].text != label || t[k + 1].text != ":") continue;
     const auto& p = t[k - 1].text;
     if (p != ";" && p != "{" && p != "}" && p != ":") continue;
-    std::size_t ret = k + 2;
-    while (ret < fn.last && t[ret].text != "return") ++ret;
-    for (const auto& r : cs)
-      if (r.name_tok > k && r.name_tok < ret && is_release_of(r, pair, lock)) return true;
+    int depth = 0;
+    for (std::size_t i = k + 2; i < fn.last; ++i) {
+      if (t[i].text == "{") ++depth;
+      else if (t[i].text == "}") depth = std::max(0, depth - 1);
+      else if (t[i].text == "return") break;
+      else if (t[i].text == "goto" && depth == 0 && i + 1 < fn.last && unbraced_control(t, i) == std::string::npos)
+        return label_releases(t, fn, cs, pair, lock, t[i + 1].text, after, visited).value_or(false);
+      for (const auto& r : cs)
+        if (r.name_tok == i && is_release_of(r, pair, lock)) return true;
+    }
     return false;
   }
   return std::nullopt;
@@ -238,6 +247,8 @@ std::vector<HeldExit> held_exits(const std::vector<csrc::Token>& t, const csrc::
   std::set<std::size_t> reported;
   for (const auto& a : cs) {
     if (a.callee != pair.acquire || a.args.empty() || a.close_tok == std::string::npos || a.close_tok >= fn.last) continue;
+    // `if (x) spin_lock(...)`: whether it holds depends on x, which this does not follow.
+    if (unbraced_control(t, a.name_tok) != std::string::npos) continue;
     const std::string lock = arg_text(t, a.arg_toks[0]);
     auto [skip_first, skip_last] = failure_branch(t, fn, a);
     std::size_t scope_open = innermost_open(t, fn.body, a.name_tok);
@@ -250,13 +261,19 @@ std::vector<HeldExit> held_exits(const std::vector<csrc::Token>& t, const csrc::
       args.clear();
       for (const auto& range : a.arg_toks) args += (args.empty() ? "" : ", ") + arg_text(t, range);
     }
+    int depth = 0;
     for (std::size_t i = a.close_tok + 1; i <= scope_close; ++i) {
+      if (t[i].text == "{") ++depth;
+      else if (t[i].text == "}") --depth;
+      // Another case of the switch the acquire is in: not reached from it.
+      if (depth == 0 && (t[i].text == "case" || t[i].text == "default")) break;
       const bool end = i == fn.last;
       if (!(t[i].text == "return" || t[i].text == "goto" || (end && falls_off))) continue;
       if (skip_first <= i && i <= skip_last) continue;
       if (released_on_path(t, fn, cs, pair, lock, a.close_tok, i)) continue;
       if (t[i].text == "goto" && i + 1 < fn.last) {
-        auto via = label_releases(t, fn, cs, pair, lock, t[i + 1].text, a.close_tok);
+        std::set<std::string> visited;
+        auto via = label_releases(t, fn, cs, pair, lock, t[i + 1].text, a.close_tok, visited);
         if (!via || *via) continue;
       }
       if (!reported.insert(i).second) continue;

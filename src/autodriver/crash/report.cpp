@@ -191,6 +191,14 @@ public:
       if (s == "<TASK>" || s == "</TASK>" || s == "<IRQ>" || s == "</IRQ>" || s == "<NMI>" || s == "</NMI>" || s == "<SOFTIRQ>" ||
           s == "</SOFTIRQ>" || s.empty())
         return;
+      // An interrupted context's registers inside a trace (after `</NMI>` or `</IRQ>`): the
+      // frames go on after them.
+      static const std::regex k_regs_line(R"(^(RIP|Code|RSP|RAX|RDX|RBP|R10|R13|FS|CS|CR2|DR0|DR3|DR6|PKRU):)");
+      if (m_section == Section::trace && std::regex_search(std::string(s.substr(0, 8)), k_regs_line)) {
+        rip_line(s);
+        if (!m_user_regs) registers(s);
+        return;
+      }
       if (auto f = parse_frame(t); f && !t.starts_with("RIP:")) {
         (m_section == Section::trace   ? m_r.trace
          : m_section == Section::alloc ? m_r.alloc_stack
@@ -358,6 +366,7 @@ std::string title_of(const CrashReport& r) {
   case CrashKind::rcu_stall: return "INFO: rcu detected stall" + in;
   case CrashKind::ubsan: return "UBSAN: " + r.detail + in;
   case CrashKind::panic: {
+    if (r.nmi_hang()) return "hang (NMI)" + in;
     static const std::regex k_num(R"(\b(0x)?[0-9a-f]{6,}\b|\b\d+\b)");
     return "kernel panic: " + std::regex_replace(r.detail, k_num, "X");
   }

@@ -87,6 +87,9 @@ struct CrashReport {
   /// the trace that is not one (kasan_report, __warn, refcount_warn_saturate, memcpy, ...); with
   /// neither (lockdep's "lock held when returning to user space"), where the first lock was taken.
   const Frame* guilty() const;
+  /// A panic an NMI from outside caused (the boot gate's NMI into a hung guest, unknown_nmi_panic):
+  /// the trace shows where the CPU was stuck.
+  bool nmi_hang() const { return kind == CrashKind::panic && detail.starts_with("NMI"); }
   /// The innermost frame in `module` (the RIP first, then the trace; "?" frames last), or nullptr.
   const Frame* first_in(std::string_view module) const;
 };

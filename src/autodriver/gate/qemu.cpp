@@ -10,8 +10,16 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <fcntl.h>
+#include <mutex>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <thread>
 #include <unistd.h>
 
 namespace autodriver::gate {
@@ -22,10 +30,11 @@ using namespace std::chrono_literals;
 // slub_debug=FZP poisons freed slab objects and checks frees and red zones (+20 % guest time,
 // docs/benchmarks.md). A task blocked in D state for 15 s (a mutex never released) is reported by
 // the hung-task detector, checked every 5 s, instead of after Debian's 120 s, so the report lands
-// inside the boot timeout.
+// inside the boot timeout. An NMI from the host (a guest still running near the timeout) panics
+// with a trace of where the CPU was.
 static constexpr const char* k_guest_cmdline =
     "console=ttyS0 panic=-1 oops=panic quiet loglevel=4 slub_debug=FZP sysctl.kernel.hung_task_timeout_secs=15 "
-    "sysctl.kernel.hung_task_check_interval_secs=5";
+    "sysctl.kernel.hung_task_check_interval_secs=5 unknown_nmi_panic=1";
 
 std::vector<std::string> qemu_argv(const BootRequest& r, const std::string& accel) {
   std::vector<std::string> a = {"qemu-system-x86_64",
@@ -54,9 +63,83 @@ std::vector<std::string> qemu_argv(const BootRequest& r, const std::string& acce
     a.insert(a.end(), {"-accel", "tcg", "-cpu", "max"});
   }
   if (r.pvpanic) a.insert(a.end(), {"-device", "pvpanic-pci", "-action", "panic=exit-failure"});
+  if (!r.qmp_socket.empty()) a.insert(a.end(), {"-qmp", "unix:" + r.qmp_socket.string() + ",server=on,wait=off"});
   if (!r.device.empty()) a.insert(a.end(), {"-device", r.device});
   return a;
 }
+
+namespace {
+
+/// Sends QMP's handshake, `set-action` and `inject-nmi` to the socket; true when QEMU answered
+/// each without error.
+bool inject_nmi(const fs::path& socket_path) {
+  sockaddr_un addr{};
+  if (socket_path.string().size() >= sizeof(addr.sun_path)) return false;
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, socket_path.c_str(), sizeof(addr.sun_path) - 1);
+  std::string got;
+  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  // pvpanic's notifier runs before a panic in NMI context has flushed its console output: QEMU
+  // must not exit on it, the guest's own reboot (panic=-1, -no-reboot) ends the run.
+  const std::string cmds = "{\"execute\":\"qmp_capabilities\"}\n"
+                           "{\"execute\":\"set-action\",\"arguments\":{\"panic\":\"none\"}}\n"
+                           "{\"execute\":\"inject-nmi\"}\n";
+  ok = ok && write(fd, cmds.data(), cmds.size()) == static_cast<ssize_t>(cmds.size());
+  // The greeting, then one answer per command.
+  for (auto until = std::chrono::steady_clock::now() + 3s; ok && std::chrono::steady_clock::now() < until;) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 200) <= 0) continue;
+    char buf[1024];
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n <= 0) break;
+    got.append(buf, static_cast<std::size_t>(n));
+    if (std::count(got.begin(), got.end(), '\n') >= 4) break;
+  }
+  close(fd);
+  return ok && got.find("\"error\"") == std::string::npos && std::count(got.begin(), got.end(), '\n') >= 4;
+}
+
+/// Injects an NMI into the guest `r.nmi_before` its timeout unless stopped first (QEMU exited).
+class NmiTimer {
+public:
+  explicit NmiTimer(const BootRequest& r) {
+    if (r.qmp_socket.empty() || r.timeout <= 2 * r.nmi_before) return;
+    m_thread = std::thread([this, path = r.qmp_socket, wait = r.timeout - r.nmi_before] {
+      std::unique_lock lock(m_mutex);
+      if (m_cv.wait_for(lock, wait, [this] { return m_stopped; })) return;
+      lock.unlock();
+      bool sent = inject_nmi(path);
+      util::log_debug("qemu: NMI injected: {}", sent);
+      lock.lock();
+      m_injected = sent;
+    });
+  }
+  ~NmiTimer() { stop(); }
+  NmiTimer(const NmiTimer&) = delete;
+  NmiTimer& operator=(const NmiTimer&) = delete;
+  /// Stops the timer; whether the NMI went in.
+  bool stop() {
+    {
+      std::lock_guard lock(m_mutex);
+      m_stopped = true;
+    }
+    m_cv.notify_all();
+    if (m_thread.joinable()) m_thread.join();
+    std::lock_guard lock(m_mutex);
+    return m_injected;
+  }
+
+private:
+  std::mutex m_mutex;
+  std::condition_variable m_cv;
+  bool m_stopped = false;
+  bool m_injected = false;
+  std::thread m_thread;
+};
+
+} // namespace
 
 static util::Expected<util::RunResult> run_qemu(const BootRequest& r, const std::string& accel, std::chrono::seconds timeout) {
   util::RunRequest req;
@@ -106,7 +189,13 @@ util::Expected<BootResult> boot_qemu(const BootRequest& r) {
                             "/usr/share/qemu/qboot.rom is missing (apt-get install qemu-system-data)");
   BootResult out;
   out.accel = choose_accel(r);
+  NmiTimer nmi(r);
   auto res = run_qemu(r, out.accel, r.timeout);
+  out.nmi_injected = nmi.stop();
+  if (!r.qmp_socket.empty()) {
+    std::error_code ec;
+    fs::remove(r.qmp_socket, ec);
+  }
   if (!res) return util::unexpected(res.error());
   out.run = std::move(*res);
   if (!out.run.timed_out && out.run.exit_code != 0 && out.run.out.find("@@AD init") == std::string::npos &&

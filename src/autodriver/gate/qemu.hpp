@@ -17,13 +17,19 @@ struct BootRequest {
   bool pvpanic = true; ///< add -device pvpanic-pci and make a panic exit QEMU with failure
   std::chrono::seconds timeout{60};
   int memory_mb = 512;
+  /// QMP socket (in the run's scratch folder; empty: none). With it, a guest still running
+  /// `nmi_before` the timeout gets an NMI: the guest (unknown_nmi_panic=1) panics and prints
+  /// where its CPU was, the one trace a hang with interrupts off leaves (no watchdog can fire).
+  std::filesystem::path qmp_socket;
+  std::chrono::seconds nmi_before{10};
 };
 
 struct BootResult {
-  util::RunResult run;     ///< run.out holds the serial console
-  std::string console;     ///< same as run.out
-  std::string accel;       ///< "kvm" or "tcg"
-  bool panic_exit = false; ///< QEMU exited through the pvpanic action
+  util::RunResult run;       ///< run.out holds the serial console
+  std::string console;       ///< same as run.out
+  std::string accel;         ///< "kvm" or "tcg"
+  bool panic_exit = false;   ///< QEMU exited through the pvpanic action
+  bool nmi_injected = false; ///< the guest was still running near the timeout and got an NMI
 };
 
 /// The qemu-system-x86_64 argv for a request and an accelerator.

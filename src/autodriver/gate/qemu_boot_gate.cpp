@@ -157,6 +157,8 @@ public:
     boot.device = in.request.device;
     boot.pvpanic = pvpanic;
     boot.timeout = in.request.boot_timeout;
+    // A unix socket's path has at most 107 bytes; a deeper scratch folder boots without the NMI.
+    if (fs::path qmp = in.scratch / "qmp.sock"; qmp.string().size() < 100) boot.qmp_socket = qmp;
     auto booted = boot_qemu(boot);
     if (!booted) {
       g.infra_error = booted.error().describe();
@@ -211,7 +213,7 @@ private:
     bool panicked = booted.panic_exit || counts.count("panic");
 
     std::string outcome;
-    if (booted.run.timed_out) outcome = rep.reached_init ? "hung" : "boot-hung";
+    if (booted.run.timed_out || booted.nmi_injected) outcome = rep.reached_init ? "hung" : "boot-hung";
     else if (panicked) outcome = "panic";
     else if (!rep.reached_init) outcome = "boot-failed";
     else if (counts.count("oops") || counts.count("bug") || counts.count("kasan")) outcome = "oops";
@@ -230,6 +232,7 @@ private:
                   {{"command", util::render_argv(booted.run.argv)},
                    {"exit_code", booted.run.exit_code},
                    {"timed_out", booted.run.timed_out},
+                   {"nmi_injected", booted.nmi_injected},
                    {"elapsed_ms", booted.run.elapsed.count()}}},
                  {"device", in.request.device},
                  {"preload", preload},
@@ -248,6 +251,9 @@ private:
       g.summary =
           fmt::format("loaded {}{} and unloaded cleanly in {:.1f} s", fmt::join(own, ", "),
                       in.request.device.empty() ? "" : ", bound to " + in.request.device, booted.run.elapsed.count() / 1000.0);
+    else if ((outcome == "hung" || outcome == "boot-hung") && booted.nmi_injected && !rep.findings.empty())
+      g.summary = fmt::format("the guest hung; an NMI {} s before the timeout showed where: {}", BootRequest{}.nmi_before.count(),
+                              rep.findings.back().line);
     else if (outcome == "hung" || outcome == "boot-hung")
       g.summary = fmt::format("the guest hung and was killed after {} s", in.request.boot_timeout.count());
     else if (!rep.findings.empty()) g.summary = fmt::format("{}: {}", outcome, rep.findings.front().line);
