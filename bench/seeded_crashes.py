@@ -13,6 +13,11 @@ deterministic mutator injects one bug per mutant at sites it finds itself (nothi
   release-twice   in the function named as `.remove`: one of its last two call statements
                   `f(x, ...)` is repeated at the end of the function (a second release on the same
                   path, as when a cleanup path releases what was released already).
+  unlock-dropped  in any function a structure names as a member (`.ndo_get_stats = f`): the last
+                  top-level `*unlock*(E, ...)` after a top-level `*lock*(E, ...)` is deleted (the
+                  lock stays held on the path every call takes); these mutants boot with a
+                  reproducer script that brings the interface up and down and reads its
+                  statistics (--repro, for both the mutant's boot and the crash command).
 
 Sites are taken in source order, at most --per-class per driver and class. Each mutant is built
 and booted with its device (`autodriver check --boot`); one that does not build or does not crash
@@ -24,7 +29,7 @@ is counted and dropped (the bug did not manifest). For each crashing mutant, `au
   repaired        the crash is gone in N of N boots and the integrity gate passed;
   time            wall time of the crash command (localize, hypothesize, repair and reproduction).
 
-  bench/seeded_crashes.py [--kernel 6.12] [--runs 3] [--per-class 2] [--only NAME] [-o WORK] [--json]
+  bench/seeded_crashes.py [--kernel 6.12] [--runs 3] [--per-class 2] [--only NAME] [--class CLASS] [-o WORK] [--json]
 
 Needs QEMU and the kernel's source (`autodriver kernel source K`). Prints a markdown table;
 docs/benchmarks.md's seeded-crash table comes from it.
@@ -94,8 +99,9 @@ def blank(text):
 
 
 def callbacks(code, member):
-    """Functions a structure initializer names as `.member = fn`."""
-    return sorted(set(re.findall(r"\." + member + r"\s*=\s*([A-Za-z_]\w*)\s*[,}\n]", code)))
+    """Functions a structure initializer names as `.member = fn` (any member when None)."""
+    m = r"\w+" if member is None else member
+    return sorted(set(re.findall(r"\." + m + r"\s*=\s*([A-Za-z_]\w*)\s*[,}\n]", code)))
 
 
 def function_body(code, name):
@@ -265,18 +271,47 @@ def sites_release_twice(code, fn):
             break
 
 
+def sites_unlock_dropped(code, fn):
+    """The last top-level `*unlock*(E, ...);` of a function that took E with an earlier top-level
+    `*lock*(E, ...);` (the path every call takes): the mutant leaves the lock held on return."""
+    body = function_body(code, fn)
+    if not body:
+        return
+    sts = statements(code, body)
+    call = re.compile(r"([A-Za-z_]\w*)\s*\(\s*([^,;()]+?)\s*[,)][^;{]*;")
+    taken = {}
+    last = None
+    for a, b in sts:
+        m = call.fullmatch(code[a:b].strip())
+        if not m:
+            continue
+        name, arg = m.group(1), re.sub(r"\s+", "", m.group(2))
+        if "unlock" in name and arg in taken:
+            last = (a, b, name, arg)
+        elif "lock" in name and "unlock" not in name:
+            taken[arg] = name
+    if not last:
+        return
+    dropped = whole_lines(code, last[:2])
+    if dropped:
+        yield {"class": "unlock-dropped", "function": fn, "variable": last[3], "callee": last[2], "dropped": dropped}
+
+
 def copy_to(text, copied, at):
     """The text with the whole lines `copied` inserted again at offset `at` (a line start)."""
     seg = text[copied[0]:copied[1]]
     return text[:at] + seg + text[at:], at
 
 
-def mutants(tree, files, per_class):
+def mutants(tree, files, per_class, classes=()):
     """Every mutant of the driver: (file, site, new text), deterministic order."""
     out = []
     for cls, member, finder in (("use-before-set", "probe", sites_use_before_set),
                                 ("release-early", "remove", sites_release_early),
-                                ("release-twice", "remove", sites_release_twice)):
+                                ("release-twice", "remove", sites_release_twice),
+                                ("unlock-dropped", None, sites_unlock_dropped)):
+        if classes and cls not in classes:
+            continue
         n = 0
         for f in sorted(files):
             if not f.endswith(".c"):
@@ -287,7 +322,14 @@ def mutants(tree, files, per_class):
                 for site in finder(code, fn):
                     if n >= per_class:
                         break
-                    if "copied" in site:
+                    if "dropped" in site:
+                        # The seeded line: the one after the deleted unlock (where the path now goes on).
+                        a, b = site["dropped"]
+                        new = text[:a] + text[b:]
+                        nxt = a + len(new[a:]) - len(new[a:].lstrip())
+                        site.update(file=f, lines=list(range(line_of(text, a) - 1, line_of(new, nxt) + 1)),
+                                    moved_text=text[a:b].strip())
+                    elif "copied" in site:
                         # The seeded lines: the original statement and its copy.
                         new, at = copy_to(text, site["copied"], site["at"])
                         seg = text[site["copied"][0]:site["copied"][1]]
@@ -325,9 +367,21 @@ def run(argv, timeout, out=None):
     return rc, so.decode("utf-8", "replace"), se.decode("utf-8", "replace"), time.monotonic() - t0
 
 
-def boot_console(ad, tree, kernel, device, work, tag):
-    rc, so, se, _ = run([ad, "check", tree, "-k", kernel, "--no-sparse", "--boot", "--device", device, "--json"], 900,
-                        os.path.join(work, tag + ".check.json"))
+# What the guest runs for mutants whose bug only shows once the interface is used (a lock left held
+# in a callback): brings the NIC up and down and reads its statistics, twice.
+NET_REPRO = """ip link set eth0 up
+cat /proc/net/dev
+cat /proc/net/dev
+ip link set eth0 down
+ip link set eth0 up
+cat /proc/net/dev
+"""
+NEEDS_REPRO = {"unlock-dropped"}
+
+
+def boot_console(ad, tree, kernel, device, work, tag, repro=None):
+    rc, so, se, _ = run([ad, "check", tree, "-k", kernel, "--no-sparse", "--boot", "--device", device, "--json"] +
+                        (["--repro", repro] if repro else []), 900, os.path.join(work, tag + ".check.json"))
     try:
         d = json.loads(so)
     except ValueError:
@@ -364,7 +418,8 @@ def main():
     ap.add_argument("--kernel", default="6.12")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--per-class", type=int, default=2)
-    ap.add_argument("--only", action="append", default=[])
+    ap.add_argument("--only", action="append", default=[], help="only this driver (repeatable)")
+    ap.add_argument("--class", dest="classes", action="append", default=[], help="only this bug class (repeatable)")
     ap.add_argument("-o", "--work", default="seeded-work")
     ap.add_argument("--ad", default=os.environ.get("AD", "autodriver"))
     ap.add_argument("--list", action="store_true", help="print the mutants and stop")
@@ -388,7 +443,7 @@ def main():
         with open(os.path.join(base, "Makefile"), "w") as fh:
             fh.write(makefile)
         local = [os.path.basename(f) for f in files]
-        for idx, (f, site, new) in enumerate(mutants(base, local, a.per_class)):
+        for idx, (f, site, new) in enumerate(mutants(base, local, a.per_class, a.classes)):
             tag = "%s-%s-%d" % (name, site["class"], idx)
             row = {"driver": name, "device": device, "id": tag, "class": site["class"], "file": f,
                    "function": site["function"], "lines": site["lines"], "moved": site["moved_text"]}
@@ -400,7 +455,12 @@ def main():
             shutil.copytree(base, mut)
             with open(os.path.join(mut, f), "w", encoding="utf-8", errors="surrogateescape") as fh:
                 fh.write(new)
-            outcome, console, reason = boot_console(a.ad, mut, a.kernel, device, os.path.join(a.work, name), tag)
+            repro = None
+            if site["class"] in NEEDS_REPRO:
+                repro = os.path.abspath(os.path.join(a.work, "net-repro.sh"))
+                with open(repro, "w") as fh:
+                    fh.write(NET_REPRO)
+            outcome, console, reason = boot_console(a.ad, mut, a.kernel, device, os.path.join(a.work, name), tag, repro)
             row["mutant"] = outcome
             print("%-32s %-10s %s" % (tag, outcome, reason), file=sys.stderr, flush=True)
             if outcome != "crash":
@@ -410,7 +470,8 @@ def main():
                 fh.write(console)
             rc, so, se, secs = run([a.ad, "crash", log, "--driver", mut, "--kernel", a.kernel, "--repair", "--device",
                                     device, "--runs", str(a.runs), "-o", os.path.join(a.work, name, tag + ".out"),
-                                    "--json"], 3600, os.path.join(a.work, name, tag + ".crash.json"))
+                                    "--json"] + (["--repro", repro] if repro else []), 3600,
+                                   os.path.join(a.work, name, tag + ".crash.json"))
             try:
                 d = json.loads(so)
             except ValueError:
