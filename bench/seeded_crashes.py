@@ -15,7 +15,8 @@ deterministic mutator injects one bug per mutant at sites it finds itself (nothi
                   path, as when a cleanup path releases what was released already).
   unlock-dropped  in any function a structure names as a member (`.ndo_get_stats = f`): the last
                   top-level `*unlock*(E, ...)` after a top-level `*lock*(E, ...)` is deleted (the
-                  lock stays held on the path every call takes); these mutants boot with a
+                  lock stays held on the path every call takes; the seeded lines are that path,
+                  from the deleted line to the function's end); these mutants boot with a
                   reproducer script that brings the interface up and down and reads its
                   statistics (--repro, for both the mutant's boot and the crash command).
 
@@ -323,11 +324,13 @@ def mutants(tree, files, per_class, classes=()):
                     if n >= per_class:
                         break
                     if "dropped" in site:
-                        # The seeded line: the one after the deleted unlock (where the path now goes on).
+                        # The seeded lines: the path that now lacks the unlock, from the line
+                        # before the deleted one to the end of the function.
                         a, b = site["dropped"]
                         new = text[:a] + text[b:]
-                        nxt = a + len(new[a:]) - len(new[a:].lstrip())
-                        site.update(file=f, lines=list(range(line_of(text, a) - 1, line_of(new, nxt) + 1)),
+                        end = function_body(blank(new), site["function"])
+                        last = line_of(new, end[1]) if end else line_of(new, a)
+                        site.update(file=f, lines=list(range(line_of(text, a) - 1, last + 1)),
                                     moved_text=text[a:b].strip())
                     elif "copied" in site:
                         # The seeded lines: the original statement and its copy.

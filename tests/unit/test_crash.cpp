@@ -710,3 +710,37 @@ TEST(CrashLock, SwitchCasesConditionalAcquiresAndGotoChains) {
                         "out:\n\tmutex_unlock(&p->m);\n\treturn 0;\nerr:\n\tp->n = 0;\n\tgoto out;\n}\n";
   EXPECT_TRUE(held_lines(a, "mutex_lock").empty());
 }
+
+TEST(CrashRepair, TheUnlockGoesBeforeWhatTheKernelNeverCallsUnderTheLock) {
+  auto k = util::TempDir::create(std::filesystem::temp_directory_path(), "ad-crash-kernel");
+  ASSERT_TRUE(k);
+  std::filesystem::create_directories(k->path() / "drivers/a");
+  std::string c;
+  for (int i = 0; i < 9; ++i)
+    c += "static void f" + std::to_string(i) +
+         "(struct t *x)\n{\n\tthing_lock(&x->l);\n\tpoke(x);\n\tthing_unlock(&x->l);\n\tsleepy(x);\n}\n";
+  ASSERT_TRUE(util::write_file(k->path() / "drivers/a/x.c", c));
+  auto p = crash::scoped_pair(k->path(), "thing_lock");
+  ASSERT_TRUE(p.scoped());
+  EXPECT_TRUE(crash::under_lock(k->path(), p, "sleepy").never_under());
+  EXPECT_FALSE(crash::under_lock(k->path(), p, "poke").never_under());
+  Tree t("static int cl(struct t *p)\n{\n\tthing_lock(&p->l);\n\tpoke(p);\n\n\tsleepy(p);\n\treturn 0;\n}\n");
+  crash::Hypothesis h;
+  h.kind = "missing-unlock";
+  h.function = "cl";
+  h.file = "drv.c";
+  h.line = 7;
+  h.variable = "&p->l";
+  h.set_line = 3;
+  h.callee = "thing_unlock";
+  h.call = "thing_unlock(&p->l)";
+  auto reps = crash::propose_repairs({h}, t.path(), k->path());
+  ASSERT_EQ(reps.size(), 1u);
+  EXPECT_EQ(reps[0].new_text,
+            "static int cl(struct t *p)\n{\n\tthing_lock(&p->l);\n\tpoke(p);\n\n\tthing_unlock(&p->l);\n\tsleepy(p);\n\treturn "
+            "0;\n}\n");
+  // Without the kernel's source: before the exit.
+  auto plain = crash::propose_repairs({h}, t.path(), {});
+  ASSERT_EQ(plain.size(), 1u);
+  EXPECT_NE(plain[0].new_text.find("\tthing_unlock(&p->l);\n\treturn 0;"), std::string::npos);
+}

@@ -207,6 +207,41 @@ ScopedPair scoped_pair(const fs::path& kernel_src, const std::string& acquire) {
   });
 }
 
+UnderLock under_lock(const fs::path& kernel_src, const ScopedPair& pair, const std::string& callee) {
+  static util::Memo<UnderLock> known;
+  return known.get(kernel_src.string() + "|" + pair.acquire + "|" + pair.release + "|" + callee, [&] {
+    UnderLock out;
+    out.callee = callee;
+    static const std::regex k_name(R"(^[A-Za-z_]\w*$)");
+    if (kernel_src.empty() || !pair.scoped() || !std::regex_match(callee, k_name)) return out;
+    auto files = kernel::c_files_naming(kernel_src, callee, kernel::k_driver_dirs, std::chrono::seconds(120));
+    if (files.size() > 1500) files.resize(1500);
+    for (const auto& rel : files) {
+      auto text = util::read_file(kernel_src / rel);
+      if (!text || text->find(pair.acquire) == std::string::npos) continue;
+      auto t = csrc::tokenize(*text);
+      for (const auto& u : csrc::find_units(t)) {
+        if (u.kind != csrc::UnitKind::function) continue;
+        auto cs = csrc::find_calls(t, u.body, u.last);
+        bool takes = false;
+        for (const auto& c : cs) takes = takes || c.callee == pair.acquire;
+        if (!takes) continue;
+        std::vector<std::string> held; // the locks held at this point, in textual order
+        for (const auto& c : cs) {
+          if (c.args.empty() && c.callee != callee) continue;
+          if (c.callee == pair.acquire) held.push_back(c.args[0]);
+          else if (c.callee == pair.release) std::erase(held, c.args[0]);
+          else if (c.callee == callee) {
+            ++out.calls;
+            if (!held.empty()) ++out.under;
+          }
+        }
+      }
+    }
+    return out;
+  });
+}
+
 PairOracle pair_oracle(const fs::path& kernel_src) {
   if (kernel_src.empty()) return {};
   return [kernel_src](const std::string& acquire) { return scoped_pair(kernel_src, acquire); };

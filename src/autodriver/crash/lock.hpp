@@ -39,6 +39,18 @@ using PairOracle = std::function<ScopedPair(const std::string& acquire)>;
 /// scoped_pair over `kernel_src`; an empty oracle when it is empty.
 PairOracle pair_oracle(const std::filesystem::path& kernel_src);
 
+/// How often the target kernel's drivers call `callee` while holding a lock of `pair` (between
+/// `acquire(x, ...)` and the next `release(x, ...)` of the same function).
+struct UnderLock {
+  std::string callee;
+  int calls = 0; ///< calls read in function bodies that take such a lock
+  int under = 0; ///< of those, made while it is held
+  /// At least 8 calls read and at most 2 % of them under the lock: the kernel does not call it
+  /// with such a lock held (free_irq() under spin_lock_irqsave()).
+  bool never_under() const { return calls >= 8 && under * 50 <= calls; }
+};
+UnderLock under_lock(const std::filesystem::path& kernel_src, const ScopedPair& pair, const std::string& callee);
+
 /// The same lock named in two functions: the same text (`&mll.lock`), or the same member path
 /// after different base variables (`&priv->lock`, `&p->lock`).
 bool same_lock(const std::string& a, const std::string& b);

@@ -241,9 +241,44 @@ std::string indent_at(const std::string& text, std::size_t at) {
   return text.substr(b, e - b);
 }
 
+/// Where the release goes in `fn` for the exit at token `exit`: before the first statement
+/// between the acquire and the exit (in the exit's block) that calls what the target kernel's
+/// drivers never call with such a lock held (free_irq() after spin_lock_irqsave()); else before the
+/// exit itself. The token to insert before, and the learned evidence (empty for the exit).
+std::pair<std::size_t, std::string> release_point(const std::vector<csrc::Token>& toks, const csrc::Unit& fn, std::size_t exit,
+                                                  const Hypothesis& h, const fs::path& kernel_src) {
+  std::pair<std::size_t, std::string> at{exit, ""};
+  if (kernel_src.empty() || exit == fn.last) return at;
+  // The acquire on its line, and the pair it belongs to.
+  std::optional<ScopedPair> pair;
+  for (const auto& c : csrc::find_calls(toks, fn.body, fn.last))
+    if (toks[c.name_tok].line == h.set_line && !c.args.empty() && same_lock(c.args[0], h.variable)) {
+      auto p = scoped_pair(kernel_src, c.callee);
+      if (p.scoped() && p.release == h.callee) pair = p;
+    }
+  if (!pair) return at;
+  std::size_t open = fn.body;
+  for (std::size_t k = exit; k-- > fn.body;)
+    if (toks[k].text == "{" && csrc::matching_close(toks, k) > exit) {
+      open = k;
+      break;
+    }
+  for (const auto& [first, last] : csrc::block_statements(toks, open)) {
+    if (toks[first].line <= h.set_line || first >= exit) continue;
+    for (const auto& c : csrc::find_calls(toks, first, last)) {
+      auto u = under_lock(kernel_src, *pair, c.callee);
+      if (!u.never_under()) continue;
+      return {first, fmt::format("the target kernel's drivers call {}() with a {}() lock held in {} of {} calls", c.callee,
+                                 pair->acquire, u.under, u.calls)};
+    }
+  }
+  return at;
+}
+
 /// Missing unlock: the release the function makes on its other exits goes before the exit that
-/// leaves the lock held; an unbraced `if (...) return x;` gets braces (kernel style).
-std::optional<RepairEdit> add_release(const Hypothesis& h, const std::string& text) {
+/// leaves the lock held, or before an earlier statement the kernel never runs under such a lock;
+/// an unbraced `if (...) return x;` gets braces (kernel style).
+std::optional<RepairEdit> add_release(const Hypothesis& h, const std::string& text, const fs::path& kernel_src) {
   if (h.call.empty()) return std::nullopt;
   auto toks = csrc::tokenize(text);
   for (const auto& u : csrc::find_units(toks)) {
@@ -259,27 +294,32 @@ std::optional<RepairEdit> add_release(const Hypothesis& h, const std::string& te
     e.kind = h.kind;
     e.file = h.file;
     e.evidence = h.evidence;
-    const std::size_t at = toks[exit].begin;
-    const std::size_t control = exit == u.last ? std::string::npos : unbraced_control(toks, exit);
+    auto [before, why] = release_point(toks, u, exit, h, kernel_src);
+    if (!why.empty()) e.evidence.push_back(why);
+    const std::size_t at = toks[before].begin;
+    const std::size_t control = before == u.last ? std::string::npos : unbraced_control(toks, before);
     if (control == std::string::npos) {
       std::size_t line_start = text.rfind('\n', at == 0 ? 0 : at - 1);
       line_start = line_start == std::string::npos ? 0 : line_start + 1;
       std::string ind = indent_at(text, at);
-      // Only blanks before the exit on its line: a line of its own above it; else before it on the line.
+      // Only blanks before it on its line: a line of its own above it; else before it on the line.
       bool own_line = text.find_first_not_of(" \t", line_start) == at;
-      if (exit == u.last) ind += "\t";
+      if (before == u.last) ind += "\t";
       e.new_text = own_line ? text.substr(0, line_start) + ind + h.call + ";\n" + text.substr(line_start)
                             : text.substr(0, at) + h.call + "; " + text.substr(at);
     } else {
-      std::size_t semi = exit;
+      std::size_t semi = before;
       while (semi < u.last && toks[semi].text != ";") ++semi;
       const std::string outer = indent_at(text, toks[control].begin);
       const std::string inner = outer + "\t";
       e.new_text = text.substr(0, toks[control].end) + " {\n" + inner + h.call + ";\n" + inner +
                    text.substr(at, toks[semi].end - at) + "\n" + outer + "}" + text.substr(toks[semi].end);
     }
-    e.description = fmt::format("{}() left {} held at {}:{} (taken at line {}): {} added before the {}", h.function, h.variable,
-                                h.file, h.line, h.set_line, h.call, exit == u.last ? "end of the function" : toks[exit].text);
+    e.description =
+        fmt::format("{}() left {} held at {}:{} (taken at line {}): {} added before {}", h.function, h.variable, h.file, h.line,
+                    h.set_line, h.call,
+                    before == exit ? (exit == u.last ? std::string("the end of the function") : "the " + toks[exit].text)
+                                   : fmt::format("line {} ({})", toks[before].line, why));
     return e;
   }
   return std::nullopt;
@@ -360,7 +400,7 @@ std::vector<RepairEdit> propose_repairs(const std::vector<Hypothesis>& hyps, con
     if (h.kind == "use-before-set") e = move_assignment(h, *text);
     else if (h.kind == "use-after-release") e = move_release(h, *text);
     else if (h.kind == "double-release") e = drop_repeat(h, *text);
-    else if (h.kind == "missing-unlock") e = add_release(h, *text);
+    else if (h.kind == "missing-unlock") e = add_release(h, *text, kernel_src);
     else if (h.kind == "unchecked-result") e = add_test(h, *text, kernel_src);
     if (e && e->new_text != *text) out.push_back(std::move(*e));
   }
