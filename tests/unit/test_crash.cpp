@@ -691,7 +691,7 @@ TEST(CrashReport, AnNmiIntoAHungGuestShowsWhereItSpun) {
   auto r = crash::parse_reports(fixture("console/6.12-nmi-hang-spinlock.txt")).at(0);
   EXPECT_EQ(r.kind, crash::CrashKind::panic);
   EXPECT_TRUE(r.nmi_hang());
-  EXPECT_EQ(r.title, "hang (NMI) in native_queued_spin_lock_slowpath");
+  EXPECT_EQ(r.title, "hang (NMI) in cp_get_stats");
   ASSERT_TRUE(r.rip);
   EXPECT_EQ(r.rip->function, "native_queued_spin_lock_slowpath");
   // The frames after the interrupted context's registers are kept.
@@ -743,4 +743,20 @@ TEST(CrashRepair, TheUnlockGoesBeforeWhatTheKernelNeverCallsUnderTheLock) {
   auto plain = crash::propose_repairs({h}, t.path(), {});
   ASSERT_EQ(plain.size(), 1u);
   EXPECT_NE(plain[0].new_text.find("\tthing_unlock(&p->l);\n\treturn 0;"), std::string::npos);
+}
+
+TEST(CrashLocalize, ADecodedReportOfABuiltInDriverIsPlacedInTheTreeByItsPath) {
+  auto r = crash::parse_reports(fixture("console/syzbot-hung-task-decoded.txt")).at(0);
+  EXPECT_EQ(r.title, "INFO: task hung in mll_read");
+  Tree t("static ssize_t mll_read(void)\n{\n\treturn 0;\n}\n");
+  ASSERT_TRUE(util::write_file(t.path() / "misc_lock_leak.c", "x"));
+  auto where = crash::localize(r, {}, t.path(), "/autodriver/tree");
+  ASSERT_FALSE(where.empty());
+  EXPECT_EQ(where[0].function, "mll_read");
+  EXPECT_EQ(where[0].file, "misc_lock_leak.c");
+  EXPECT_EQ(where[0].line, 30);
+  EXPECT_TRUE(where[0].module.empty());
+  // Frames whose path names no file of the tree stay the kernel's.
+  Tree other("int x;\n");
+  EXPECT_TRUE(crash::localize(r, {}, other.path(), "/autodriver/tree").empty());
 }

@@ -151,6 +151,14 @@ private:
   std::int64_t m_id = 0;
 };
 
+/// The report's frames already carry source lines (a decoded report, as syzbot publishes them).
+static bool decoded(const crash::CrashReport& r) {
+  if (r.rip && !r.rip->file.empty()) return true;
+  for (const auto& f : r.trace)
+    if (f.reliable && !f.file.empty()) return true;
+  return false;
+}
+
 int run_crash(const CrashOptions& o) {
   auto text = util::read_file(o.log);
   if (!text) {
@@ -166,6 +174,7 @@ int run_crash(const CrashOptions& o) {
     return k_exit_error;
   }
   std::optional<core::Kernel> kernel;
+  bool foreign = false; // a decoded report from another kernel than --kernel
   if (!o.kernel.empty()) {
     auto k = kernel::resolve_kernel(o.kernel);
     if (!k) {
@@ -175,9 +184,16 @@ int run_crash(const CrashOptions& o) {
     kernel = *k;
     const auto& rel = reports.front().release;
     if (!rel.empty() && rel != k->release) {
-      std::fprintf(stderr, "autodriver: error: %s is from kernel %s, not %s (--kernel %s): symbols would not match\n",
-                   o.log.string().c_str(), rel.c_str(), k->release.c_str(), o.kernel.c_str());
-      return k_exit_error;
+      if (!decoded(reports.front())) {
+        std::fprintf(stderr, "autodriver: error: %s is from kernel %s, not %s (--kernel %s): symbols would not match\n",
+                     o.log.string().c_str(), rel.c_str(), k->release.c_str(), o.kernel.c_str());
+        return k_exit_error;
+      }
+      // A decoded report (syzbot's) names its source lines: nothing to symbolize; K's source
+      // still says how the kernel's drivers use the calls involved.
+      std::fprintf(stderr, "autodriver: %s is from kernel %s and its frames name their source lines: not symbolized\n",
+                   o.log.string().c_str(), rel.c_str());
+      foreign = true;
     }
   }
   std::vector<std::pair<std::string, fs::path>> modules;
@@ -192,7 +208,7 @@ int run_crash(const CrashOptions& o) {
     modules.emplace_back(name, ko);
   }
   std::optional<util::TempDir> work;
-  if (!o.driver.empty() && kernel && modules.empty()) {
+  if (!o.driver.empty() && kernel && modules.empty() && !foreign) {
     auto built = build_modules(o, *kernel, work);
     if (!built) {
       std::fprintf(stderr, "autodriver: error: %s\n", built.error().message.c_str());

@@ -41,6 +41,19 @@ std::optional<std::pair<std::string, int>> definition_of(const fs::path& tree, c
   return std::nullopt;
 }
 
+/// The tree's C sources and headers, relative to it.
+std::vector<std::string> source_files(const fs::path& tree) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(tree, fs::directory_options::skip_permission_denied, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    const auto ext = it->path().extension();
+    if (it->is_regular_file(ec) && (ext == ".c" || ext == ".h")) out.push_back(fs::relative(it->path(), tree).string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 /// A driver source file read once, its tokens and the function unit around a line.
 struct SourceView {
   std::string text;
@@ -298,15 +311,28 @@ std::vector<Location> localize(const CrashReport& r, const std::set<std::string>
                                const std::string& build_root, const fs::path& kernel_src) {
   std::vector<Location> out;
   std::set<std::string> seen;
-  auto ours = [&](const Frame& f) {
-    if (f.module.empty()) return false;
-    return driver_modules.empty() || driver_modules.count(f.module) > 0;
+  std::optional<std::vector<std::string>> sources; // the tree's files, read when a built-in frame asks
+  // A frame of the kernel image whose decoded source path ends with one of the tree's files (a
+  // syzbot report of a driver built into the kernel: drivers/misc/x.c:30 for DIR/x.c).
+  auto built_in = [&](const Frame& f) -> std::string {
+    if (!f.module.empty() || f.file.empty() || tree.empty()) return "";
+    if (!sources) sources = source_files(tree);
+    std::string best;
+    for (const auto& rel : *sources)
+      if ((f.file == rel || f.file.ends_with("/" + rel)) && rel.size() > best.size()) best = rel;
+    return best;
   };
   auto add = [&](const Frame& f, const std::string& why, const char* role) {
-    if (!ours(f)) return;
+    std::string file = in_tree(f.file, build_root);
+    if (f.module.empty()) {
+      file = built_in(f);
+      if (file.empty()) return;
+    } else if (!driver_modules.empty() && !driver_modules.count(f.module)) {
+      return;
+    }
     std::string key = std::string(role) + "|" + f.function + "@" + f.file + ":" + std::to_string(f.line);
     if (!seen.insert(key).second) return;
-    Location c{f.function, f.module, in_tree(f.file, build_root), f.line, why, role, !f.file.empty()};
+    Location c{f.function, f.module, file, f.line, why, role, !f.file.empty()};
     if (c.file.empty() && !tree.empty())
       if (auto d = definition_of(tree, f.function)) c.file = d->first, c.line = d->second;
     out.push_back(std::move(c));

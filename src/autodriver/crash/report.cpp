@@ -91,7 +91,9 @@ bool reporting_helper(const std::string& f) {
       "__x86_return_thunk|ubsan_.*|__ubsan_.*|watchdog_timer_fn|__hrtimer_run_queues|hrtimer_interrupt|"
       "rcu_sched_clock_irq|rcu_pending|update_process_times|tick_.*|__schedule|schedule|schedule_.*|"
       "io_schedule.*|__switch_to.*|context_switch|wait_for_.*|__wait_.*|rwsem_down_.*|__down.*|down|down_.*|"
-      "__mutex_lock.*|mutex_lock.*|_raw_spin_lock.*|_raw_read_lock.*|_raw_write_lock.*|__pfx_.*|print_trailer|object_err|"
+      "__mutex_lock.*|mutex_lock.*|__schedule_loop|native_queued_spin_lock_slowpath|queued_spin_lock_slowpath|"
+      "__pv_queued_spin_lock_slowpath|do_raw_spin_lock|vpanic|nmi_panic|unknown_nmi_error|default_do_nmi|exc_nmi|"
+      "end_repeat_nmi|_raw_spin_lock.*|_raw_read_lock.*|_raw_write_lock.*|__pfx_.*|print_trailer|object_err|"
       "slab_err|slab_bug|free_debug_processing|free_to_partial_list|free_consistency_checks|check_object|"
       "check_bytes_and_report|on_freelist|alloc_debug_processing|alloc_consistency_checks|___slab_alloc|__slab_alloc.*|"
       "slab_alloc_node|__kmalloc.*|kmalloc_trace.*|kmem_cache_alloc.*|__kmem_cache_alloc.*)$");
