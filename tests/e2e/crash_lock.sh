@@ -3,7 +3,11 @@
 # in mutex_lock() and the guest's hung-task detector reports it. `crash --repair` names the exit
 # that leaves the lock held (mutex_lock/mutex_unlock learned as a pair from 7.3's own drivers),
 # adds the unlock there (with braces around the unbraced return) and keeps it after 2 clean runs
-# of the same reproducer. DIR is never written.
+# of the same reproducer. DIR is never written. A module init that fails (no firmware) after
+# registering a misc device and returns without misc_deregister() leaves the device listed in freed
+# module memory: reading /proc/misc faults with no driver frame; the error exit is named
+# (misc_register/misc_deregister learned as an undo from 7.3's drivers' error paths) and the
+# repair, validated by the same reproducer, keeps init failing but without the crash.
 . "$(dirname "$0")/lib.sh.inc"
 need qemu-system-x86_64
 need_kernel 7.3
@@ -26,4 +30,14 @@ py "$WORK/r.json" "d['repair']['repair']['integrity']['ok']"
 grep -q '^+		mutex_unlock(&mll.lock);' "$WORK/out/repair.patch" && grep -q '^+	if (\*pos > 0) {' "$WORK/out/repair.patch" ||
   fail "the patch does not release the mutex on the early return: $(cat "$WORK/out/repair.patch")"
 [ "$(cat "$MLL/misc_lock_leak.c" | cksum)" = "$before" ] || fail "the driver folder was written"
+MIL="$AD_SRC/tests/fixtures/drivers/misc-init-leak"
+rc=0; "$AD" check "$MIL" -k 7.3 --no-sparse --boot --repro 'cat /proc/misc' --json > "$WORK/i.json" || rc=$?
+[ $rc -eq 1 ] || fail "reading /proc/misc after the failed init should crash 7.3 (exit 1), got $rc"
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(list(d["gates"]["boot"]["by_kernel"].values())[0]["details"]["console"])' \
+  "$WORK/i.json" > "$WORK/i.txt"
+rc=0; "$AD" crash "$WORK/i.txt" --driver "$MIL" --kernel 7.3 --repair --repro 'cat /proc/misc' --runs 2 -o "$WORK/iout" --json > "$WORK/ir.json" || rc=$?
+[ $rc -eq 0 ] || fail "crash --repair of the failed init exited $rc"
+py "$WORK/ir.json" "d['hypotheses'][0]['kind'] == 'missing-cleanup' and d['localized'][0]['function'] == 'mil_init'"
+py "$WORK/ir.json" "d['repair']['status'] == 'repaired' and all(r['outcome'] == 'insmod-failed' and not r['titles'] for r in d['repair']['repair']['runs'])"
+grep -q '^+		misc_deregister(&mil_dev);' "$WORK/iout/repair.patch" || fail "no misc_deregister on the error path: $(cat "$WORK/iout/repair.patch")"
 echo PASS

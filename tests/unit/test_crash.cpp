@@ -760,3 +760,48 @@ TEST(CrashLocalize, ADecodedReportOfABuiltInDriverIsPlacedInTheTreeByItsPath) {
   Tree other("int x;\n");
   EXPECT_TRUE(crash::localize(r, {}, other.path(), "/autodriver/tree").empty());
 }
+
+TEST(CrashRepair, AFailedInitThatLeavesARegistrationGetsItsUndo) {
+  auto k = util::TempDir::create(std::filesystem::temp_directory_path(), "ad-crash-kernel");
+  ASSERT_TRUE(k);
+  std::filesystem::create_directories(k->path() / "drivers/a");
+  // thing_register(&d) is undone by thing_unregister(&d) in the cleanup after a label; the
+  // cleanup its own failure jumps to (err_free) does not count.
+  std::string c;
+  for (int i = 0; i < 9; ++i)
+    c += "static int p" + std::to_string(i) +
+         "(struct d *d)\n{\n\tint ret = thing_register(&d->x);\n\tif (ret)\n\t\tgoto err_free;\n\tret = more(d);\n"
+         "\tif (ret)\n\t\tgoto err_unreg;\n\treturn 0;\nerr_unreg:\n\tthing_unregister(&d->x);\nerr_free:\n"
+         "\tthing_free(&d->x);\n\treturn ret;\n}\n";
+  ASSERT_TRUE(util::write_file(k->path() / "drivers/a/x.c", c));
+  auto p = crash::undo_pair(k->path(), "thing_register");
+  EXPECT_EQ(p.release, "thing_unregister");
+  EXPECT_EQ(p.released, 9);
+  EXPECT_TRUE(crash::undone(p));
+  Tree t("static struct d dev;\nstatic int __init x_init(void)\n{\n\tint ret;\n\n\tret = thing_register(&dev.x);\n"
+         "\tif (ret)\n\t\treturn ret;\n\tret = more(&dev);\n\tif (ret)\n\t\treturn ret;\n\treturn 0;\n}\nmodule_init(x_init);\n");
+  crash::CrashReport r;
+  r.kind = crash::CrashKind::paging_request;
+  r.headline = "BUG: unable to handle page fault for address: ffffffffc020f028";
+  r.registers["CR2"] = "ffffffffc020f028";
+  r.rip = crash::Frame{"misc_seq_show", 9, 0x40, "", true, false, "", 0};
+  auto where = crash::localize(r, {"drv"}, t.path(), "/autodriver/tree");
+  EXPECT_TRUE(where.empty());
+  auto h = crash::hypothesize(r, where, t.path(), {}, {}, crash::undo_oracle(k->path()));
+  ASSERT_EQ(h.size(), 1u);
+  EXPECT_EQ(h[0].kind, "missing-cleanup");
+  EXPECT_EQ(h[0].line, 11);
+  EXPECT_EQ(h[0].call, "thing_unregister(&dev.x)");
+  crash::rank_by_hypotheses(where, h);
+  ASSERT_EQ(where.size(), 1u);
+  EXPECT_EQ(where[0].role, "cause");
+  auto reps = crash::propose_repairs(h, t.path(), k->path());
+  ASSERT_EQ(reps.size(), 1u);
+  EXPECT_NE(reps[0].new_text.find("\tif (ret) {\n\t\tthing_unregister(&dev.x);\n\t\treturn ret;\n\t}\n\treturn 0;"),
+            std::string::npos)
+      << reps[0].new_text;
+  // A fault elsewhere than a module's memory: no such claim.
+  r.registers["CR2"] = "0000000000000008";
+  r.headline = "BUG: unable to handle page fault for address: 0000000000000008";
+  EXPECT_TRUE(crash::hypothesize(r, {}, t.path(), {}, {}, crash::undo_oracle(k->path())).empty());
+}

@@ -9,7 +9,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
+#include <regex>
 
 namespace autodriver::crash {
 
@@ -295,6 +297,64 @@ std::vector<Hypothesis> lock_hypotheses(const CrashReport& r, const Location& at
   return out;
 }
 
+/// The address the report faulted on lies where x86-64 maps modules (0xffffffffa0000000 and up,
+/// below the fixmap): with no module frame in the trace, memory of a module that is gone.
+bool module_address(const CrashReport& r) {
+  static const std::regex k_addr(R"(address: ([0-9a-f]{16}))");
+  std::string a;
+  if (auto it = r.registers.find("CR2"); it != r.registers.end()) a = it->second;
+  std::smatch m;
+  if (a.empty() && std::regex_search(r.headline, m, k_addr)) a = m[1].str();
+  if (a.size() != 16) return false;
+  const unsigned long long v = std::strtoull(a.c_str(), nullptr, 16);
+  return v >= 0xffffffffa0000000ULL && v < 0xffffffffff000000ULL;
+}
+
+/// Missing cleanup on a failed init or probe: the crash touched memory of a module that is gone,
+/// and an error exit of the driver's module_init or .probe function leaves something registered
+/// that the kernel's drivers undo on their error paths (`undos`, see lock.hpp).
+std::vector<Hypothesis> cleanup_hypotheses(const CrashReport& r, const fs::path& tree, const PairOracle& undos) {
+  std::vector<Hypothesis> out;
+  if (!undos || tree.empty() || !module_address(r)) return out;
+  for (const auto& f : read_driver(tree)) {
+    std::set<std::string> entry; // module_init(f) and `.probe = f`
+    for (std::size_t i = 0; i + 3 < f.toks.size(); ++i)
+      if (f.toks[i].text == "module_init" && f.toks[i + 1].text == "(") entry.insert(f.toks[i + 2].text);
+    for (const auto& init : f.units)
+      if (init.kind == csrc::UnitKind::initializer)
+        for (const auto& d : csrc::designated_members(f.toks, init))
+          if (d.member == "probe") entry.insert(d.value);
+    for (const auto& u : f.units) {
+      if (u.kind != csrc::UnitKind::function || !entry.count(u.name)) continue;
+      std::set<std::string> asked;
+      for (const auto& c : csrc::find_calls(f.toks, u.body, u.last)) {
+        if (c.args.empty() || !asked.insert(c.callee).second || asked.size() > 40) continue;
+        auto p = undos(c.callee);
+        if (!undone(p)) continue;
+        for (const auto& x : held_exits(f.toks, u, p, true)) {
+          Hypothesis h;
+          h.kind = "missing-cleanup";
+          h.function = u.name;
+          h.file = f.rel;
+          h.line = x.exit_line;
+          h.variable = x.lock;
+          h.set_line = x.acquire_line;
+          h.callee = p.release;
+          h.call = x.release_call;
+          h.statement = fmt::format("{}() fails at {}:{} without {} after {}() at line {} (the kernel's drivers undo it with "
+                                    "{}() on their error paths); the crash reads memory of a module that is gone ({})",
+                                    u.name, f.rel, x.exit_line, x.release_call, p.acquire, x.acquire_line, p.release, r.headline);
+          h.evidence = {r.headline,
+                        fmt::format("the target kernel's drivers call {}() after an error label following {} of {} {}() calls",
+                                    p.release, p.released, p.calls, p.acquire)};
+          out.push_back(std::move(h));
+        }
+      }
+    }
+  }
+  return out;
+}
+
 const Location* first_with(const std::vector<Location>& where, std::string_view role) {
   for (const auto& l : where)
     if (l.role == role) return &l;
@@ -381,8 +441,15 @@ nlohmann::json to_json(const Hypothesis& h) {
 }
 
 void rank_by_hypotheses(std::vector<Location>& where, const std::vector<Hypothesis>& hyps) {
-  if (hyps.empty() || where.empty()) return;
+  if (hyps.empty()) return;
   const Hypothesis& h = hyps.front();
+  if (where.empty()) {
+    // A crash with no frame in the driver that the source explains (missing cleanup).
+    if (h.kind == "missing-cleanup")
+      where.push_back(Location{h.function, "", h.file, h.line, fmt::format("fails without {} (the driver's source)", h.call),
+                               "cause", false});
+    return;
+  }
   Location cause{h.function, where.front().module, h.file, 0, "", "cause", false};
   if (h.kind == "use-after-release") {
     cause.line = h.set_line;
@@ -399,11 +466,11 @@ void rank_by_hypotheses(std::vector<Location>& where, const std::vector<Hypothes
 }
 
 std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Location>& where, const fs::path& tree,
-                                    const ReleaseOracle& releases, const PairOracle& pairs) {
+                                    const ReleaseOracle& releases, const PairOracle& pairs, const PairOracle& undos) {
   std::vector<Hypothesis> out;
   const Location* fault = first_with(where, "fault");
   if (!fault) fault = first_with(where, "caller");
-  if (!fault) return out;
+  if (!fault) return where.empty() ? cleanup_hypotheses(r, tree, undos) : out;
   auto src = view(tree, *fault);
   // The frame names the symbol; an inlined function's line lies in the function the source names.
   Location named = *fault;

@@ -41,7 +41,7 @@ std::vector<Location> localize(const CrashReport& r, const std::set<std::string>
 /// A checkable statement about one location.
 struct Hypothesis {
   std::string
-      kind; ///< "missing-unlock", "double-release", "use-after-release", "null-pointer", "use-before-set", "unchecked-result", "bad-pointer", "use-after-free",
+      kind; ///< "missing-unlock", "missing-cleanup", "double-release", "use-after-release", "null-pointer", "use-before-set", "unchecked-result", "bad-pointer", "use-after-free",
   ///< "double-free", "warn-condition", "bug-condition", "refcount-underflow", "lock-order",
   ///< "blocked"
   std::string statement; ///< one sentence naming functions, variables and file:line
@@ -67,8 +67,12 @@ nlohmann::json to_json(const Location& l);
 /// With `releases` (which calls end an object's life, see release.hpp), a release before a use
 /// at the crashing place comes first. With `pairs` (which calls take a lock a function must give
 /// back, see lock.hpp), a task blocked or spinning on a lock another exit left held comes first.
+/// With no place in the driver and `undos` (how the kernel's drivers undo a call on error paths),
+/// a crash on memory of a module that is gone gives the error exits of the driver's init and probe
+/// functions that leave something registered.
 std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Location>& where, const std::filesystem::path& tree,
-                                    const ReleaseOracle& releases = {}, const PairOracle& pairs = {});
+                                    const ReleaseOracle& releases = {}, const PairOracle& pairs = {},
+                                    const PairOracle& undos = {});
 
 /// The places ranked again with what the hypotheses found in the source: the line a release
 /// before its use happened, or the exit that left a lock held (the cause) goes first when the

@@ -242,6 +242,76 @@ UnderLock under_lock(const fs::path& kernel_src, const ScopedPair& pair, const s
   });
 }
 
+/// A label `name:` at statement start between tokens (from, to).
+static bool label_between(const std::vector<csrc::Token>& t, std::size_t from, std::size_t to) {
+  for (std::size_t k = from + 1; k + 1 < to; ++k)
+    if (t[k].kind == csrc::TokKind::ident && t[k + 1].text == ":" && t[k].text != "default" && t[k].text != "case" &&
+        (t[k - 1].text == ";" || t[k - 1].text == "{" || t[k - 1].text == "}"))
+      return true;
+  return false;
+}
+
+ScopedPair undo_pair(const fs::path& kernel_src, const std::string& acquire) {
+  static util::Memo<ScopedPair> known;
+  return known.get(kernel_src.string() + "|" + acquire, [&] {
+    ScopedPair p;
+    p.acquire = acquire;
+    static const std::regex k_name(R"(^[A-Za-z_]\w*$)");
+    if (kernel_src.empty() || !std::regex_match(acquire, k_name) || k_not_calls.count(acquire)) return p;
+    auto files = kernel::c_files_naming(kernel_src, acquire, kernel::k_driver_dirs, std::chrono::seconds(120));
+    if (files.size() > 1500) files.resize(1500);
+    std::map<std::string, int> undone_by, same;
+    for (const auto& rel : files) {
+      auto text = util::read_file(kernel_src / rel);
+      if (!text) continue;
+      auto t = csrc::tokenize(*text);
+      for (const auto& u : csrc::find_units(t)) {
+        if (u.kind != csrc::UnitKind::function) continue;
+        auto cs = csrc::find_calls(t, u.body, u.last);
+        for (std::size_t a = 0; a < cs.size(); ++a) {
+          if (cs[a].callee != acquire || cs[a].args.empty() || cs[a].close_tok == std::string::npos) continue;
+          // The cleanup the acquire's own failure jumps to comes after its undo (labels unwind in
+          // reverse): only the code between a label and that one undoes it.
+          std::size_t until = u.last;
+          auto [fail_first, fail_last] = failure_branch(t, u, cs[a]);
+          for (std::size_t k = fail_first; k <= fail_last && k + 1 < u.last; ++k)
+            if (t[k].text == "goto")
+              for (std::size_t l = cs[a].close_tok; l + 1 < u.last; ++l)
+                if (t[l].text == t[k + 1].text && t[l + 1].text == ":" && l > fail_last) {
+                  until = l;
+                  break;
+                }
+          if (!label_between(t, cs[a].close_tok, until)) continue; // no cleanup code after it
+          ++p.calls;
+          std::set<std::string> seen;
+          for (std::size_t b = a + 1; b < cs.size(); ++b) {
+            const auto& c = cs[b];
+            if (c.name_tok <= cs[a].close_tok || c.name_tok >= until || c.callee == acquire || c.args.empty() ||
+                c.args[0] != cs[a].args[0] || k_not_calls.count(c.callee) || !label_between(t, cs[a].close_tok, c.name_tok))
+              continue;
+            if (seen.insert(c.callee).second) {
+              ++undone_by[c.callee];
+              if (c.args == cs[a].args) ++same[c.callee];
+            }
+          }
+        }
+      }
+    }
+    for (const auto& [callee, n] : undone_by)
+      if (n > p.released) {
+        p.release = callee;
+        p.released = n;
+      }
+    if (!p.release.empty()) p.same_args = same[p.release];
+    return p;
+  });
+}
+
+PairOracle undo_oracle(const fs::path& kernel_src) {
+  if (kernel_src.empty()) return {};
+  return [kernel_src](const std::string& acquire) { return undo_pair(kernel_src, acquire); };
+}
+
 PairOracle pair_oracle(const fs::path& kernel_src) {
   if (kernel_src.empty()) return {};
   return [kernel_src](const std::string& acquire) { return scoped_pair(kernel_src, acquire); };
@@ -273,12 +343,19 @@ std::size_t unbraced_control(const std::vector<csrc::Token>& t, std::size_t firs
   return kw == "if" || kw == "while" || kw == "for" ? first - 1 : std::string::npos;
 }
 
-std::vector<HeldExit> held_exits(const std::vector<csrc::Token>& t, const csrc::Unit& fn, const ScopedPair& pair) {
+std::vector<HeldExit> held_exits(const std::vector<csrc::Token>& t, const csrc::Unit& fn, const ScopedPair& pair,
+                                 bool errors_only) {
   std::vector<HeldExit> out;
-  if (!pair.scoped() || fn.kind != csrc::UnitKind::function || fn.last >= t.size()) return out;
+  if (pair.release.empty() || fn.kind != csrc::UnitKind::function || fn.last >= t.size()) return out;
   auto cs = csrc::find_calls(t, fn.body, fn.last);
   auto sts = csrc::block_statements(t, fn.body);
-  const bool falls_off = sts.empty() || t[sts.back().first].text != "return";
+  const bool falls_off = !errors_only && (sts.empty() || t[sts.back().first].text != "return");
+  // The success path's exit: the body's last statement; `return 0;` anywhere.
+  const std::size_t last_statement = sts.empty() ? fn.last : sts.back().first;
+  auto succeeds = [&](std::size_t i) {
+    return errors_only &&
+           (i == last_statement || (i + 2 < fn.last && t[i].text == "return" && t[i + 1].text == "0" && t[i + 2].text == ";"));
+  };
   std::set<std::size_t> reported;
   for (const auto& a : cs) {
     if (a.callee != pair.acquire || a.args.empty() || a.close_tok == std::string::npos || a.close_tok >= fn.last) continue;
@@ -305,6 +382,7 @@ std::vector<HeldExit> held_exits(const std::vector<csrc::Token>& t, const csrc::
       const bool end = i == fn.last;
       if (!(t[i].text == "return" || t[i].text == "goto" || (end && falls_off))) continue;
       if (skip_first <= i && i <= skip_last) continue;
+      if (succeeds(i)) continue;
       if (released_on_path(t, fn, cs, pair, lock, a.close_tok, i)) continue;
       if (t[i].text == "goto" && i + 1 < fn.last) {
         std::set<std::string> visited;

@@ -39,6 +39,18 @@ using PairOracle = std::function<ScopedPair(const std::string& acquire)>;
 /// scoped_pair over `kernel_src`; an empty oracle when it is empty.
 PairOracle pair_oracle(const std::filesystem::path& kernel_src);
 
+/// How the target kernel's drivers undo `acquire(x, ...)` on their error paths (missing cleanup on
+/// probe failure): `release` is the call with the same first argument most often made after a
+/// label that follows the acquire in the same function (goto-style cleanup: `err_dereg:
+/// misc_deregister(&dev);`) and before the label the acquire's own failure jumps to (the
+/// cleanup of what came before it); `calls` counts the acquires with such cleanup code after
+/// them, `released` those whose cleanup makes the call.
+ScopedPair undo_pair(const std::filesystem::path& kernel_src, const std::string& acquire);
+/// At least 8 acquires undone so, and at least half of those with cleanup code after them.
+inline bool undone(const ScopedPair& p) { return !p.release.empty() && p.released >= 8 && p.released * 2 >= p.calls; }
+/// undo_pair over `kernel_src`; an empty oracle when it is empty.
+PairOracle undo_oracle(const std::filesystem::path& kernel_src);
+
 /// How often the target kernel's drivers call `callee` while holding a lock of `pair` (between
 /// `acquire(x, ...)` and the next `release(x, ...)` of the same function).
 struct UnderLock {
@@ -68,8 +80,10 @@ struct HeldExit {
 
 /// The exits of `fn` that leave `pair.acquire(...)`'s lock held, each exit once, in source order.
 /// An exit inside `if (acquire(...)) ...` (the acquire failed) does not count, nor a goto to a
-/// label before the acquire.
-std::vector<HeldExit> held_exits(const std::vector<csrc::Token>& t, const csrc::Unit& fn, const ScopedPair& pair);
+/// label before the acquire. `errors_only`: only the exits that fail (not `return 0;`, not the
+/// body's last statement or end), for an acquire undone only when something after it fails.
+std::vector<HeldExit> held_exits(const std::vector<csrc::Token>& t, const csrc::Unit& fn, const ScopedPair& pair,
+                                 bool errors_only = false);
 
 /// The statement starting at token `first` is the unbraced body of `if (...)`, `else`, `for`,
 /// `while` or `do`: the index of the `)` or keyword before it, else npos.

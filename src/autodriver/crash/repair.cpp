@@ -315,11 +315,13 @@ std::optional<RepairEdit> add_release(const Hypothesis& h, const std::string& te
       e.new_text = text.substr(0, toks[control].end) + " {\n" + inner + h.call + ";\n" + inner +
                    text.substr(at, toks[semi].end - at) + "\n" + outer + "}" + text.substr(toks[semi].end);
     }
-    e.description =
-        fmt::format("{}() left {} held at {}:{} (taken at line {}): {} added before {}", h.function, h.variable, h.file, h.line,
-                    h.set_line, h.call,
-                    before == exit ? (exit == u.last ? std::string("the end of the function") : "the " + toks[exit].text)
-                                   : fmt::format("line {} ({})", toks[before].line, why));
+    const std::string where = before == exit
+                                  ? (exit == u.last ? std::string("the end of the function") : "the " + toks[exit].text)
+                                  : fmt::format("line {} ({})", toks[before].line, why);
+    e.description = h.kind == "missing-cleanup" ? fmt::format("{}() failed at {}:{} without undoing line {}: {} added before {}",
+                                                              h.function, h.file, h.line, h.set_line, h.call, where)
+                                                : fmt::format("{}() left {} held at {}:{} (taken at line {}): {} added before {}",
+                                                              h.function, h.variable, h.file, h.line, h.set_line, h.call, where);
     return e;
   }
   return std::nullopt;
@@ -400,7 +402,7 @@ std::vector<RepairEdit> propose_repairs(const std::vector<Hypothesis>& hyps, con
     if (h.kind == "use-before-set") e = move_assignment(h, *text);
     else if (h.kind == "use-after-release") e = move_release(h, *text);
     else if (h.kind == "double-release") e = drop_repeat(h, *text);
-    else if (h.kind == "missing-unlock") e = add_release(h, *text, kernel_src);
+    else if (h.kind == "missing-unlock" || h.kind == "missing-cleanup") e = add_release(h, *text, kernel_src);
     else if (h.kind == "unchecked-result") e = add_test(h, *text, kernel_src);
     if (e && e->new_text != *text) out.push_back(std::move(*e));
   }

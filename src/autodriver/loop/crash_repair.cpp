@@ -25,6 +25,7 @@ struct Run {
   std::string outcome;
   std::vector<std::string> titles;
   bool ok = false;
+  bool loaded = false; ///< every module's insmod succeeded
 };
 
 util::Expected<Run> boot_once(const CrashRepairRequest& req, const core::Kernel& k, const fs::path& tree) {
@@ -45,6 +46,10 @@ util::Expected<Run> boot_once(const CrashRepairRequest& req, const core::Kernel&
   if (bk.is_object() && bk.contains(k.release)) {
     r.outcome = boot_outcome(j, k.release);
     r.titles = boot_crash_titles(j, k.release);
+    const auto details = util::json_get(bk[k.release], "details", nlohmann::json::object());
+    const auto insmod = util::json_get(details, "insmod", nlohmann::json::object());
+    r.loaded = insmod.is_object() && !insmod.empty();
+    for (const auto& [name, one] : insmod.items()) r.loaded = r.loaded && util::json_get(one, "rc", -1) == 0;
   } else {
     // No boot: the build failed.
     r.outcome = "build-failed";
@@ -101,8 +106,8 @@ util::Expected<nlohmann::json> repair_crash(const CrashRepairRequest& req, const
   auto repairs = crash::propose_repairs(hyps, req.driver, kernel::cached_source(*k));
   if (repairs.empty()) {
     j["status"] = "no-repair";
-    j["reason"] = "no repair class covers these hypotheses (repairs exist for use-before-set, use-after-release, double-release "
-                  "and unchecked-result)";
+    j["reason"] = "no repair class covers these hypotheses (repairs exist for use-before-set, use-after-release, double-release, "
+                  "missing-unlock, missing-cleanup and unchecked-result)";
     return j;
   }
   note(fmt::format("reproducing '{}' with the unchanged driver on {}", report.title, k->release));
@@ -136,7 +141,10 @@ util::Expected<nlohmann::json> repair_crash(const CrashRepairRequest& req, const
       auto r = boot_once(req, *k, tree);
       if (!r) return util::unexpected(r.error());
       cj["runs"].push_back({{"outcome", r->outcome}, {"titles", r->titles}});
-      if (!r->ok || crashed_with(*r, report.title) || !r->titles.empty()) break;
+      // A module whose init failed before the crash too (missing cleanup) may go on failing to
+      // load, now without the crash.
+      const bool as_before = !before->loaded && r->outcome == "insmod-failed";
+      if ((!r->ok && !as_before) || crashed_with(*r, report.title) || !r->titles.empty()) break;
       ++clean;
     }
     cj["clean_runs"] = clean;
