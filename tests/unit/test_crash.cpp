@@ -805,3 +805,10 @@ TEST(CrashRepair, AFailedInitThatLeavesARegistrationGetsItsUndo) {
   r.headline = "BUG: unable to handle page fault for address: 0000000000000008";
   EXPECT_TRUE(crash::hypothesize(r, {}, t.path(), {}, {}, crash::undo_oracle(k->path())).empty());
 }
+
+TEST(CrashLock, AFunctionCalledWithTheLockHeldHandsItBack) {
+  const std::string a = "static int wait_ready(struct s *p, unsigned long *fl)\n{\n\twhile (!ready(p)) {\n"
+                        "\t\tspin_unlock_irqrestore(&p->l, *fl);\n\t\tmsleep(1);\n\t\tspin_lock_irqsave(&p->l, *fl);\n"
+                        "\t\tif (++p->n > 200)\n\t\t\treturn 0;\n\t}\n\treturn 1;\n}\n";
+  EXPECT_TRUE(held_lines(a, "spin_lock_irqsave").empty());
+}

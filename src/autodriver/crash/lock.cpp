@@ -362,6 +362,17 @@ std::vector<HeldExit> held_exits(const std::vector<csrc::Token>& t, const csrc::
     // `if (x) spin_lock(...)`: whether it holds depends on x, which this does not follow.
     if (unbraced_control(t, a.name_tok) != std::string::npos) continue;
     const std::string lock = arg_text(t, a.arg_toks[0]);
+    // A function that releases the lock before it takes it is called with it held and hands it
+    // back held (`unlock; msleep(1); lock;` in a polling loop).
+    bool held_on_entry = false;
+    for (const auto& r : cs) {
+      if (r.callee == pair.acquire && !r.args.empty() && same_lock(r.args[0], lock)) break; // taken first
+      if (is_release_of(r, pair, lock)) {
+        held_on_entry = true;
+        break;
+      }
+    }
+    if (held_on_entry) continue;
     auto [skip_first, skip_last] = failure_branch(t, fn, a);
     std::size_t scope_open = innermost_open(t, fn.body, a.name_tok);
     std::size_t scope_close = std::min(csrc::matching_close(t, scope_open), fn.last);
