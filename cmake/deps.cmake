@@ -37,3 +37,13 @@ find_library(LIBCLANG_LIBRARY NAMES clang clang-14 libclang.so.1 HINTS /usr/lib/
 add_library(dep_clang INTERFACE)
 target_include_directories(dep_clang SYSTEM INTERFACE ${LIBCLANG_INCLUDE_DIR})
 target_link_libraries(dep_clang INTERFACE ${LIBCLANG_LIBRARY})
+
+# libcurl (Debian libcurl4-openssl-dev): llm/ speaks to OpenAI-compatible endpoints with it.
+find_package(CURL REQUIRED)
+add_library(dep_curl INTERFACE)
+target_link_libraries(dep_curl INTERFACE CURL::libcurl)
+
+# cpp-httplib (Debian libcpp-httplib-dev, built as a shared library): the tests' loopback model server.
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+add_library(dep_httplib INTERFACE)
+target_link_libraries(dep_httplib INTERFACE PkgConfig::HTTPLIB Threads::Threads)
