@@ -169,9 +169,7 @@ std::optional<RepeatedCall> repeated_call(const std::vector<csrc::Token>& t, con
   for (std::size_t k = at; k-- > 0;) {
     const auto [a, b] = sts[k];
     // Set again in between: a new object, not a second release of the first.
-    for (std::size_t i = a; i + 1 <= b; ++i)
-      if (t[i].text == again->var && t[i + 1].text == "=" && !(i > 0 && (t[i - 1].text == "->" || t[i - 1].text == ".")))
-        return std::nullopt;
+    if (!csrc::assignments_of(t, a, b, again->var).empty()) return std::nullopt;
     if (csrc::join_tokens(t, a, b) == text) return RepeatedCall{*again, t[a].line, t[sts[at].first].line};
   }
   return std::nullopt;
