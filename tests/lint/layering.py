@@ -24,7 +24,7 @@ LAYERS = {
     "apidiff": {"core", "util"},
     "gate": {"csrc", "kernel", "core", "util"},
     "corpus": {"csrc", "gate", "kernel", "core", "util"},
-    "propose": {"csrc", "gate", "kernel", "store", "core", "util"},
+    "propose": {"llm", "csrc", "gate", "kernel", "store", "core", "util"},
     "crash": {"csrc", "kernel", "core", "util"},
     "llm": {"util"},
     "loop": {"llm", "crash", "csrc", "propose", "gate", "kernel", "store", "apidiff", "core", "util"},

@@ -2,7 +2,7 @@
 // tool calls, streams, retries, refusals, stalls and junk. No real model is involved.
 #include "autodriver/llm/client.hpp"
 
-#include <httplib.h>
+#include "fake_model.hpp"
 
 #include <gtest/gtest.h>
 
@@ -13,46 +13,9 @@
 
 using namespace autodriver;
 using namespace std::chrono_literals;
+using autodriver::testing::FakeModel;
 
 namespace {
-
-/// A server on 127.0.0.1 (a free port) answering /v1/chat/completions with `handler`.
-class FakeModel {
-public:
-  explicit FakeModel(std::function<void(const httplib::Request&, httplib::Response&)> handler) {
-    m_server.Post("/v1/chat/completions", [this, handler](const httplib::Request& req, httplib::Response& res) {
-      ++requests;
-      last_body = req.body;
-      last_auth = req.get_header_value("Authorization");
-      handler(req, res);
-    });
-    m_port = m_server.bind_to_any_port("127.0.0.1");
-    m_thread = std::thread([this] { m_server.listen_after_bind(); });
-    while (!m_server.is_running()) std::this_thread::sleep_for(1ms);
-  }
-  ~FakeModel() {
-    m_server.stop();
-    m_thread.join();
-  }
-  llm::Endpoint endpoint() const {
-    llm::Endpoint e;
-    e.base_url = "http://127.0.0.1:" + std::to_string(m_port) + "/v1";
-    e.model = "fake";
-    e.key_env = "AD_TEST_LLM_KEY";
-    e.backoff = 10ms;
-    e.retries = 3;
-    e.timeout = 5s;
-    e.stall = 2s;
-    return e;
-  }
-  std::atomic<int> requests{0};
-  std::string last_body, last_auth;
-
-private:
-  httplib::Server m_server;
-  int m_port = 0;
-  std::thread m_thread;
-};
 
 const char* k_answer = R"({"id":"x","object":"chat.completion","choices":[{"index":0,"finish_reason":"stop",
   "message":{"role":"assistant","content":"--- a/x.c\n+++ b/x.c\n"}}],"usage":{"prompt_tokens":120,"completion_tokens":30}})";
