@@ -51,6 +51,7 @@ nlohmann::json to_json(const PortReport& r, const PortRequest& req) {
           {"patches", r.patches},
           {"checkpatch", r.checkpatch},
           {"steps", r.steps},
+          {"llm", r.llm},
           {"elapsed_ms", r.elapsed.count()}};
 }
 

@@ -63,6 +63,12 @@ struct PortRequest {
   /// user.email), else autodriver's own name. `signoff` adds the author's Signed-off-by.
   std::string author;
   bool signoff = false;
+  /// --llm URL --model NAME: the LLM generator is asked for the errors the rule proposers leave
+  /// (propose/llm_agent.hpp); empty URL: off. The key is read from `llm_key_env` at each request.
+  std::string llm_url;
+  std::string llm_model;
+  std::string llm_key_env = "AUTODRIVER_LLM_KEY";
+  long llm_budget = 0; ///< tokens for the run; 0: no limit
   /// Called with each step as it happens (the run store records it before the loop goes on).
   std::function<void(const nlohmann::json&)> on_step;
 };
@@ -97,6 +103,7 @@ struct PortReport {
   nlohmann::json checkpatch = nullptr; ///< the target's checkpatch.pl --strict on the patches
   std::vector<std::string> modules;    ///< modules the driver builds (from kernel, else target), for patch subjects
   std::chrono::milliseconds elapsed{0};
+  nlohmann::json llm = nullptr; ///< with --llm: calls, tokens and time per round (propose/llm_agent.hpp)
 };
 
 using PortProgressFn = std::function<void(const std::string&)>;

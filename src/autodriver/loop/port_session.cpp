@@ -383,6 +383,29 @@ void PortSession::make_proposers() {
       m_deps.proposers->push_back({entry.make(), entry.alone_first});
 }
 
+std::vector<propose::Edit> PortSession::agent_edits(int iter) {
+  if (m_req.llm_url.empty() || m_cur.ok) return {};
+  if (!m_agent) {
+    propose::AgentSettings s;
+    s.endpoint.base_url = m_req.llm_url;
+    s.endpoint.model = m_req.llm_model;
+    s.endpoint.key_env = m_req.llm_key_env;
+    s.budget_tokens = m_req.llm_budget;
+    m_agent.emplace(std::move(s));
+  }
+  if (m_agent->spent()) return {};
+  note(fmt::format("iteration {}: asking {} about {} error(s) the rules left", iter, m_req.llm_model, m_cur.error_count()));
+  auto es = m_agent->propose(m_cur.all, m_ctx);
+  for (auto& e : es) propose::fill_expectations(e, m_work);
+  nlohmann::json round = m_agent->log().rounds.empty() ? nlohmann::json::object() : m_agent->log().rounds.back();
+  round["iteration"] = iter;
+  round["model"] = m_req.llm_model;
+  step("agent", round);
+  m_rep.llm = m_agent->log().to_json();
+  if (round.contains("error")) note("the model's round gave nothing: " + round["error"].get<std::string>());
+  return es;
+}
+
 // ---- the loop --------------------------------------------------------------------------------
 
 util::Expected<void> PortSession::iterate() {
@@ -398,7 +421,12 @@ util::Expected<void> PortSession::iterate() {
     auto edits = propose_edits(iter);
     if (!edits) return unexpected(edits.error());
     note(fmt::format("iteration {}: {} error(s), {} candidate edit(s)", iter, m_cur.error_count(), edits->size()));
-    if (edits->empty()) break;
+    bool asked_agent = false;
+    if (edits->empty()) {
+      *edits = agent_edits(iter);
+      asked_agent = true;
+      if (edits->empty()) break;
+    }
     auto switched = alone_first(*edits, iter);
     if (!switched) return unexpected(switched.error());
     if (*switched) {
@@ -420,6 +448,14 @@ util::Expected<void> PortSession::iterate() {
       if (auto r = combined(firsts, 0, iter); !r) return unexpected(r.error());
     if (!m_progressed)
       if (auto r = singles(groups, iter); !r) return unexpected(r.error());
+    // The rules' edits all failed: the model gets the errors as they are.
+    std::vector<propose::Edit> more;
+    if (!m_progressed && !asked_agent) more = agent_edits(iter);
+    if (!more.empty()) {
+      EditGroups extra;
+      for (const auto& e : more) extra[e.change_id].push_back(&e);
+      if (auto r = singles(extra, iter); !r) return unexpected(r.error());
+    }
     if (!m_progressed) break;
     end_iteration(iter);
   }

@@ -13,6 +13,7 @@
 #include "autodriver/loop/build_state.hpp"
 #include "autodriver/loop/port.hpp"
 #include "autodriver/loop/trial.hpp"
+#include "autodriver/propose/llm_agent.hpp"
 #include "autodriver/propose/rules/rules.hpp"
 
 #include <chrono>
@@ -44,6 +45,8 @@ private:
   void make_proposers();
   util::Expected<void> iterate();
   util::Expected<std::vector<propose::Edit>> propose_edits(int iter);
+  /// The LLM generator's edits for the errors the rules left (none without --llm).
+  std::vector<propose::Edit> agent_edits(int iter);
   util::Expected<bool> alone_first(std::vector<propose::Edit>& edits, int iter);
   util::Expected<void> combined(const std::vector<const propose::Edit*>& set, int depth, int iter);
   util::Expected<void> accept_set(const std::vector<const propose::Edit*>& set, Trial& t, int iter);
@@ -101,9 +104,10 @@ private:
   std::chrono::seconds m_first_build{0};
   BuildState m_cur; ///< the build of the work tree as it is
   std::vector<core::Diagnostic> m_original_diags;
-  std::set<std::string> m_settled;     ///< change ids accepted or exhausted
-  std::set<std::string> m_alone_first; ///< change ids of alone-first proposers' edits
-  bool m_progressed = false;           ///< this iteration kept an edit
+  std::set<std::string> m_settled;          ///< change ids accepted or exhausted
+  std::set<std::string> m_alone_first;      ///< change ids of alone-first proposers' edits
+  bool m_progressed = false;                ///< this iteration kept an edit
+  std::optional<propose::LlmAgent> m_agent; ///< --llm
 };
 
 } // namespace autodriver::loop

@@ -157,7 +157,7 @@ std::vector<Edit> LlmAgent::propose(const std::vector<core::Diagnostic>& diagnos
       if (changed) {
         Edit e;
         e.proposer = "llm";
-        e.change_id = "llm:" + errs.front()->signature();
+        e.change_id = fmt::format("llm:{}:{}", m_round, errs.front()->signature());
         e.label = "other";
         e.title = errs.front()->symbols.empty() ? "adapt to the target kernel" : "adapt to " + errs.front()->symbols.front();
         e.description = fmt::format("proposed by the model {} (round {}, answer {}), read as SEARCH/REPLACE edits of the "

@@ -1,0 +1,47 @@
+# The LLM generator in the port loop, against a loopback stand-in for a model (tests/e2e/fake_llm.py):
+# with the rule proposers limited to one that has nothing to say, a module still calling strlcpy()
+# (removed in 6.8) is ported to 6.12 by the model's SEARCH/REPLACE answer, tried and gated like any
+# edit; the verdict counts the calls and tokens. An answer that disables the failing call instead
+# (`#if 0`) is refused by the integrity gate; an unreachable endpoint leaves the rule-based result standing.
+. "$(dirname "$0")/lib.sh.inc"
+need_kernel 6.12
+D="$AD_SRC/tests/fixtures/drivers/llm-strlcpy"
+serve() { # ANSWERS.json: starts the stand-in, sets URL
+  rm -f "$WORK/port" "$WORK/requests"
+  python3 "$AD_SRC/tests/e2e/fake_llm.py" "$1" "$WORK/port" "$WORK/requests" &
+  SERVER=$!
+  for _ in $(seq 50); do [ -s "$WORK/port" ] && break; sleep 0.1; done
+  [ -s "$WORK/port" ] || fail "the stand-in model did not start"
+  URL="http://127.0.0.1:$(cat "$WORK/port")/v1"
+}
+trap 'kill $SERVER 2>/dev/null; rm -rf "$WORK"' EXIT
+port() { # OUT: port D to 6.12 with the stand-in, rules limited to entry-points
+  rc=0
+  "$AD" port "$D" --to 6.12 -o "$WORK/$1" --no-store-kb --no-reference --proposer entry-points --llm "$URL" --model fake \
+    --json > "$WORK/$1.json" || rc=$?
+}
+cat > "$WORK/good.json" <<'JSON'
+[{"content": "llm_strlcpy.c\n<<<<<<< SEARCH\n\tstrlcpy(ls_name, KBUILD_MODNAME, sizeof(ls_name));\n=======\n\tstrscpy(ls_name, KBUILD_MODNAME, sizeof(ls_name));\n>>>>>>> REPLACE\n"}]
+JSON
+serve "$WORK/good.json"
+port good
+[ $rc -eq 0 ] || fail "port with the model's answer: exit $rc"
+py "$WORK/good.json" "d['status'] == 'ported' and d['accepted'][0]['proposer'] == 'llm'"
+py "$WORK/good.json" "d['llm']['calls'] == 1 and d['llm']['prompt_tokens'] == 200 and d['llm']['completion_tokens'] == 40"
+grep -q 'strscpy(ls_name' "$WORK/good/tree/llm_strlcpy.c" || fail "strscpy not in the ported tree"
+grep -q 'strlcpy' "$WORK/requests" || fail "the prompt did not show the error"
+grep -q '"role": "system"\|"role":"system"' "$WORK/requests" || fail "no system message"
+kill $SERVER
+cat > "$WORK/cheat.json" <<'JSON'
+[{"content": "llm_strlcpy.c\n<<<<<<< SEARCH\n\tstrlcpy(ls_name, KBUILD_MODNAME, sizeof(ls_name));\n=======\n#if 0\n\tstrlcpy(ls_name, KBUILD_MODNAME, sizeof(ls_name));\n#endif\n>>>>>>> REPLACE\n"}]
+JSON
+serve "$WORK/cheat.json"
+port cheat
+[ $rc -ne 0 ] || fail "a port whose only fix disables the failing call must not succeed"
+py "$WORK/cheat.json" "d['status'] != 'ported' and d['integrity']['rule_counts']['code-disabled'] >= 1"
+kill $SERVER
+SERVER=
+URL="http://127.0.0.1:1/v1"
+port nowhere
+py "$WORK/nowhere.json" "d['status'] == 'no-progress' and any('network' in r.get('error', '') for r in d['llm']['rounds'])"
+echo PASS
