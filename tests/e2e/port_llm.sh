@@ -14,7 +14,7 @@ serve() { # ANSWERS.json: starts the stand-in, sets URL
   [ -s "$WORK/port" ] || fail "the stand-in model did not start"
   URL="http://127.0.0.1:$(cat "$WORK/port")/v1"
 }
-trap 'kill $SERVER 2>/dev/null; rm -rf "$WORK"' EXIT
+trap 'kill ${SERVER:-} 2>/dev/null || true; rm -rf "$WORK"' EXIT
 port() { # OUT: port D to 6.12 with the stand-in, rules limited to entry-points
   rc=0
   "$AD" port "$D" --to 6.12 -o "$WORK/$1" --no-store-kb --no-reference --proposer entry-points --llm "$URL" --model fake \

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <optional>
 
 using namespace autodriver;
@@ -120,4 +121,41 @@ TEST(LlmAgent, LineEditsKeepTheCommonLines) {
   EXPECT_EQ(e->remove, 2);
   EXPECT_EQ(e->text, "B\nB2\n");
   EXPECT_FALSE(propose::line_edit("a.c", "x\n", "x\n"));
+}
+
+TEST(LlmAgent, ToolCallsReadTheDriverButNothingOutsideIt) {
+  Case c;
+  std::atomic<int> n{0};
+  FakeModel m([&n](const httplib::Request& req, httplib::Response& res) {
+    if (++n == 1) {
+      EXPECT_NE(req.body.find("\"read_function\""), std::string::npos); // the tools are offered
+      nlohmann::json calls = nlohmann::json::array(
+          {{{"id", "c1"},
+            {"type", "function"},
+            {"function", {{"name", "read_function"}, {"arguments", R"({"name":"x_probe"})"}}}},
+           {{"id", "c2"},
+            {"type", "function"},
+            {"function", {{"name", "read_lines"}, {"arguments", R"({"path":"../../etc/passwd","first":1,"last":5})"}}}},
+           {{"id", "c3"}, {"type", "function"}, {"function", {{"name", "read_lines"}, {"arguments", "not json"}}}}});
+      nlohmann::json j = {
+          {"choices",
+           {{{"finish_reason", "tool_calls"}, {"message", {{"role", "assistant"}, {"content", ""}, {"tool_calls", calls}}}}}},
+          {"usage", {{"prompt_tokens", 50}, {"completion_tokens", 10}}}};
+      res.set_content(j.dump(), "application/json");
+      return;
+    }
+    auto body = nlohmann::json::parse(req.body);
+    std::string tools;
+    for (const auto& msg : body["messages"])
+      if (msg["role"] == "tool") tools += msg["tool_call_id"].get<std::string>() + ":" + msg["content"].get<std::string>() + "\n";
+    EXPECT_NE(tools.find("c1:x.c:\nint x_probe(void)\n{\n\treturn foo(1);\n}"), std::string::npos) << tools;
+    EXPECT_NE(tools.find("c2:refused"), std::string::npos) << tools;
+    EXPECT_NE(tools.find("c3:error: the arguments are not a JSON object"), std::string::npos) << tools;
+    res.set_content(reply(k_good), "application/json");
+  });
+  propose::LlmAgent agent({m.endpoint(), 0, 3});
+  auto edits = agent.propose(c.diags, c.ctx);
+  ASSERT_EQ(edits.size(), 1u);
+  EXPECT_EQ(agent.log().calls, 2);
+  EXPECT_EQ(agent.log().rounds[0]["tool_calls"], 3);
 }

@@ -1,13 +1,17 @@
 #include "autodriver/propose/llm_agent.hpp"
 
+#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/kernel/source_grep.hpp"
 #include "autodriver/llm/answer.hpp"
 #include "autodriver/llm/prompt.hpp"
 #include "autodriver/util/files.hpp"
+#include "autodriver/util/json_text.hpp"
 #include "autodriver/util/strings.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <set>
 
 namespace autodriver::propose {
@@ -42,29 +46,99 @@ std::string excerpt(const fs::path& tree, const std::string& file, int line, int
   return out;
 }
 
+bool symbol_name(const std::string& s) {
+  if (s.empty() || s.size() > 80 || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  return true;
+}
+
+/// Lines of the target's source naming `symbol`: its declarations in include/ (`declaration`), or
+/// calls of it in drivers/ (else), at most `max`, each capped.
+std::string kernel_lines(const fs::path& new_src, const std::string& symbol, bool declaration, int max) {
+  if (new_src.empty() || !symbol_name(symbol)) return "";
+  kernel::SourceGrep q;
+  q.options = {"-nwE", "-m", "2"};
+  q.all_of = {symbol};
+  if (declaration) {
+    q.includes = {"*.h"};
+    q.dirs = {"include"};
+    q.pattern = "(struct|union|enum)[[:space:]]+" + symbol + "[[:space:]]*\\{|[[:space:]*]" + symbol +
+                "[[:space:]]*\\(|#define[[:space:]]+" + symbol;
+  } else {
+    q.includes = {"*.c"};
+    q.dirs = {"drivers"};
+    q.pattern = symbol + "[[:space:]]*\\(";
+  }
+  std::string out;
+  int n = 0;
+  for (const auto& line : kernel::grep_source(new_src, q)) {
+    if (++n > max) break;
+    out += line.substr(0, 300) + "\n";
+  }
+  return out;
+}
+
 /// The target's header lines declaring the symbols the errors name (a few per symbol).
 std::string declarations(const fs::path& new_src, const std::vector<const core::Diagnostic*>& errs) {
   std::set<std::string> symbols;
   for (const auto* d : errs)
     for (const auto& s : d->symbols)
       if (symbols.size() < 6) symbols.insert(s);
-  std::string out;
   if (new_src.empty()) return "(the target's source is not available)";
-  for (const auto& s : symbols) {
-    kernel::SourceGrep q;
-    q.options = {"-nwE", "-m", "2"};
-    q.includes = {"*.h"};
-    q.dirs = {"include"};
-    q.pattern =
-        "(struct|union|enum)[[:space:]]+" + s + "[[:space:]]*\\{|[[:space:]*]" + s + "[[:space:]]*\\(|#define[[:space:]]+" + s;
-    q.all_of = {s};
-    int n = 0;
-    for (const auto& line : kernel::grep_source(new_src, q)) {
-      if (++n > 4) break;
-      out += line.substr(0, 300) + "\n";
-    }
-  }
+  std::string out;
+  for (const auto& s : symbols) out += kernel_lines(new_src, s, true, 4);
   return out.empty() ? "(no declaration found in include/)" : out;
+}
+
+/// The tools the generator may call: reading more of the driver and of the target kernel.
+std::vector<llm::Tool> agent_tools() {
+  auto one = [](const char* name, const char* what) {
+    return nlohmann::json{
+        {"type", "object"}, {"properties", {{name, {{"type", "string"}, {"description", what}}}}}, {"required", {name}}};
+  };
+  nlohmann::json lines = {
+      {"type", "object"},
+      {"properties", {{"path", {{"type", "string"}}}, {"first", {{"type", "integer"}}}, {"last", {{"type", "integer"}}}}},
+      {"required", {"path", "first", "last"}}};
+  return {
+      {"read_function", "The whole definition of a function of the driver, by name", one("name", "the function's name")},
+      {"read_lines", "Lines first..last (at most 200) of one of the driver's C files", lines},
+      {"kernel_declaration", "How the target kernel's headers declare a function, type or macro", one("symbol", "an identifier")},
+      {"kernel_callers", "Calls of a function in the target kernel's own drivers (a few)", one("symbol", "a function name")},
+  };
+}
+
+/// Runs one tool call; its answer is text for the model (an error too, never an exception).
+std::string run_tool(const llm::ToolCall& call, const PortContext& ctx, const std::set<std::string>& editable) {
+  auto args = nlohmann::json::parse(call.arguments, nullptr, false);
+  if (args.is_discarded() || !args.is_object()) return "error: the arguments are not a JSON object";
+  auto str = [&](const char* k) { return util::json_get(args, k, std::string()); };
+  if (call.name == "read_function") {
+    const std::string name = str("name");
+    for (const auto& rel : editable) {
+      auto text = util::read_file(ctx.tree / rel);
+      if (!text || !csrc::has_word(*text, name)) continue;
+      auto toks = csrc::tokenize(*text);
+      for (const auto& u : csrc::find_units(toks))
+        if (u.kind == csrc::UnitKind::function && u.name == name)
+          return rel + ":\n" +
+                 text->substr(toks[u.first].begin, std::min<std::size_t>(toks[u.last].end - toks[u.first].begin, 8000));
+    }
+    return "no function " + name + " in the driver";
+  }
+  if (call.name == "read_lines") {
+    const std::string path = str("path");
+    if (!llm::editable_path(ctx.tree, path, editable)) return "refused: " + path + " is not a file of the driver";
+    const int first = std::max(1, util::json_get(args, "first", 1));
+    const int last = std::clamp(util::json_get(args, "last", first + 50), first, first + 200);
+    return excerpt(ctx.tree, fs::path(path).lexically_normal().string(), (first + last) / 2, (last - first) / 2 + 1);
+  }
+  if (call.name == "kernel_declaration" || call.name == "kernel_callers") {
+    auto found = kernel_lines(ctx.new_src, str("symbol"), call.name == "kernel_declaration", 8);
+    return found.empty() ? "nothing found in the target kernel" : found;
+  }
+  return "error: no tool " + call.name;
 }
 
 /// The C sources and headers of the tree, relative: what an answer may edit.
@@ -106,6 +180,27 @@ std::optional<TextEdit> line_edit(const std::string& file, const std::string& be
 
 LlmAgent::LlmAgent(AgentSettings s) : m_settings(std::move(s)) { m_budget.max_tokens = m_settings.budget_tokens; }
 
+util::Expected<llm::Reply> LlmAgent::converse(llm::Client& client, std::vector<llm::Message>& messages, const PortContext& ctx,
+                                              const std::set<std::string>& editable, int& tool_calls) {
+  static const std::vector<llm::Tool> tools = agent_tools();
+  for (int turn = 0; turn <= m_settings.max_tool_turns; ++turn) {
+    auto reply = client.chat(messages, turn < m_settings.max_tool_turns ? tools : std::vector<llm::Tool>{});
+    if (!reply) return reply;
+    ++m_log.calls;
+    m_log.prompt_tokens += reply->usage.prompt_tokens;
+    m_log.completion_tokens += reply->usage.completion_tokens;
+    m_log.ms += reply->elapsed.count();
+    if (reply->message.tool_calls.empty()) return reply;
+    messages.push_back(reply->message);
+    for (const auto& call : reply->message.tool_calls) {
+      ++tool_calls;
+      messages.push_back(llm::Message{"tool", run_tool(call, ctx, editable), {}, call.id});
+    }
+  }
+  return util::unexpected(util::ErrorKind::parse,
+                          fmt::format("the model kept calling tools ({} turns) without an answer", m_settings.max_tool_turns));
+}
+
 std::vector<Edit> LlmAgent::propose(const std::vector<core::Diagnostic>& diagnostics, const PortContext& ctx) {
   ++m_round;
   nlohmann::json round = {{"round", m_round}};
@@ -139,13 +234,11 @@ std::vector<Edit> LlmAgent::propose(const std::vector<core::Diagnostic>& diagnos
   if (!messages) return done(messages.error().describe());
   llm::Client client(m_settings.endpoint, &m_budget);
   const std::set<std::string> editable = driver_files(ctx.tree);
+  int tool_calls = 0;
   for (int attempt = 1; attempt <= 2; ++attempt) {
-    auto reply = client.chat(*messages);
+    auto reply = converse(client, *messages, ctx, editable, tool_calls);
+    round["tool_calls"] = tool_calls;
     if (!reply) return done(reply.error().describe());
-    ++m_log.calls;
-    m_log.prompt_tokens += reply->usage.prompt_tokens;
-    m_log.completion_tokens += reply->usage.completion_tokens;
-    m_log.ms += reply->elapsed.count();
     std::string why;
     auto answer = llm::parse_answer(reply->message.content);
     if (answer) {

@@ -1,7 +1,9 @@
 #pragma once
 // The LLM generator (issue 19, first step): asked by the loop only when the rule proposers have
 // nothing left to try, for the errors that remain. It locates each error deterministically (the
-// driver's lines around it, the target kernel's declarations of the names the error mentions),
+// driver's lines around it, the target kernel's declarations of the names the error mentions)
+// and lets the model read more through tools (a driver function or lines, the target's
+// declarations and callers of a symbol; the driver's files only),
 // fills the versioned prompt template (prompts/port-generator.v1.txt), and reads the model's
 // answer as data (llm/answer): applied to a scratch copy only inside the driver's C files, then
 // turned into whole-line text edits the loop tries, gates and keeps or drops like any other. A
@@ -13,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +25,7 @@ struct AgentSettings {
   llm::Endpoint endpoint;
   long budget_tokens = 0; ///< 0: no limit
   int max_locations = 3;  ///< errors shown to the model per round
+  int max_tool_turns = 6; ///< answers that call tools before the model must answer without them
 };
 
 /// What the agent spent and what went wrong, per call.
@@ -44,6 +48,10 @@ public:
   bool spent() const { return m_budget.exhausted(); }
 
 private:
+  /// Chat until the model answers without calling a tool, running its tool calls in between
+  /// (read a driver function or lines, the target's declarations and callers of a symbol).
+  util::Expected<llm::Reply> converse(llm::Client& client, std::vector<llm::Message>& messages, const PortContext& ctx,
+                                      const std::set<std::string>& editable, int& tool_calls);
   AgentSettings m_settings;
   llm::Budget m_budget;
   AgentLog m_log;
