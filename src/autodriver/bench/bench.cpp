@@ -113,6 +113,10 @@ nlohmann::json run_case(const fs::path& case_dir, const nlohmann::json& meta, co
   pr.store_kb = req.store_kb;
   pr.rule_packs = req.rule_packs;
   pr.rule_dirs = req.rule_dirs;
+  pr.llm_url = req.llm_url;
+  pr.llm_model = req.llm_model;
+  pr.llm_key_env = req.llm_key_env;
+  pr.llm_budget = req.llm_budget;
   pr.reference = req.reference;
   pr.case_id = id;
   const auto& runtime = meta.value("runtime", nlohmann::json::object());
@@ -176,6 +180,10 @@ nlohmann::json run_case(const fs::path& case_dir, const nlohmann::json& meta, co
   row["integrity_rejected"] = compiled && !integrity_ok;
   row["initial_errors"] = rep->initial_errors;
   row["final_errors"] = rep->final_errors;
+  if (rep->llm.is_object())
+    row["llm"] = {{"calls", rep->llm.value("calls", 0)},
+                  {"tokens", rep->llm.value("prompt_tokens", 0L) + rep->llm.value("completion_tokens", 0L)},
+                  {"ms", rep->llm.value("ms", 0L)}};
   row["accepted"] = nlohmann::json::array();
   for (const auto& a : rep->accepted) row["accepted"].push_back({{"proposer", a.edit.proposer}, {"title", a.edit.title}});
   if (pr.boot) {
@@ -198,6 +206,87 @@ nlohmann::json run_case(const fs::path& case_dir, const nlohmann::json& meta, co
 }
 
 } // namespace
+
+/// The report over the selected cases' result rows.
+static nlohmann::json aggregate(const BenchRequest& req, const std::vector<std::pair<fs::path, nlohmann::json>>& todo,
+                                std::map<std::string, nlohmann::json>& done) {
+  int n = 0, compiled = 0, comp_integ = 0, rejected = 0, testable = 0, loaded = 0, with_golden = 0, exact = 0, norm = 0;
+  int untestable = 0; // runtime-testable cases whose unchanged driver does not load on FROM either
+  std::vector<double> times;
+  std::map<std::string, std::array<int, 2>> per_type, per_origin;
+  long llm_calls = 0, llm_tokens = 0, llm_ms = 0, llm_tokens_solved = 0; // --llm: over the cases, and the solved ones
+  for (const auto& [dir, meta] : todo) {
+    std::string id = meta.value("id", dir.filename().string());
+    if (!done.count(id)) continue;
+    const auto& r = done[id];
+    ++n;
+    bool ok = r.value("compiled_and_integrity", false);
+    compiled += r.value("compiled", false);
+    comp_integ += ok;
+    rejected += r.value("integrity_rejected", false);
+    if (r.value("runtime_testable", false)) {
+      if (r.value("load_untestable", false)) {
+        ++untestable;
+      } else {
+        ++testable;
+        loaded += r.value("loaded", false);
+      }
+    }
+    if (r.contains("golden_exact")) {
+      ++with_golden;
+      exact += r.value("golden_exact", false);
+      norm += r.value("golden_normalized", false);
+    }
+    times.push_back(r.value("seconds", 0.0));
+    for (const auto& t : r.value("change_types", std::vector<std::string>{})) {
+      per_type[t][0]++;
+      per_type[t][1] += ok;
+    }
+    per_origin[r.value("origin", "")][0]++;
+    per_origin[r.value("origin", "")][1] += ok;
+    if (auto l = r.find("llm"); l != r.end() && l->is_object()) {
+      llm_calls += l->value("calls", 0);
+      llm_tokens += l->value("tokens", 0L);
+      llm_ms += l->value("ms", 0L);
+      if (ok) llm_tokens_solved += l->value("tokens", 0L);
+    }
+  }
+  nlohmann::json types = nlohmann::json::object(), origins = nlohmann::json::object();
+  for (const auto& [t, v] : per_type) types[t] = {{"cases", v[0]}, {"ok", v[1]}};
+  for (const auto& [t, v] : per_origin) origins[t] = {{"cases", v[0]}, {"ok", v[1]}};
+  auto pct = [](int a, int b) { return b ? 100.0 * a / b : 0.0; };
+  nlohmann::json report = {
+      {"schema", "autodriver.bench"},
+      {"schema_version", k_bench_schema_version},
+      {"corpus", fs::absolute(req.corpus).string()},
+      {"split", req.split.empty() ? "all" : req.split},
+      {"use_from", req.use_from},
+      {"reference", req.reference},
+      {"cases", n},
+      {"compiled", compiled},
+      {"compiled_and_integrity", comp_integ},
+      {"compile_rate_pct", pct(comp_integ, n)},
+      {"integrity_rejections", rejected},
+      {"runtime_testable", testable},
+      {"load_untestable", untestable},
+      {"loaded", loaded},
+      {"load_rate_pct", pct(loaded, testable)},
+      {"with_golden", with_golden},
+      {"golden_exact", exact},
+      {"golden_normalized", norm},
+      {"median_seconds", median(times)},
+      {"llm", req.llm_url.empty() ? nlohmann::json(nullptr)
+                                  : nlohmann::json{{"model", req.llm_model},
+                                                   {"calls", llm_calls},
+                                                   {"tokens", llm_tokens},
+                                                   {"ms", llm_ms},
+                                                   {"tokens_per_case", n ? llm_tokens / n : 0},
+                                                   {"tokens_per_solved_case", comp_integ ? llm_tokens_solved / comp_integ : 0}}},
+      {"per_change_type", types},
+      {"per_origin", origins},
+      {"paper", {{"name", "AutoDriver (LLM agents)"}, {"compile_rate_pct", 56.4}, {"boot", "27/55"}, {"minutes_per_case", 12}}}};
+  return report;
+}
 
 util::Expected<nlohmann::json> run_bench(const BenchRequest& req, const BenchProgressFn& progress) {
   std::error_code ec;
@@ -282,68 +371,7 @@ util::Expected<nlohmann::json> run_bench(const BenchRequest& req, const BenchPro
   if (util::interrupted())
     return unexpected(ErrorKind::interrupted, "interrupted: finished cases are kept in " + results.string());
 
-  // Aggregate over the selected cases.
-  int n = 0, compiled = 0, comp_integ = 0, rejected = 0, testable = 0, loaded = 0, with_golden = 0, exact = 0, norm = 0;
-  int untestable = 0; // runtime-testable cases whose unchanged driver does not load on FROM either
-  std::vector<double> times;
-  std::map<std::string, std::array<int, 2>> per_type, per_origin;
-  for (const auto& [dir, meta] : todo) {
-    std::string id = meta.value("id", dir.filename().string());
-    if (!done.count(id)) continue;
-    const auto& r = done[id];
-    ++n;
-    bool ok = r.value("compiled_and_integrity", false);
-    compiled += r.value("compiled", false);
-    comp_integ += ok;
-    rejected += r.value("integrity_rejected", false);
-    if (r.value("runtime_testable", false)) {
-      if (r.value("load_untestable", false)) {
-        ++untestable;
-      } else {
-        ++testable;
-        loaded += r.value("loaded", false);
-      }
-    }
-    if (r.contains("golden_exact")) {
-      ++with_golden;
-      exact += r.value("golden_exact", false);
-      norm += r.value("golden_normalized", false);
-    }
-    times.push_back(r.value("seconds", 0.0));
-    for (const auto& t : r.value("change_types", std::vector<std::string>{})) {
-      per_type[t][0]++;
-      per_type[t][1] += ok;
-    }
-    per_origin[r.value("origin", "")][0]++;
-    per_origin[r.value("origin", "")][1] += ok;
-  }
-  nlohmann::json types = nlohmann::json::object(), origins = nlohmann::json::object();
-  for (const auto& [t, v] : per_type) types[t] = {{"cases", v[0]}, {"ok", v[1]}};
-  for (const auto& [t, v] : per_origin) origins[t] = {{"cases", v[0]}, {"ok", v[1]}};
-  auto pct = [](int a, int b) { return b ? 100.0 * a / b : 0.0; };
-  nlohmann::json report = {
-      {"schema", "autodriver.bench"},
-      {"schema_version", k_bench_schema_version},
-      {"corpus", fs::absolute(req.corpus).string()},
-      {"split", req.split.empty() ? "all" : req.split},
-      {"use_from", req.use_from},
-      {"reference", req.reference},
-      {"cases", n},
-      {"compiled", compiled},
-      {"compiled_and_integrity", comp_integ},
-      {"compile_rate_pct", pct(comp_integ, n)},
-      {"integrity_rejections", rejected},
-      {"runtime_testable", testable},
-      {"load_untestable", untestable},
-      {"loaded", loaded},
-      {"load_rate_pct", pct(loaded, testable)},
-      {"with_golden", with_golden},
-      {"golden_exact", exact},
-      {"golden_normalized", norm},
-      {"median_seconds", median(times)},
-      {"per_change_type", types},
-      {"per_origin", origins},
-      {"paper", {{"name", "AutoDriver (LLM agents)"}, {"compile_rate_pct", 56.4}, {"boot", "27/55"}, {"minutes_per_case", 12}}}};
+  nlohmann::json report = aggregate(req, todo, done);
   for (auto w : {util::write_file_atomic(req.out / "report.json", report.dump(2, ' ', false, util::json_bytes) + "\n"),
                  util::write_file_atomic(req.out / "report.md", report_markdown(report))})
     if (!w) util::log_warn("{}", w.error().describe());
@@ -352,7 +380,9 @@ util::Expected<nlohmann::json> run_bench(const BenchRequest& req, const BenchPro
 
 std::string report_markdown(const nlohmann::json& r) {
   std::string md;
-  md += fmt::format("| | autodriver (this run, no LLM) | AutoDriver paper |\n|---|---|---|\n");
+  const auto& llm = r.contains("llm") && r["llm"].is_object() ? r["llm"] : nlohmann::json();
+  md += fmt::format("| | autodriver (this run, {}) | AutoDriver paper |\n|---|---|---|\n",
+                    llm.is_object() ? "LLM " + llm.value("model", std::string()) : std::string("no LLM"));
   md += fmt::format("| cases | {} ({} split) | 235 (DriveBench, 5.10-6.10) |\n", r.value("cases", 0), r.value("split", ""));
   md += fmt::format("| compile + integrity | {}/{} = {:.1f} % | 56.4 % |\n", r.value("compiled_and_integrity", 0),
                     r.value("cases", 0), r.value("compile_rate_pct", 0.0));
@@ -365,6 +395,10 @@ std::string report_markdown(const nlohmann::json& r) {
   md += fmt::format("| identical to golden (exact / normalized) | {} / {} of {} | not reported |\n", r.value("golden_exact", 0),
                     r.value("golden_normalized", 0), r.value("with_golden", 0));
   md += fmt::format("| median time per case | {:.1f} s | ~12 min |\n", r.value("median_seconds", 0.0));
+  if (llm.is_object())
+    md += fmt::format("| LLM calls / tokens (per case, per solved case) | {} / {} ({}, {}) | not reported |\n",
+                      llm.value("calls", 0L), llm.value("tokens", 0L), llm.value("tokens_per_case", 0L),
+                      llm.value("tokens_per_solved_case", 0L));
   return md;
 }
 
