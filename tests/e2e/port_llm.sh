@@ -39,6 +39,19 @@ serve "$WORK/cheat.json"
 port cheat
 [ $rc -ne 0 ] || fail "a port whose only fix disables the failing call must not succeed"
 py "$WORK/cheat.json" "d['status'] != 'ported' and d['integrity']['rule_counts']['code-disabled'] >= 1"
+# bench passes --llm to each case's port; its report names the model and counts what was spent.
+C="$WORK/corpus/cases/llm_strlcpy"
+mkdir -p "$C/before"
+cp "$D/llm_strlcpy.c" "$D/Makefile" "$C/before/"
+cat > "$C/metadata.json" <<'JSON'
+{"schema_version": 1, "id": "llm_strlcpy", "origin": "in-tree", "split": "dev",
+ "from": {"line": "6.1"}, "to": {"line": "6.12"},
+ "unit": {"path": "drivers/misc/llm_strlcpy", "dir": "drivers/misc", "files": ["llm_strlcpy.c"]},
+ "runtime": {"kind": "none"}, "golden": {"status": "none"}}
+JSON
+"$AD" bench "$WORK/corpus" --no-from --no-boot --no-store-kb --llm "$URL" --model fake -o "$WORK/bench" --json > "$WORK/bench.json" ||
+  fail "bench --llm"
+py "$WORK/bench.json" "d['llm']['model'] == 'fake' and d['llm']['calls'] >= 0 and d['cases'] == 1"
 kill $SERVER
 SERVER=
 URL="http://127.0.0.1:1/v1"
