@@ -3,6 +3,7 @@
 # (removed in 6.8) is ported to 6.12 by the model's SEARCH/REPLACE answer, tried and gated like any
 # edit; the verdict counts the calls and tokens. An answer that disables the failing call instead
 # (`#if 0`) is refused by the integrity gate; an unreachable endpoint leaves the rule-based result standing.
+# bench --llm passes the endpoint to each case and reports what it spent.
 . "$(dirname "$0")/lib.sh.inc"
 need_kernel 6.12
 D="$AD_SRC/tests/fixtures/drivers/llm-strlcpy"
@@ -29,6 +30,10 @@ port good
 py "$WORK/good.json" "d['status'] == 'ported' and d['accepted'][0]['proposer'] == 'llm'"
 py "$WORK/good.json" "d['llm']['calls'] == 1 and d['llm']['prompt_tokens'] == 200 and d['llm']['completion_tokens'] == 40"
 grep -q 'strscpy(ls_name' "$WORK/good/tree/llm_strlcpy.c" || fail "strscpy not in the ported tree"
+# The run store shows the model's round as a step with its tokens.
+run=$(python3 -c "import json; print(json.load(open('$WORK/good.json'))['run'])")
+"$AD" show "$run" > "$WORK/show.txt" || fail "show $run"
+grep -q 'agent .*llm .*tokens 200/40 .*fake: 1 edit(s), 1 call(s)' "$WORK/show.txt" || fail "show lacks the agent step: $(grep agent "$WORK/show.txt")"
 grep -q 'strlcpy' "$WORK/requests" || fail "the prompt did not show the error"
 grep -q '"role": "system"\|"role":"system"' "$WORK/requests" || fail "no system message"
 kill $SERVER

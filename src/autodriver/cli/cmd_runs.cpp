@@ -109,6 +109,10 @@ std::string step_line(const store::StepRow& s) {
   } else if (s.kind == "hypothesize" && out.contains("hypotheses")) {
     const auto& h = out["hypotheses"];
     what = h.is_array() && !h.empty() ? h[0].value("statement", "") : "none";
+  } else if (s.kind == "agent") { // the LLM generator's round
+    what = fmt::format("{}: {} edit(s), {} call(s), {} tool call(s){}", in.value("model", ""), out.value("edits", 0),
+                       in.value("calls", 0), in.value("tool_calls", 0),
+                       in.contains("error") ? " - " + in.value("error", "") : std::string());
   } else if (s.kind == "repair" && out.contains("status")) {
     what = out.value("status", "");
   } else {

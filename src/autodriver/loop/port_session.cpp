@@ -400,7 +400,7 @@ std::vector<propose::Edit> PortSession::agent_edits(int iter) {
   nlohmann::json round = m_agent->log().rounds.empty() ? nlohmann::json::object() : m_agent->log().rounds.back();
   round["iteration"] = iter;
   round["model"] = m_req.llm_model;
-  step("agent", round);
+  step("agent", round); // its "ms" is the round's own duration, tokens_in/out its tokens
   m_rep.llm = m_agent->log().to_json();
   if (round.contains("error")) note("the model's round gave nothing: " + round["error"].get<std::string>());
   return es;

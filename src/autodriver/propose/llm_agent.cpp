@@ -207,10 +207,13 @@ std::vector<Edit> LlmAgent::propose(const std::vector<core::Diagnostic>& diagnos
   const auto t0 = std::chrono::steady_clock::now();
   const int calls0 = m_log.calls;
   const long tokens0 = m_log.prompt_tokens + m_log.completion_tokens;
+  const long prompt0 = m_log.prompt_tokens;
   std::vector<Edit> out;
   auto done = [&](std::string error) {
     round["calls"] = m_log.calls - calls0;
     round["tokens"] = m_log.prompt_tokens + m_log.completion_tokens - tokens0;
+    round["tokens_in"] = m_log.prompt_tokens - prompt0;
+    round["tokens_out"] = m_log.completion_tokens - (tokens0 - prompt0);
     round["ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
     round["edits"] = out.size();
     if (!error.empty()) round["error"] = error;

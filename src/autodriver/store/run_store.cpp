@@ -169,6 +169,7 @@ util::Expected<std::int64_t> RunStore::add_loop_step(std::int64_t run_id, const 
   if (data.contains("proposer") && data["proposer"].is_string()) s.component = data["proposer"].get<std::string>();
   else if (s.kind.starts_with("build")) s.component = "kbuild";
   else if (s.kind == "integrity") s.component = "integrity";
+  else if (s.kind == "agent") s.component = "llm";
   else if (s.kind == "gates") s.component = "qemu-boot";
   else s.component = "loop";
   s.input = nlohmann::json::object();
