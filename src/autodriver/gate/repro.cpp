@@ -1,11 +1,14 @@
 #include "autodriver/gate/repro.hpp"
 
 #include "autodriver/util/files.hpp"
+#include "autodriver/util/memo.hpp"
 #include "autodriver/util/sandbox.hpp"
 #include "autodriver/util/strings.hpp"
 #include "autodriver/util/subprocess.hpp"
 
 #include <fmt/format.h>
+
+#include <memory>
 
 namespace autodriver::gate {
 
@@ -35,9 +38,14 @@ util::Expected<ReproProgram> prepare_repro(const std::string& repro, const fs::p
   const fs::path p = fs::absolute(repro, ec);
   if (!ec && fs::is_regular_file(p, ec)) {
     if (p.extension() == ".c") {
-      auto bin = compile_static(p, scratch);
-      if (!bin) return util::unexpected(bin.error());
-      return ReproProgram{"c", std::move(*bin), true};
+      // Compiled once per process for the same source text (a repair boots it many times).
+      auto text = util::read_file(p);
+      if (!text) return util::unexpected(text.error());
+      static util::Memo<std::shared_ptr<util::Expected<std::string>>> compiled;
+      auto bin = compiled.get(p.string() + '\0' + *text,
+                              [&] { return std::make_shared<util::Expected<std::string>>(compile_static(p, scratch)); });
+      if (!*bin) return util::unexpected(bin->error());
+      return ReproProgram{"c", **bin, true};
     }
     auto bytes = util::read_file(p);
     if (!bytes) return util::unexpected(bytes.error());
