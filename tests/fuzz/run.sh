@@ -26,7 +26,9 @@ case "$target" in
                 seeds="tests/fixtures/crash tests/fixtures/console" ;;
   json)         sources="src/autodriver/core/diagnostic.cpp src/autodriver/util/strings.cpp"
                 seeds="tests/fixtures/kb" ;;
-  *) echo "run.sh: unknown target '$target' (build_output, console, csrc, crash, json)" >&2; exit 2 ;;
+  llm)          sources="src/autodriver/llm/protocol.cpp src/autodriver/llm/answer_parse.cpp src/autodriver/util/strings.cpp src/autodriver/util/error.cpp"
+                seeds="tests/fixtures/llm" ;;
+  *) echo "run.sh: unknown target '$target' (build_output, console, csrc, crash, json, llm)" >&2; exit 2 ;;
 esac
 
 bin="$out/fuzz_$target"
