@@ -2,7 +2,8 @@
 # with the rule proposers limited to one that has nothing to say, a module still calling strlcpy()
 # (removed in 6.8) is ported to 6.12 by the model's SEARCH/REPLACE answer, tried and gated like any
 # edit; the verdict counts the calls and tokens. An answer that disables the failing call instead
-# (`#if 0`) is refused by the integrity gate; an unreachable endpoint leaves the rule-based result standing.
+# (`#if 0`) is found by the reviewer's integrity gate, fed back and never kept; an answer that brings a
+# new error is refined by the next; an unreachable endpoint leaves the rule-based result standing.
 # bench --llm passes the endpoint to each case and reports what it spent.
 . "$(dirname "$0")/lib.sh.inc"
 need_kernel 6.12
@@ -43,7 +44,27 @@ JSON
 serve "$WORK/cheat.json"
 port cheat
 [ $rc -ne 0 ] || fail "a port whose only fix disables the failing call must not succeed"
-py "$WORK/cheat.json" "d['status'] != 'ported' and d['integrity']['rule_counts']['code-disabled'] >= 1"
+# The reviewer runs the integrity gate on each answer: the cheat is fed back, never kept.
+py "$WORK/cheat.json" "d['status'] == 'no-progress' and not d['accepted']"
+py "$WORK/cheat.json" "all('code-disabled' in a['review']['findings'][0] for a in d['llm']['rounds'][0]['attempts'])"
+py "$WORK/cheat.json" "[a['role'] for a in d['llm']['rounds'][0]['attempts']] == ['generator', 'refiner', 'reflection']"
+grep -q 'integrity gate rejects' "$WORK/requests" || fail "the refiner was not told of the integrity finding"
+grep -q 'Earlier answers to this task failed' "$WORK/requests" || fail "no reflection over the failed answers"
+run=$(python3 -c "import json; print(json.load(open('$WORK/cheat.json'))['run'])")
+"$AD" explain "$run" > "$WORK/explain.txt" || fail "explain $run"
+grep -q 'agent.*rejected by the integrity gate' "$WORK/explain.txt" || fail "explain does not name the agents' rounds: $(cat "$WORK/explain.txt")"
+kill $SERVER
+# An answer that brings a new error is reviewed and the refiner's second answer ports.
+cat > "$WORK/refine.json" <<'JSON'
+[{"content": "llm_strlcpy.c\n<<<<<<< SEARCH\n\tstrlcpy(ls_name, KBUILD_MODNAME, sizeof(ls_name));\n=======\n\tstrscpy(ls_name, KBUILD_MODNAME, sizeof(ls_nam));\n>>>>>>> REPLACE\n"},
+ {"content": "llm_strlcpy.c\n<<<<<<< SEARCH\n\tstrlcpy(ls_name, KBUILD_MODNAME, sizeof(ls_name));\n=======\n\tstrscpy(ls_name, KBUILD_MODNAME, sizeof(ls_name));\n>>>>>>> REPLACE\n"}]
+JSON
+serve "$WORK/refine.json"
+port refine
+[ $rc -eq 0 ] || fail "port with a refined answer: exit $rc"
+py "$WORK/refine.json" "d['status'] == 'ported' and d['llm']['calls'] == 2"
+py "$WORK/refine.json" "[a['role'] for a in d['llm']['rounds'][0]['attempts']] == ['generator', 'refiner']"
+grep -q 'ls_nam' "$WORK/requests" || fail "the refiner did not see the new error"
 # bench passes --llm to each case's port; its report names the model and counts what was spent.
 C="$WORK/corpus/cases/llm_strlcpy"
 mkdir -p "$C/before"

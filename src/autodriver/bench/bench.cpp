@@ -113,10 +113,7 @@ nlohmann::json run_case(const fs::path& case_dir, const nlohmann::json& meta, co
   pr.store_kb = req.store_kb;
   pr.rule_packs = req.rule_packs;
   pr.rule_dirs = req.rule_dirs;
-  pr.llm_url = req.llm_url;
-  pr.llm_model = req.llm_model;
-  pr.llm_key_env = req.llm_key_env;
-  pr.llm_budget = req.llm_budget;
+  pr.llm = req.llm;
   pr.reference = req.reference;
   pr.case_id = id;
   const auto& runtime = meta.value("runtime", nlohmann::json::object());
@@ -183,7 +180,8 @@ nlohmann::json run_case(const fs::path& case_dir, const nlohmann::json& meta, co
   if (rep->llm.is_object())
     row["llm"] = {{"calls", rep->llm.value("calls", 0)},
                   {"tokens", rep->llm.value("prompt_tokens", 0L) + rep->llm.value("completion_tokens", 0L)},
-                  {"ms", rep->llm.value("ms", 0L)}};
+                  {"ms", rep->llm.value("ms", 0L)},
+                  {"cost", rep->llm.value("cost", 0.0)}};
   row["accepted"] = nlohmann::json::array();
   for (const auto& a : rep->accepted) row["accepted"].push_back({{"proposer", a.edit.proposer}, {"title", a.edit.title}});
   if (pr.boot) {
@@ -215,6 +213,7 @@ static nlohmann::json aggregate(const BenchRequest& req, const std::vector<std::
   std::vector<double> times;
   std::map<std::string, std::array<int, 2>> per_type, per_origin;
   long llm_calls = 0, llm_tokens = 0, llm_ms = 0, llm_tokens_solved = 0; // --llm: over the cases, and the solved ones
+  double llm_cost = 0, llm_cost_solved = 0;
   for (const auto& [dir, meta] : todo) {
     std::string id = meta.value("id", dir.filename().string());
     if (!done.count(id)) continue;
@@ -248,7 +247,9 @@ static nlohmann::json aggregate(const BenchRequest& req, const std::vector<std::
       llm_calls += l->value("calls", 0);
       llm_tokens += l->value("tokens", 0L);
       llm_ms += l->value("ms", 0L);
+      llm_cost += l->value("cost", 0.0);
       if (ok) llm_tokens_solved += l->value("tokens", 0L);
+      if (ok) llm_cost_solved += l->value("cost", 0.0);
     }
   }
   nlohmann::json types = nlohmann::json::object(), origins = nlohmann::json::object();
@@ -275,13 +276,16 @@ static nlohmann::json aggregate(const BenchRequest& req, const std::vector<std::
       {"golden_exact", exact},
       {"golden_normalized", norm},
       {"median_seconds", median(times)},
-      {"llm", req.llm_url.empty() ? nlohmann::json(nullptr)
-                                  : nlohmann::json{{"model", req.llm_model},
-                                                   {"calls", llm_calls},
-                                                   {"tokens", llm_tokens},
-                                                   {"ms", llm_ms},
-                                                   {"tokens_per_case", n ? llm_tokens / n : 0},
-                                                   {"tokens_per_solved_case", comp_integ ? llm_tokens_solved / comp_integ : 0}}},
+      {"llm", !req.llm.on() ? nlohmann::json(nullptr)
+                            : nlohmann::json{{"model", req.llm.model},
+                                             {"calls", llm_calls},
+                                             {"tokens", llm_tokens},
+                                             {"ms", llm_ms},
+                                             {"tokens_per_case", n ? llm_tokens / n : 0},
+                                             {"tokens_per_solved_case", comp_integ ? llm_tokens_solved / comp_integ : 0},
+                                             {"cost", llm_cost},
+                                             {"cost_per_case", n ? llm_cost / n : 0.0},
+                                             {"cost_per_solved_case", comp_integ ? llm_cost_solved / comp_integ : 0.0}}},
       {"per_change_type", types},
       {"per_origin", origins},
       {"paper", {{"name", "AutoDriver (LLM agents)"}, {"compile_rate_pct", 56.4}, {"boot", "27/55"}, {"minutes_per_case", 12}}}};
@@ -399,6 +403,9 @@ std::string report_markdown(const nlohmann::json& r) {
     md += fmt::format("| LLM calls / tokens (per case, per solved case) | {} / {} ({}, {}) | not reported |\n",
                       llm.value("calls", 0L), llm.value("tokens", 0L), llm.value("tokens_per_case", 0L),
                       llm.value("tokens_per_solved_case", 0L));
+  if (llm.is_object() && llm.value("cost", 0.0) > 0)
+    md += fmt::format("| LLM cost (per case, per solved case) | {:.4f} ({:.4f}, {:.4f}) | not reported |\n",
+                      llm.value("cost", 0.0), llm.value("cost_per_case", 0.0), llm.value("cost_per_solved_case", 0.0));
   return md;
 }
 

@@ -2,6 +2,7 @@
 // `bench`: run the port loop over DriveBench cases and measure compile rate, load rate,
 // integrity rejections, similarity to the golden and time, side by side with the paper.
 
+#include "autodriver/llm/client.hpp"
 #include "autodriver/util/expected.hpp"
 
 #include <nlohmann/json.hpp>
@@ -31,10 +32,7 @@ struct BenchRequest {
   bool store_kb = true;                         ///< store-kb: replay KB entries recorded from other cases' runs
   bool rule_packs = true;                       ///< rule-pack: the shipped rules (port --no-rule-packs)
   std::vector<std::filesystem::path> rule_dirs; ///< rule-pack: user rule folders (port --rules)
-  std::string llm_url;                          ///< port --llm: empty = off
-  std::string llm_model;                        ///< port --model
-  std::string llm_key_env = "AUTODRIVER_LLM_KEY";
-  long llm_budget = 0; ///< tokens per case (port --llm-budget); 0: no limit
+  llm::Options llm;                             ///< port --llm ... for each case (the budgets are per case)
 };
 
 struct CaseResult {

@@ -2,6 +2,7 @@
 
 #include "autodriver/bench/bench.hpp"
 #include "autodriver/cli/commands.hpp"
+#include "autodriver/cli/llm_options.hpp"
 #include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
 
@@ -37,12 +38,8 @@ Command bench_command() {
             sub.add_flag("--no-reference", *no_reference,
                          "With --no-from: no older reference kernel either (target kernel only)");
             sub.add_flag("--no-rule-packs", *no_rule_packs, "rule-pack: leave out the shipped rules (as port --no-rule-packs)");
-            sub.add_option("--llm", req->llm_url, "An OpenAI-compatible endpoint asked for what the rules leave (as port --llm)");
-            sub.add_option("--model", req->llm_model, "With --llm: the model's name");
-            sub.add_option("--llm-budget", req->llm_budget, "With --llm: tokens each case may spend (default: no limit)")
-                ->check(CLI::PositiveNumber);
-            sub.add_option("--llm-key-env", req->llm_key_env, "With --llm: the environment variable holding the API key")
-                ->capture_default_str();
+            auto llm_price = std::make_shared<std::string>();
+            add_llm_options(sub, req->llm, *llm_price, "each case");
             sub.add_option("--rules", req->rule_dirs, "rule-pack: a folder of your own rule files (as port --rules; repeatable)")
                 ->check(CLI::ExistingDirectory);
             sub.add_option("--budget-s", *budget, "Per-case time budget")->capture_default_str()->check(CLI::PositiveNumber);
@@ -52,8 +49,8 @@ Command bench_command() {
                 ->check(CLI::PositiveNumber);
             sub.add_flag("--json", *json, "Print the report as JSON");
             return [=]() -> int {
-              if (!req->llm_url.empty() && req->llm_model.empty()) {
-                std::fprintf(stderr, "autodriver: error: --llm needs --model NAME\n");
+              if (auto bad = finish_llm_options(req->llm, *llm_price); !bad.empty()) {
+                std::fprintf(stderr, "autodriver: error: %s\n", bad.c_str());
                 return k_exit_error;
               }
               req->boot = !*no_boot;

@@ -1,6 +1,7 @@
 // `autodriver port DIR --to K [...]`: the closed update loop.
 
 #include "autodriver/cli/commands.hpp"
+#include "autodriver/cli/llm_options.hpp"
 #include "autodriver/loop/port.hpp"
 #include "autodriver/loop/record.hpp"
 #include "autodriver/util/files.hpp"
@@ -135,23 +136,12 @@ Command port_command() {
                 },
                 "NAME <EMAIL>"));
         sub.add_flag("--signoff,-s", req->signoff, "Add the author's Signed-off-by to each patch (as git commit -s)");
-        sub.add_option("--llm", req->llm_url,
-                       "An OpenAI-compatible endpoint (http://127.0.0.1:8080/v1: llama.cpp, vLLM, Ollama, a hosted API) "
-                       "asked for the errors the rule proposers leave; its answers are data, tried and gated like any edit");
-        sub.add_option("--model", req->llm_model, "With --llm: the model's name");
-        sub.add_option("--llm-budget", req->llm_budget, "With --llm: tokens the run may spend (default: no limit)")
-            ->check(CLI::PositiveNumber);
-        sub.add_option("--llm-key-env", req->llm_key_env,
-                       "With --llm: the environment variable holding the API key (never logged or stored)")
-            ->capture_default_str();
+        auto llm_price = std::make_shared<std::string>();
+        add_llm_options(sub, req->llm, *llm_price, "the run");
         sub.add_flag("--json", *json, "Print the versioned JSON verdict (also written to OUT/verdict.json)");
         return [=]() -> int {
-          if (!req->llm_url.empty() && req->llm_model.empty()) {
-            std::fprintf(stderr, "autodriver: error: --llm needs --model NAME\n");
-            return k_exit_error;
-          }
-          if (!req->llm_url.empty() && !req->llm_url.starts_with("http://") && !req->llm_url.starts_with("https://")) {
-            std::fprintf(stderr, "autodriver: error: --llm %s: not an http:// or https:// URL\n", req->llm_url.c_str());
+          if (auto bad = finish_llm_options(req->llm, *llm_price); !bad.empty()) {
+            std::fprintf(stderr, "autodriver: error: %s\n", bad.c_str());
             return k_exit_error;
           }
           req->budget = std::chrono::seconds(*budget);

@@ -110,8 +110,10 @@ std::string step_line(const store::StepRow& s) {
     const auto& h = out["hypotheses"];
     what = h.is_array() && !h.empty() ? h[0].value("statement", "") : "none";
   } else if (s.kind == "agent") { // the LLM generator's round
-    what = fmt::format("{}: {} edit(s), {} call(s), {} tool call(s){}", in.value("model", ""), out.value("edits", 0),
+    const auto attempts = in.value("attempts", nlohmann::json::array());
+    what = fmt::format("{}: {} edit(s), {} call(s), {} tool call(s){}{}", in.value("model", ""), out.value("edits", 0),
                        in.value("calls", 0), in.value("tool_calls", 0),
+                       attempts.empty() ? std::string() : "; " + store::agent_attempts_summary(attempts),
                        in.contains("error") ? " - " + in.value("error", "") : std::string());
   } else if (s.kind == "repair" && out.contains("status")) {
     what = out.value("status", "");

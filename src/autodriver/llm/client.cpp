@@ -116,9 +116,14 @@ bool retryable(const Attempt& a) {
 Client::Client(Endpoint e, Budget* budget) : m_endpoint(std::move(e)), m_budget(budget) {}
 
 util::Expected<Reply> Client::chat(const std::vector<Message>& messages, const std::vector<Tool>& tools, bool stream) {
-  if (m_budget && m_budget->exhausted())
-    return util::unexpected(util::ErrorKind::config, fmt::format("the LLM token budget is spent ({} of {} tokens in {} call(s))",
-                                                                 m_budget->used, m_budget->max_tokens, m_budget->calls));
+  if (m_budget && m_budget->exhausted()) {
+    if (m_budget->max_tokens > 0 && m_budget->used >= m_budget->max_tokens)
+      return util::unexpected(util::ErrorKind::config,
+                              fmt::format("the LLM token budget is spent ({} of {} tokens in {} call(s))", m_budget->used,
+                                          m_budget->max_tokens, m_budget->calls));
+    return util::unexpected(util::ErrorKind::config, fmt::format("the LLM cost budget is spent ({:.4f} of {:.4f} in {} call(s))",
+                                                                 m_budget->cost, m_budget->max_cost, m_budget->calls));
+  }
   const char* k = m_endpoint.key_env.empty() ? nullptr : std::getenv(m_endpoint.key_env.c_str());
   const std::string key = k ? k : "";
   const std::string body = request_body(m_endpoint, messages, tools, stream).dump(-1, ' ', false, util::json_bytes);
@@ -148,6 +153,7 @@ util::Expected<Reply> Client::chat(const std::vector<Message>& messages, const s
   r->attempts = attempts;
   if (m_budget) {
     m_budget->used += r->usage.total();
+    m_budget->cost += m_budget->cost_of(r->usage.prompt_tokens, r->usage.completion_tokens);
     ++m_budget->calls;
   }
   return r;

@@ -3,7 +3,7 @@
 // llama.cpp's server, vLLM, Ollama and hosted APIs speak (issue 19). Messages, tool definitions
 // and tool calls in and out; non-streaming or streamed (server-sent events, deltas merged);
 // retries with backoff on 429, 5xx and connection failures, honouring Retry-After; a token budget
-// per run that is enforced before each call. The API key is read from an environment variable at
+// per run (tokens, and cost at the user's prices) that is enforced before each call. The API key is read from an environment variable at
 // each request and goes only into the Authorization header: never into a message, a log line, an
 // error, a verdict or the run store.
 
@@ -64,12 +64,34 @@ struct Endpoint {
   double temperature = 0.2;
 };
 
-/// Tokens a run may spend; 0: no limit. Shared by the calls of one run.
+/// What the user asked of the model (port/bench --llm ...): where, which, and what it may spend.
+struct Options {
+  std::string url;                            ///< the endpoint's base URL; empty: no model
+  std::string model;                          ///< required with a URL
+  std::string key_env = "AUTODRIVER_LLM_KEY"; ///< the variable holding the key
+  long budget_tokens = 0;                     ///< tokens per run; 0: no limit
+  double max_cost = 0;                        ///< cost per run at the prices below; 0: no limit
+  double price_in = 0;                        ///< per million prompt tokens
+  double price_out = 0;                       ///< per million completion tokens
+  int attempts = 3;                           ///< answers built and reviewed per round (generator, refiners, reflection)
+  bool on() const { return !url.empty(); }
+};
+
+/// What a run may spend, in tokens and in money (the endpoint's prices per million prompt and
+/// completion tokens, in the user's currency); 0: no limit. Shared by the calls of one run.
 struct Budget {
   long max_tokens = 0;
+  double max_cost = 0;
+  double price_in = 0;  ///< per million prompt tokens
+  double price_out = 0; ///< per million completion tokens
   long used = 0;
+  double cost = 0;
   int calls = 0;
-  bool exhausted() const { return max_tokens > 0 && used >= max_tokens; }
+  bool exhausted() const { return (max_tokens > 0 && used >= max_tokens) || (max_cost > 0 && cost >= max_cost); }
+  /// What a call with this usage costs at the budget's prices.
+  double cost_of(long prompt_tokens, long completion_tokens) const {
+    return (static_cast<double>(prompt_tokens) * price_in + static_cast<double>(completion_tokens) * price_out) / 1e6;
+  }
 };
 
 /// The request's JSON body (model, messages, tools, stream).

@@ -1,6 +1,7 @@
 #include "autodriver/loop/builder.hpp"
 
 #include "autodriver/gate/kbuild.hpp"
+#include "autodriver/gate/sparse_parser.hpp"
 #include "autodriver/util/subprocess.hpp"
 
 #include <fmt/format.h>
@@ -48,6 +49,22 @@ public:
   }
 
   bool single_objects() const override { return m_build_cmd.empty(); }
+
+  util::Expected<std::vector<core::Diagnostic>> sparse(const core::Kernel& k, const fs::path& tree, const BuildLimit& limit,
+                                                       const std::vector<core::Diagnostic>& gcc) override {
+    gate::BuildSpec spec;
+    spec.build_cmd = m_build_cmd;
+    spec.timeout = limit.timeout;
+    spec.jobs = limit.jobs;
+    spec.subdir = m_subdir;
+    spec.extra_make_args = {"C=2", "CHECK=sparse"};
+    auto r = gate::build_tree(k, tree, spec);
+    if (util::interrupted() || (r && r->run.interrupted))
+      return util::unexpected(util::ErrorKind::interrupted, "interrupted during a sparse build");
+    if (!r) return util::unexpected(r.error());
+    if (r->run.timed_out) return util::unexpected(util::ErrorKind::timeout, "the sparse build did not finish");
+    return gate::sparse_only(r->diagnostics, gcc);
+  }
 
 private:
   std::string m_build_cmd;

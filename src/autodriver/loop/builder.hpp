@@ -23,6 +23,14 @@ public:
                                            const std::vector<std::string>& objects) = 0;
   /// True when a trial may be judged by single objects (kbuild's own make, not a --build-cmd).
   virtual bool single_objects() const = 0;
+  /// sparse's findings on a tree built without errors (a C=2 CHECK=sparse build; `gcc` is the
+  /// plain build's diagnostics, told apart from sparse's); none when the builder cannot run it.
+  virtual util::Expected<std::vector<core::Diagnostic>> sparse(const core::Kernel& kernel, const std::filesystem::path& tree,
+                                                               const BuildLimit& limit,
+                                                               const std::vector<core::Diagnostic>& gcc) {
+    (void)kernel, (void)tree, (void)limit, (void)gcc;
+    return std::vector<core::Diagnostic>{};
+  }
 };
 
 /// kbuild (`make -k M=`), or `build_cmd` with {kdir}/{kver}/{tree}/{src} substituted, in the build

@@ -8,6 +8,7 @@
 #include "autodriver/gate/scratch.hpp"
 #include "autodriver/kernel/source.hpp"
 #include "autodriver/kernel/target.hpp"
+#include "autodriver/util/diff.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/json_text.hpp"
 #include "autodriver/util/subprocess.hpp"
@@ -81,14 +82,6 @@ std::vector<core::Diagnostic> crash_diagnostics(const std::vector<crash::Hypothe
   return out;
 }
 
-std::string unified_diff(const fs::path& a_root, const fs::path& b_root, const std::string& file) {
-  util::RunRequest d;
-  d.argv = {"diff", "-u", "--label", "a/" + file, "--label", "b/" + file, (a_root / file).string(), (b_root / file).string()};
-  d.timeout = std::chrono::seconds(30);
-  auto r = util::run(d);
-  return r ? r->out : std::string();
-}
-
 } // namespace
 
 util::Expected<nlohmann::json> repair_crash(const CrashRepairRequest& req, const crash::CrashReport& report,
@@ -149,7 +142,7 @@ util::Expected<nlohmann::json> repair_crash(const CrashRepairRequest& req, const
     }
     cj["clean_runs"] = clean;
     cj["kept"] = clean == req.runs;
-    cj["patch"] = unified_diff(req.driver, tree, e.file);
+    cj["patch"] = util::unified_diff(req.driver, tree, e.file);
     j["candidates"].push_back(cj);
     if (clean != req.runs) continue;
     std::error_code ec;

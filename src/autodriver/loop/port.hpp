@@ -2,6 +2,7 @@
 // The closed loop: gates on the unchanged tree, proposers for each API change, apply, re-gate,
 // keep what helps, repeat until the build passes, progress stops or the budget ends.
 
+#include "autodriver/llm/client.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/util/expected.hpp"
 
@@ -64,11 +65,8 @@ struct PortRequest {
   std::string author;
   bool signoff = false;
   /// --llm URL --model NAME: the LLM generator is asked for the errors the rule proposers leave
-  /// (propose/llm_agent.hpp); empty URL: off. The key is read from `llm_key_env` at each request.
-  std::string llm_url;
-  std::string llm_model;
-  std::string llm_key_env = "AUTODRIVER_LLM_KEY";
-  long llm_budget = 0; ///< tokens for the run; 0: no limit
+  /// (propose/llm_agent.hpp); off unless llm.url is set. The key is read from `llm.key_env` at each request.
+  llm::Options llm;
   /// Called with each step as it happens (the run store records it before the loop goes on).
   std::function<void(const nlohmann::json&)> on_step;
 };

@@ -17,6 +17,7 @@
 #include "autodriver/propose/kb/kb_extract.hpp"
 #include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
+#include "autodriver/util/strings.hpp"
 #include "autodriver/util/subprocess.hpp"
 
 #include <fmt/format.h>
@@ -384,26 +385,105 @@ void PortSession::make_proposers() {
 }
 
 std::vector<propose::Edit> PortSession::agent_edits(int iter) {
-  if (m_req.llm_url.empty() || m_cur.ok) return {};
+  if (!m_req.llm.on() || m_cur.ok) return {};
   if (!m_agent) {
     propose::AgentSettings s;
-    s.endpoint.base_url = m_req.llm_url;
-    s.endpoint.model = m_req.llm_model;
-    s.endpoint.key_env = m_req.llm_key_env;
-    s.budget_tokens = m_req.llm_budget;
+    s.endpoint.base_url = m_req.llm.url;
+    s.endpoint.model = m_req.llm.model;
+    s.endpoint.key_env = m_req.llm.key_env;
+    s.budget_tokens = m_req.llm.budget_tokens;
+    s.max_cost = m_req.llm.max_cost;
+    s.price_in = m_req.llm.price_in;
+    s.price_out = m_req.llm.price_out;
+    s.max_attempts = m_req.llm.attempts;
+    s.api_changes = m_rep.changes;
+    s.review = [this](const propose::Edit& e) { return review_agent_edit(e); };
     m_agent.emplace(std::move(s));
   }
   if (m_agent->spent()) return {};
-  note(fmt::format("iteration {}: asking {} about {} error(s) the rules left", iter, m_req.llm_model, m_cur.error_count()));
+  m_iter = iter;
+  note(fmt::format("iteration {}: asking {} about {} error(s) the rules left", iter, m_req.llm.model, m_cur.error_count()));
   auto es = m_agent->propose(m_cur.all, m_ctx);
   for (auto& e : es) propose::fill_expectations(e, m_work);
   nlohmann::json round = m_agent->log().rounds.empty() ? nlohmann::json::object() : m_agent->log().rounds.back();
   round["iteration"] = iter;
-  round["model"] = m_req.llm_model;
+  round["model"] = m_req.llm.model;
   step("agent", round); // its "ms" is the round's own duration, tokens_in/out its tokens
   m_rep.llm = m_agent->log().to_json();
   if (round.contains("error")) note("the model's round gave nothing: " + round["error"].get<std::string>());
   return es;
+}
+
+namespace {
+
+/// The lines an edit wrote, per file: [line, line + number of its lines).
+bool on_edited_line(const propose::Edit& e, const core::Diagnostic& d) {
+  for (const auto& te : e.text_edits) {
+    const int n = static_cast<int>(std::count(te.text.begin(), te.text.end(), '\n'));
+    if (te.file == d.file && d.line >= te.line && d.line < te.line + std::max(1, n)) return true;
+  }
+  return false;
+}
+
+std::string diag_text(const core::Diagnostic& d) {
+  return std::string(util::trim(d.raw.empty() ? fmt::format("{}:{}: {}", d.file, d.line, d.message) : d.raw)).substr(0, 400);
+}
+
+} // namespace
+
+propose::Review PortSession::review_agent_edit(const propose::Edit& proposed) {
+  propose::Review r;
+  if (over_budget()) {
+    r.error = "the run's time budget is spent";
+    r.stop = true;
+    return r;
+  }
+  propose::Edit e = proposed;
+  propose::fill_expectations(e, m_work);
+  auto t = trial({&e});
+  if (!t) {
+    r.error = t.error().describe();
+    r.stop = t.error().kind == ErrorKind::interrupted;
+    return r;
+  }
+  tried({{"iteration", m_iter}, {"change", e.change_id}, {"proposer", e.proposer}, {"review", true}}, *t);
+  r.applied = t->applied;
+  if (!r.applied) {
+    r.error = "the edit did not apply to the work tree";
+    return r;
+  }
+  r.ok = t->state.ok;
+  r.errors_before = m_cur.error_count();
+  r.errors_after = t->state.error_count();
+  r.score = trial_score(m_cur, t->state);
+  r.progressed = r.score < m_cur.score();
+  for (const auto& d : t->state.errors) {
+    auto& into = m_cur.signatures.count(error_signature(d)) ? r.remaining : r.new_errors;
+    if (into.size() < 6) into.push_back(diag_text(d));
+  }
+  std::set<std::string> files, known;
+  for (const auto& te : e.text_edits) files.insert(te.file);
+  for (const auto& d : m_cur.all)
+    if (d.severity == core::Severity::warning) known.insert(d.file + "|" + d.message);
+  for (const auto& d : t->state.all)
+    if (d.severity == core::Severity::warning && files.count(d.file) && !known.count(d.file + "|" + d.message) &&
+        r.warnings.size() < 6)
+      r.warnings.push_back(diag_text(d));
+  if (r.ok)
+    if (auto sp = m_deps.builder->sparse(*m_to, t->tree, limit(), t->state.all); sp)
+      for (const auto& d : *sp)
+        if (on_edited_line(e, d) && r.warnings.size() < 8) r.warnings.push_back("sparse: " + diag_text(d));
+  gate::IntegrityInput ii;
+  ii.original = m_req.tree;
+  ii.candidate = t->tree;
+  ii.diagnostics = m_original_diags;
+  for (const auto& a : m_rep.accepted)
+    for (const auto& sym : a.edit.symbols)
+      if (sym.find(' ') == std::string::npos) ii.removed_symbols.push_back(sym);
+  for (const auto& v : gate::check_integrity(ii).violations)
+    if (files.count(v.file) && r.findings.size() < 6)
+      r.findings.push_back(fmt::format("{} {}:{}: {}", v.rule, v.file, v.line, v.detail));
+  return r;
 }
 
 // ---- the loop --------------------------------------------------------------------------------

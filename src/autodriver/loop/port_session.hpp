@@ -47,6 +47,9 @@ private:
   util::Expected<std::vector<propose::Edit>> propose_edits(int iter);
   /// The LLM generator's edits for the errors the rules left (none without --llm).
   std::vector<propose::Edit> agent_edits(int iter);
+  /// The agents' reviewer: the edit tried as the loop tries any (its build), the integrity gate on
+  /// the files it touched, new warnings and (once the module builds) sparse on its lines.
+  propose::Review review_agent_edit(const propose::Edit& e);
   util::Expected<bool> alone_first(std::vector<propose::Edit>& edits, int iter);
   util::Expected<void> combined(const std::vector<const propose::Edit*>& set, int depth, int iter);
   util::Expected<void> accept_set(const std::vector<const propose::Edit*>& set, Trial& t, int iter);
@@ -108,6 +111,7 @@ private:
   std::set<std::string> m_alone_first;      ///< change ids of alone-first proposers' edits
   bool m_progressed = false;                ///< this iteration kept an edit
   std::optional<propose::LlmAgent> m_agent; ///< --llm
+  int m_iter = 0;                           ///< the iteration running (the agents' reviews are its steps)
 };
 
 } // namespace autodriver::loop

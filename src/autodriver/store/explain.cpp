@@ -248,6 +248,31 @@ struct Explainer {
                  {"why", "a recorded fix for the same diagnostic"}});
   }
 
+  /// The model's rounds, when errors were left: what each answer's review found, or why a round
+  /// gave nothing (an unreachable endpoint, a spent budget).
+  void agents() {
+    std::vector<const StepRow*> rounds;
+    for (const auto& s : steps)
+      if (s.kind == "agent") rounds.push_back(&s);
+    if (rounds.empty()) return;
+    nlohmann::json ev = nlohmann::json::array();
+    std::string last_what;
+    for (const auto* s : rounds) {
+      const auto attempts = s->input.value("attempts", nlohmann::json::array());
+      const std::string error = s->input.value("error", "");
+      ev.push_back({{"seq", s->seq},
+                    {"round", s->input.value("round", 0)},
+                    {"edits", s->output.value("edits", 0)},
+                    {"attempts", attempts},
+                    {"error", error}});
+      last_what = attempts.empty() ? error : agent_attempts_summary(attempts);
+    }
+    cause("agent", rounds.back(),
+          fmt::format("the model was asked in {} round(s) and no answer removed the errors left; last round: {}", rounds.size(),
+                      last_what.empty() ? "no answer" : last_what),
+          ev);
+  }
+
   /// Errors left at the end: where did each first appear, and what did the loop do about it?
   void remaining_errors() {
     const StepRow* final_build = nullptr;
@@ -284,6 +309,7 @@ struct Explainer {
                                      fmt::format("--budget-s {}", 2 * run.args.value("budget_s", 900)))},
                {"why", "continue from the last accepted edit with more time"}});
     }
+    agents();
     if (doc["attribute"].empty()) {
       detect(final_build, fmt::format("the loop ended with outcome {}", outcome));
       cause("infrastructure", final_build, "the build failed without a diagnostic the loop could read", final_build->diagnostics);
@@ -292,6 +318,30 @@ struct Explainer {
 };
 
 } // namespace
+
+std::string agent_attempts_summary(const nlohmann::json& attempts) {
+  std::string out;
+  if (!attempts.is_array()) return out;
+  for (const auto& a : attempts) {
+    std::string what;
+    if (a.contains("error") && a["error"].is_string()) {
+      what = "no usable answer (" + a["error"].get<std::string>().substr(0, 120) + ")";
+    } else if (auto r = a.find("review"); r != a.end() && r->is_object()) {
+      const auto findings = r->value("findings", nlohmann::json::array());
+      if (!r->value("applied", false)) what = "did not apply";
+      else if (!findings.empty()) what = "rejected by the integrity gate (" + findings[0].get<std::string>().substr(0, 80) + ")";
+      else if (r->value("ok", false)) what = "builds";
+      else
+        what = fmt::format("{} -> {} error(s){}", r->value("errors_before", 0), r->value("errors_after", 0),
+                           r->value("new_errors", 0) ? fmt::format(", {} new", r->value("new_errors", 0)) : std::string());
+    } else {
+      what = "not reviewed";
+    }
+    if (!out.empty()) out += "; ";
+    out += fmt::format("answer {} ({}): {}", a.value("attempt", 0), a.value("role", ""), what);
+  }
+  return out;
+}
 
 Explanation explain_run(const RunRow& run, const std::vector<StepRow>& steps, const nlohmann::json& verdict, RunStore* kb) {
   Explainer x(run, steps, verdict, kb);

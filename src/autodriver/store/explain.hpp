@@ -18,6 +18,7 @@ namespace autodriver::store {
 ///  runtime             the ported driver failed the boot/load gate
 ///  gate-false-positive the boot gate failed for a reason outside the driver (QEMU, kernel)
 ///  budget              time ran out while the loop was still making progress
+///  agent               the LLM agents were asked for the errors left and none of their answers removed them
 struct Explanation {
   nlohmann::json doc; ///< {"run", "status", "outcome", "detect", "attribute", "recover"}
 };
@@ -26,6 +27,10 @@ struct Explanation {
 /// replays to the document). `verdict` is the run's verdict.json artifact
 /// (null when missing); `kb` may be null (no knowledge-base suggestions).
 Explanation explain_run(const RunRow& run, const std::vector<StepRow>& steps, const nlohmann::json& verdict, RunStore* kb);
+
+/// One line for an agent round's answers (the `attempts` of an `agent` step): what each one's
+/// review found, or why it could not be used.
+std::string agent_attempts_summary(const nlohmann::json& attempts);
 
 /// Human-readable rendering of explain_run's document.
 std::string render_explanation(const nlohmann::json& doc);
