@@ -13,6 +13,15 @@ mkdir -p "$WORK/empty"
 expect_error "no Makefile or Kbuild" "$AD" check "$WORK/empty" -k 6.1
 expect_error "archive has no amd64 kernel 4.4" "$AD" check "$AD_SRC/examples/misc-counter" -k 4.4
 expect_error "is not a kernel" "$AD" kernel info nosuch
+# --llm options that cannot be used: one line, exit 2, before anything runs.
+M="$AD_SRC/examples/misc-counter"
+expect_error "need --llm URL" "$AD" port "$M" --to 6.1 -o "$WORK/o" --model m
+expect_error "needs --model" "$AD" port "$M" --to 6.1 -o "$WORK/o" --llm http://127.0.0.1:1/v1
+expect_error "not an http" "$AD" port "$M" --to 6.1 -o "$WORK/o" --llm ftp://x --model m
+expect_error "needs --llm-price" "$AD" port "$M" --to 6.1 -o "$WORK/o" --llm http://127.0.0.1:1/v1 --model m --llm-max-cost 1
+expect_error "expected IN,OUT" "$AD" port "$M" --to 6.1 -o "$WORK/o" --llm http://127.0.0.1:1/v1 --model m --llm-price 3
+expect_error "expected IN,OUT" "$AD" bench "$WORK" -o "$WORK/o" --llm http://127.0.0.1:1/v1 --model m --llm-price a,b
+[ -e "$WORK/o" ] && fail "a refused --llm option left an output folder"
 AUTODRIVER_CACHE="$WORK/emptycache" expect_error "autodriver kernel fetch 6.1" "$AD" check "$AD_SRC/examples/misc-counter" -k 6.1 --boot
 
 # A build that never ends is killed at its timeout and reported as a failed build.

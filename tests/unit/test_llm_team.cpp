@@ -82,7 +82,8 @@ propose::Review scripted(const propose::Edit& e) {
 /// The user messages of a request, in order.
 std::vector<std::string> user_messages(const std::string& body) {
   std::vector<std::string> out;
-  for (const auto& m : nlohmann::json::parse(body)["messages"])
+  const auto j = nlohmann::json::parse(body);
+  for (const auto& m : j["messages"])
     if (m["role"] == "user") out.push_back(m["content"].get<std::string>());
   return out;
 }
@@ -206,7 +207,8 @@ TEST(LlmTeam, TheModelMayBuildAChangeBeforeItAnswers) {
       res.set_content(j.dump(), "application/json");
       return;
     }
-    for (const auto& msg : nlohmann::json::parse(req.body)["messages"])
+    const auto body = nlohmann::json::parse(req.body);
+    for (const auto& msg : body["messages"])
       if (msg["role"] == "tool") {
         std::lock_guard lock(mu);
         tools += msg["tool_call_id"].get<std::string>() + ":" + msg["content"].get<std::string>() + "\n";

@@ -79,6 +79,12 @@ TEST(LlmTools, TheApiChangeComesFromBothKernelsHeaders) {
   auto a = t.call("api_change", {{"symbol", "old_api"}}, sites);
   EXPECT_NE(a.find("int old_api(struct device *dev, int n);"), std::string::npos) << a;
   EXPECT_NE(a.find("(not declared in its headers)"), std::string::npos) << a;
+  // Declarations with a plain return type and calls with arguments are found (grep -w would not).
+  auto d = t.call("kernel_declaration", {{"symbol", "new_api"}}, sites);
+  EXPECT_NE(d.find("include/linux/x.h:1:int new_api(struct device *dev);"), std::string::npos) << d;
+  auto callers = t.call("kernel_callers", {{"symbol", "new_api"}}, sites);
+  EXPECT_NE(callers.find("drivers/a/a.c:7:\tx = new_api(dev);"), std::string::npos) << callers;
+  EXPECT_NE(t.call("kernel_callers", {{"symbol", "new_ap"}}, sites).find("nothing found"), std::string::npos);
   // With apidiff's entries (port --api-changes), those.
   nlohmann::json changes =
       nlohmann::json::array({{{"diagnostic", {{"file", "d.c"}}},

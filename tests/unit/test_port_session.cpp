@@ -6,9 +6,11 @@
 #include "autodriver/loop/port.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/strings.hpp"
+#include "fake_model.hpp"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <optional>
 #include <regex>
 
@@ -147,9 +149,12 @@ struct PortSessionTest : ::testing::Test {
     ASSERT_TRUE(util::write_file(kdir / "Makefile", "# a kernel build directory\n"));
   }
 
+  llm::Options llm; ///< --llm: off unless a test sets it
+
   util::Expected<loop::PortReport> port(std::vector<propose::Edit> edits,
                                         std::chrono::seconds budget = std::chrono::seconds(600)) {
     loop::PortRequest req;
+    req.llm = llm;
     req.tree = drv;
     req.to = "test";
     req.out = out;
@@ -303,3 +308,90 @@ TEST_F(PortSessionTest, AnOutputThatCannotBeWrittenIsAnErrorNotAPort) {
 }
 
 } // namespace
+
+namespace {
+
+/// A SEARCH/REPLACE block of drv.c replacing a `return X` line.
+std::string block(const std::string& from, const std::string& to) {
+  return "drv.c\n<<<<<<< SEARCH\n\treturn " + from + "\n=======\n\treturn " + to + "\n>>>>>>> REPLACE\n";
+}
+
+std::string model_reply(const std::string& content) {
+  nlohmann::json j = {{"choices", {{{"finish_reason", "stop"}, {"message", {{"role", "assistant"}, {"content", content}}}}}},
+                      {"usage", {{"prompt_tokens", 100}, {"completion_tokens", 20}}}};
+  return j.dump();
+}
+
+} // namespace
+
+TEST_F(PortSessionTest, TheAgentsNearMissIsRefinedAndItsReviewedBuildIsReused) {
+  std::atomic<int> n{0};
+  autodriver::testing::FakeModel m([&n](const httplib::Request&, httplib::Response& res) {
+    const int k = ++n;
+    if (k == 1) // fixes old_a, old_b and old_c, but writes BROKEN: 4 -> 2 errors, one of them new
+      res.set_content(
+          model_reply(block("old_a();", "new_a(BROKEN);") + block("old_b();", "new_b();") + block("old_c();", "new_c();")),
+          "application/json");
+    else if (k == 2) // the refiner, against the near miss's text
+      res.set_content(model_reply(block("new_a(BROKEN);", "new_a();")), "application/json");
+    else res.set_content(model_reply("nothing more"), "application/json");
+  });
+  llm.url = m.endpoint().base_url;
+  llm.model = "fake";
+  llm.attempts = 2;
+  auto r = port({});
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(r->accepted.size(), 1u) << r->llm.dump(1);
+  EXPECT_EQ(r->accepted[0].edit.proposer, "llm");
+  EXPECT_EQ(result_line(5), "\treturn new_a();");
+  EXPECT_EQ(result_line(10), "\treturn new_b();");
+  EXPECT_EQ(result_line(15), "\treturn new_c();");
+  EXPECT_EQ(r->final_errors, 1); // old_d: the next round's answers were unusable
+  // The baseline, then one build per reviewed answer; the loop's own try of the kept answer
+  // took the review's build.
+  EXPECT_EQ(builder->builds, 3);
+  const auto& rounds = r->llm["rounds"];
+  ASSERT_EQ(rounds.size(), 2u);
+  EXPECT_EQ(rounds[0]["attempts"][0]["review"]["new_errors"], 1);
+  EXPECT_EQ(rounds[0]["attempts"][0]["review"]["progressed"], true);
+  EXPECT_EQ(rounds[0]["attempts"][1]["role"], "refiner");
+  EXPECT_EQ(rounds[1]["edits"], 0);
+}
+
+TEST_F(PortSessionTest, AFailingOrCheatingModelLeavesTheRulesResultsStanding) {
+  // The rules fix old_a and old_b; old_c and old_d go to the model.
+  std::vector<propose::Edit> rules = {line_edit("a", 5, "\treturn new_a();"), line_edit("b", 10, "\treturn new_b();")};
+  {
+    autodriver::testing::FakeModel m([](const httplib::Request&, httplib::Response& res) {
+      res.status = 401; // a wrong key: not retried
+      res.set_content(R"({"error":{"message":"invalid api key"}})", "application/json");
+    });
+    llm.url = m.endpoint().base_url;
+    llm.model = "fake";
+    auto r = port(rules);
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(accepted(*r), (Ids{"a", "b"}));
+    EXPECT_EQ(r->status, "no-progress");
+    EXPECT_EQ(r->final_errors, 2);
+    EXPECT_NE(r->llm["rounds"][0]["error"].get<std::string>().find("HTTP 401"), std::string::npos) << r->llm;
+  }
+  // A model that deletes the failing functions: the reviewer's integrity gate finds it, it is never kept.
+  autodriver::testing::FakeModel cheat([](const httplib::Request&, httplib::Response& res) {
+    res.set_content(model_reply("drv.c\n<<<<<<< SEARCH\nstatic int c(void)\n{\n\treturn old_c();\n}\n=======\n>>>>>>> "
+                                "REPLACE\ndrv.c\n<<<<<<< SEARCH\nstatic int d(void)\n{\n\treturn old_d();\n}\n=======\n>>>>>>> "
+                                "REPLACE\n"),
+                    "application/json");
+  });
+  llm.url = cheat.endpoint().base_url;
+  fs::remove_all(out);
+  auto r = port(rules);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(accepted(*r), (Ids{"a", "b"}));
+  EXPECT_EQ(r->status, "no-progress");
+  const auto& attempts = r->llm["rounds"][0]["attempts"];
+  ASSERT_EQ(attempts.size(), 3u);
+  for (const auto& a : attempts) {
+    ASSERT_FALSE(a["review"]["findings"].empty()) << a;
+    EXPECT_NE(a["review"]["findings"][0].get<std::string>().find("function-deleted"), std::string::npos) << a;
+  }
+}

@@ -100,7 +100,27 @@ util::Expected<BuildState> PortSession::build(const core::Kernel& k, const fs::p
   return m_deps.builder->build(k, tree, l, objects);
 }
 
+namespace {
+
+/// What an edit writes, as a key (text edits only: an agent's answer has no rule).
+std::string text_key(const propose::Edit& e) {
+  std::string k;
+  for (const auto& te : e.text_edits) k += fmt::format("{}:{}:{}:{}\n{}", te.file, te.line, te.remove, te.text.size(), te.text);
+  return k;
+}
+
+} // namespace
+
 util::Expected<Trial> PortSession::trial(const std::vector<const propose::Edit*>& edits) {
+  if (m_reviewed) {
+    auto reviewed = std::move(*m_reviewed);
+    m_reviewed.reset();
+    if (edits.size() == 1 && edits[0]->smpl.empty() && edits[0]->renames.empty() && !edits[0]->call &&
+        reviewed.first == text_key(*edits[0])) {
+      reviewed.second.reused = true;
+      return std::move(reviewed.second);
+    }
+  }
   const fs::path scratch = m_scratch->path();
   TrialSetup setup{m_work, scratch, *m_to, *m_deps.builder, m_apply, m_req.subdir};
   return try_edits(edits, setup, limit(), m_cur);
@@ -122,7 +142,8 @@ static nlohmann::json build_json(const BuildState& b) {
 void PortSession::tried(nlohmann::json data, const Trial& t) {
   data.update({{"errors_before", m_cur.error_count()},
                {"errors_after", t.applied ? t.state.error_count() : -1},
-               {"build_ms", t.state.ms},
+               {"build_ms", t.reused ? 0 : t.state.ms},
+               {"reused", t.reused},
                {"compiled", t.state.compiled},
                {"objects_only", t.state.objects_only},
                {"copy_ms", t.copy_ms},
@@ -483,6 +504,7 @@ propose::Review PortSession::review_agent_edit(const propose::Edit& proposed) {
   for (const auto& v : gate::check_integrity(ii).violations)
     if (files.count(v.file) && r.findings.size() < 6)
       r.findings.push_back(fmt::format("{} {}:{}: {}", v.rule, v.file, v.line, v.detail));
+  m_reviewed.emplace(text_key(e), std::move(*t));
   return r;
 }
 

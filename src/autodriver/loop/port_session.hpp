@@ -112,6 +112,9 @@ private:
   bool m_progressed = false;                ///< this iteration kept an edit
   std::optional<propose::LlmAgent> m_agent; ///< --llm
   int m_iter = 0;                           ///< the iteration running (the agents' reviews are its steps)
+  /// The last reviewed answer's trial (its text edits as the key): the loop's own try of that
+  /// edit takes it instead of building the same tree again.
+  std::optional<std::pair<std::string, Trial>> m_reviewed;
 };
 
 } // namespace autodriver::loop

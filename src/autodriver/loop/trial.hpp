@@ -24,6 +24,7 @@ struct Trial {
   long apply_ms = 0; ///< applying the edits (spatch, line edits)
   std::vector<std::pair<std::string, std::string>> snapshot;
   bool applied = false;
+  bool reused = false; ///< the agents' review built it already: the loop's try took it as it was
   /// Per edit (in order): "file|function" it changed ("file|" for code outside functions).
   std::vector<std::set<std::string>> touched;
 };

@@ -122,17 +122,19 @@ std::string numbered_lines(const fs::path& tree, const std::string& file, int li
 std::string kernel_lines(const fs::path& src, const std::string& symbol, bool declaration, int max) {
   if (src.empty() || !symbol_name(symbol)) return "";
   kernel::SourceGrep q;
-  q.options = {"-nwE", "-m", "2"};
+  // Not grep -w: it wants the whole match bounded by non-word characters, and "foo(" in "foo(dev)"
+  // is followed by one.
+  q.options = {"-nE", "-m", "2"};
   q.all_of = {symbol};
   if (declaration) {
     q.includes = {"*.h"};
     q.dirs = kernel::k_header_dirs;
-    q.pattern = "(struct|union|enum)[[:space:]]+" + symbol + "[[:space:]]*\\{|[[:space:]*]" + symbol +
-                "[[:space:]]*\\(|#define[[:space:]]+" + symbol;
+    q.pattern = "(struct|union|enum)[[:space:]]+" + symbol + "[[:space:]]*\\{|(^|[^[:alnum:]_])" + symbol +
+                "[[:space:]]*\\(|#define[[:space:]]+" + symbol + "([^[:alnum:]_]|$)";
   } else {
     q.includes = {"*.c"};
     q.dirs = kernel::k_driver_dirs;
-    q.pattern = symbol + "[[:space:]]*\\(";
+    q.pattern = "(^|[^[:alnum:]_])" + symbol + "[[:space:]]*\\(";
   }
   std::string out;
   int n = 0;
