@@ -1,8 +1,10 @@
 #include "autodriver/crash/driver_files.hpp"
 
+#include "autodriver/kernel/source_grep.hpp"
 #include "autodriver/util/files.hpp"
 
 #include <algorithm>
+#include <regex>
 
 namespace autodriver::crash {
 
@@ -24,6 +26,22 @@ std::vector<DriverFile> read_driver(const fs::path& tree) {
     out.push_back(std::move(f));
   }
   return out;
+}
+
+void for_each_kernel_function(const fs::path& kernel_src, const std::string& word,
+                              const std::function<void(const std::vector<csrc::Token>&, const csrc::Unit&)>& fn,
+                              const std::string& also) {
+  static const std::regex k_name(R"(^[A-Za-z_]\w*$)");
+  if (kernel_src.empty() || !std::regex_match(word, k_name)) return;
+  auto files = kernel::c_files_naming(kernel_src, word, kernel::k_driver_dirs, std::chrono::seconds(120));
+  if (files.size() > 1500) files.resize(1500);
+  for (const auto& rel : files) {
+    auto text = util::read_file(kernel_src / rel);
+    if (!text || (!also.empty() && text->find(also) == std::string::npos)) continue;
+    auto t = csrc::tokenize(*text);
+    for (const auto& u : csrc::find_units(t))
+      if (u.kind == csrc::UnitKind::function) fn(t, u);
+  }
 }
 
 } // namespace autodriver::crash

@@ -1,10 +1,12 @@
 #pragma once
 // The driver's C files read once for the analyses that look across the whole driver (a tail
-// call's lost frame, a lock another function leaves held).
+// call's lost frame, a lock another function leaves held), and the kernel's own driver functions
+// that the analyses learn from (which calls release, lock, undo).
 
 #include "autodriver/csrc/tokens.hpp"
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,5 +20,12 @@ struct DriverFile {
 
 /// Every .c file under `tree`, in path order.
 std::vector<DriverFile> read_driver(const std::filesystem::path& tree);
+
+/// Each function of the target kernel's driver files naming `word` (kernel::k_driver_dirs, at most
+/// 1500 files in path order) given to `fn` with its file's tokens; files without `also` (when
+/// given) are skipped. Nothing when `word` is not an identifier or `kernel_src` is empty.
+void for_each_kernel_function(const std::filesystem::path& kernel_src, const std::string& word,
+                              const std::function<void(const std::vector<csrc::Token>&, const csrc::Unit&)>& fn,
+                              const std::string& also = "");
 
 } // namespace autodriver::crash

@@ -1,6 +1,6 @@
 #include "autodriver/crash/lock.hpp"
 
-#include "autodriver/kernel/source_grep.hpp"
+#include "autodriver/crash/driver_files.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/memo.hpp"
 
@@ -185,18 +185,10 @@ ScopedPair scoped_pair(const fs::path& kernel_src, const std::string& acquire) {
   return known.get(kernel_src.string() + "|" + acquire, [&] {
     ScopedPair p;
     p.acquire = acquire;
-    static const std::regex k_name(R"(^[A-Za-z_]\w*$)");
-    if (kernel_src.empty() || !std::regex_match(acquire, k_name) || k_not_calls.count(acquire)) return p;
-    auto files = kernel::c_files_naming(kernel_src, acquire, kernel::k_driver_dirs, std::chrono::seconds(120));
-    if (files.size() > 1500) files.resize(1500);
+    if (k_not_calls.count(acquire)) return p;
     std::map<std::string, int> followed, same;
-    for (const auto& rel : files) {
-      auto text = util::read_file(kernel_src / rel);
-      if (!text) continue;
-      auto t = csrc::tokenize(*text);
-      for (const auto& u : csrc::find_units(t))
-        if (u.kind == csrc::UnitKind::function) count_followers(t, u, acquire, p.calls, followed, same);
-    }
+    for_each_kernel_function(kernel_src, acquire,
+                             [&](const auto& t, const auto& u) { count_followers(t, u, acquire, p.calls, followed, same); });
     for (const auto& [callee, n] : followed)
       if (n > p.released) {
         p.release = callee;
@@ -212,32 +204,26 @@ UnderLock under_lock(const fs::path& kernel_src, const ScopedPair& pair, const s
   return known.get(kernel_src.string() + "|" + pair.acquire + "|" + pair.release + "|" + callee, [&] {
     UnderLock out;
     out.callee = callee;
-    static const std::regex k_name(R"(^[A-Za-z_]\w*$)");
-    if (kernel_src.empty() || !pair.scoped() || !std::regex_match(callee, k_name)) return out;
-    auto files = kernel::c_files_naming(kernel_src, callee, kernel::k_driver_dirs, std::chrono::seconds(120));
-    if (files.size() > 1500) files.resize(1500);
-    for (const auto& rel : files) {
-      auto text = util::read_file(kernel_src / rel);
-      if (!text || text->find(pair.acquire) == std::string::npos) continue;
-      auto t = csrc::tokenize(*text);
-      for (const auto& u : csrc::find_units(t)) {
-        if (u.kind != csrc::UnitKind::function) continue;
-        auto cs = csrc::find_calls(t, u.body, u.last);
-        bool takes = false;
-        for (const auto& c : cs) takes = takes || c.callee == pair.acquire;
-        if (!takes) continue;
-        std::vector<std::string> held; // the locks held at this point, in textual order
-        for (const auto& c : cs) {
-          if (c.args.empty() && c.callee != callee) continue;
-          if (c.callee == pair.acquire) held.push_back(c.args[0]);
-          else if (c.callee == pair.release) std::erase(held, c.args[0]);
-          else if (c.callee == callee) {
-            ++out.calls;
-            if (!held.empty()) ++out.under;
+    if (!pair.scoped()) return out;
+    for_each_kernel_function(
+        kernel_src, callee,
+        [&](const auto& t, const auto& u) {
+          auto cs = csrc::find_calls(t, u.body, u.last);
+          bool takes = false;
+          for (const auto& c : cs) takes = takes || c.callee == pair.acquire;
+          if (!takes) return;
+          std::vector<std::string> held; // the locks held at this point, in textual order
+          for (const auto& c : cs) {
+            if (c.args.empty() && c.callee != callee) continue;
+            if (c.callee == pair.acquire) held.push_back(c.args[0]);
+            else if (c.callee == pair.release) std::erase(held, c.args[0]);
+            else if (c.callee == callee) {
+              ++out.calls;
+              if (!held.empty()) ++out.under;
+            }
           }
-        }
-      }
-    }
+        },
+        pair.acquire);
     return out;
   });
 }
@@ -256,47 +242,38 @@ ScopedPair undo_pair(const fs::path& kernel_src, const std::string& acquire) {
   return known.get(kernel_src.string() + "|" + acquire, [&] {
     ScopedPair p;
     p.acquire = acquire;
-    static const std::regex k_name(R"(^[A-Za-z_]\w*$)");
-    if (kernel_src.empty() || !std::regex_match(acquire, k_name) || k_not_calls.count(acquire)) return p;
-    auto files = kernel::c_files_naming(kernel_src, acquire, kernel::k_driver_dirs, std::chrono::seconds(120));
-    if (files.size() > 1500) files.resize(1500);
+    if (k_not_calls.count(acquire)) return p;
     std::map<std::string, int> undone_by, same;
-    for (const auto& rel : files) {
-      auto text = util::read_file(kernel_src / rel);
-      if (!text) continue;
-      auto t = csrc::tokenize(*text);
-      for (const auto& u : csrc::find_units(t)) {
-        if (u.kind != csrc::UnitKind::function) continue;
-        auto cs = csrc::find_calls(t, u.body, u.last);
-        for (std::size_t a = 0; a < cs.size(); ++a) {
-          if (cs[a].callee != acquire || cs[a].args.empty() || cs[a].close_tok == std::string::npos) continue;
-          // The cleanup the acquire's own failure jumps to comes after its undo (labels unwind in
-          // reverse): only the code between a label and that one undoes it.
-          std::size_t until = u.last;
-          auto [fail_first, fail_last] = failure_branch(t, u, cs[a]);
-          for (std::size_t k = fail_first; k <= fail_last && k + 1 < u.last; ++k)
-            if (t[k].text == "goto")
-              for (std::size_t l = cs[a].close_tok; l + 1 < u.last; ++l)
-                if (t[l].text == t[k + 1].text && t[l + 1].text == ":" && l > fail_last) {
-                  until = l;
-                  break;
-                }
-          if (!label_between(t, cs[a].close_tok, until)) continue; // no cleanup code after it
-          ++p.calls;
-          std::set<std::string> seen;
-          for (std::size_t b = a + 1; b < cs.size(); ++b) {
-            const auto& c = cs[b];
-            if (c.name_tok <= cs[a].close_tok || c.name_tok >= until || c.callee == acquire || c.args.empty() ||
-                c.args[0] != cs[a].args[0] || k_not_calls.count(c.callee) || !label_between(t, cs[a].close_tok, c.name_tok))
-              continue;
-            if (seen.insert(c.callee).second) {
-              ++undone_by[c.callee];
-              if (c.args == cs[a].args) ++same[c.callee];
-            }
+    for_each_kernel_function(kernel_src, acquire, [&](const auto& t, const auto& u) {
+      auto cs = csrc::find_calls(t, u.body, u.last);
+      for (std::size_t a = 0; a < cs.size(); ++a) {
+        if (cs[a].callee != acquire || cs[a].args.empty() || cs[a].close_tok == std::string::npos) continue;
+        // The cleanup the acquire's own failure jumps to comes after its undo (labels unwind in
+        // reverse): only the code between a label and that one undoes it.
+        std::size_t until = u.last;
+        auto [fail_first, fail_last] = failure_branch(t, u, cs[a]);
+        for (std::size_t k = fail_first; k <= fail_last && k + 1 < u.last; ++k)
+          if (t[k].text == "goto")
+            for (std::size_t l = cs[a].close_tok; l + 1 < u.last; ++l)
+              if (t[l].text == t[k + 1].text && t[l + 1].text == ":" && l > fail_last) {
+                until = l;
+                break;
+              }
+        if (!label_between(t, cs[a].close_tok, until)) continue; // no cleanup code after it
+        ++p.calls;
+        std::set<std::string> seen;
+        for (std::size_t b = a + 1; b < cs.size(); ++b) {
+          const auto& c = cs[b];
+          if (c.name_tok <= cs[a].close_tok || c.name_tok >= until || c.callee == acquire || c.args.empty() ||
+              c.args[0] != cs[a].args[0] || k_not_calls.count(c.callee) || !label_between(t, cs[a].close_tok, c.name_tok))
+            continue;
+          if (seen.insert(c.callee).second) {
+            ++undone_by[c.callee];
+            if (c.args == cs[a].args) ++same[c.callee];
           }
         }
       }
-    }
+    });
     for (const auto& [callee, n] : undone_by)
       if (n > p.released) {
         p.release = callee;

@@ -1,10 +1,8 @@
 #include "autodriver/crash/release.hpp"
 
-#include "autodriver/kernel/source_grep.hpp"
+#include "autodriver/crash/driver_files.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/memo.hpp"
-
-#include <regex>
 
 namespace autodriver::crash {
 
@@ -72,27 +70,17 @@ ReleaseEvidence release_evidence(const fs::path& kernel_src, const std::string& 
   return known.get(kernel_src.string() + "|" + callee, [&] {
     ReleaseEvidence out;
     out.callee = callee;
-    static const std::regex k_name(R"(^[A-Za-z_]\w*$)");
-    if (kernel_src.empty() || !std::regex_match(callee, k_name)) return out;
-    auto files = kernel::c_files_naming(kernel_src, callee, kernel::k_driver_dirs, std::chrono::seconds(120));
-    if (files.size() > 1500) files.resize(1500);
-    for (const auto& rel : files) {
-      auto text = util::read_file(kernel_src / rel);
-      if (!text) continue;
-      auto t = csrc::tokenize(*text);
-      for (const auto& u : csrc::find_units(t)) {
-        if (u.kind != csrc::UnitKind::function) continue;
-        for (std::size_t i = u.body; i + 4 < u.last; ++i) {
-          if (t[i].text != callee || !starts_statement(t, i)) continue;
-          std::size_t close = csrc::matching_close(t, i + 1);
-          if (close == std::string::npos || close + 1 >= u.last) continue;
-          auto c = call_statement(t, i, close + 1);
-          if (!c) continue;
-          ++out.calls;
-          if (!read_after(t, c->last, u.last, c->var)) ++out.last_use;
-        }
+    for_each_kernel_function(kernel_src, callee, [&](const auto& t, const auto& u) {
+      for (std::size_t i = u.body; i + 4 < u.last; ++i) {
+        if (t[i].text != callee || !starts_statement(t, i)) continue;
+        std::size_t close = csrc::matching_close(t, i + 1);
+        if (close == std::string::npos || close + 1 >= u.last) continue;
+        auto c = call_statement(t, i, close + 1);
+        if (!c) continue;
+        ++out.calls;
+        if (!read_after(t, c->last, u.last, c->var)) ++out.last_use;
       }
-    }
+    });
     return out;
   });
 }
