@@ -91,3 +91,11 @@ TEST(TrialObjects, ReportingUnitIsTheOutermostFileOfTheIncludeChain) {
   EXPECT_EQ(loop::reporting_unit(error_in("./core/a.c"), "/autodriver/tree"), "core/a.c");
   EXPECT_EQ(loop::tree_relative("././include/osdep.h", ""), "include/osdep.h");
 }
+
+TEST_F(TrialObjectsTest, AHeaderNoErringFileIncludesIsJudgedByTheErringFiles) {
+  // Seven files include osdep.h; the one error is in core/alone.c, which does not: the edit cannot
+  // fix it, and judging it must not rebuild the seven.
+  auto t = loop::trial_objects({"include/osdep.h"}, {error_in("core/alone.c")}, work);
+  EXPECT_TRUE(t.sampled);
+  EXPECT_EQ(t.objects, (std::vector<std::string>{"core/alone.o"}));
+}

@@ -149,7 +149,16 @@ TrialObjects trial_objects(const std::set<std::string>& changed, const std::vect
           sample.push_back(r);
           ++taken;
         }
-      if (sample.empty() || 2 * sample.size() >= users.size()) return none;
+      if (sample.empty()) {
+        // No file with an error includes the header, and none of its errors are in it: the change
+        // cannot remove an error. The files with errors judge it (quickly: it will not help); the
+        // header's users are rebuilt by the full build that follows a kept trial.
+        for (const auto& u : own_error_units)
+          if (sample.size() < 8) sample.push_back(u);
+        if (sample.empty()) return none;
+      } else if (2 * sample.size() >= users.size()) {
+        return none;
+      }
       units.insert(sample.begin(), sample.end());
       out.sampled = true;
     } else {

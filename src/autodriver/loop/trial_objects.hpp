@@ -26,7 +26,8 @@ struct TrialObjects {
 ///   of its own now) and that no other file includes: its object;
 /// - a changed header: the C files with errors of their own that include it (at most eight), and
 ///   the first two that report errors located in it, when that is fewer than half the C files
-///   that include it; else the whole module.
+///   that include it; else the whole module. A header no file with an error includes (it cannot
+///   remove an error) is judged by the C files with errors (at most eight).
 /// Nothing when the trial changed every file with errors and no header (a full build then
 /// compiles only those anyway, and links), or when an object lies outside `subdir` (the driver's
 /// folder under a root: kbuild builds single objects of M= only).
