@@ -257,3 +257,32 @@ TEST(LlmTeam, TheCostIsCountedAndItsBudgetEnforced) {
   EXPECT_NE(again.log().rounds.at(1)["error"].get<std::string>().find("cost budget is spent"), std::string::npos)
       << again.log().rounds.at(1);
 }
+
+TEST(LlmTeam, StreamedAnswersAreAskedForAndRead) {
+  Case c;
+  FakeModel m([](const httplib::Request& req, httplib::Response& res) {
+    auto body = nlohmann::json::parse(req.body);
+    EXPECT_EQ(body.value("stream", false), true);
+    const std::string answer = block("\treturn foo(1);", "\treturn foo(1, NULL);");
+    std::string sse;
+    for (std::size_t i = 0; i < answer.size(); i += 16) {
+      nlohmann::json chunk = {{"choices", {{{"index", 0}, {"delta", {{"content", answer.substr(i, 16)}}}}}}};
+      sse += "data: " + chunk.dump() + "\n\n";
+    }
+    sse += "data: " +
+           nlohmann::json({{"choices", nlohmann::json::array()}, {"usage", {{"prompt_tokens", 7}, {"completion_tokens", 3}}}})
+               .dump() +
+           "\n\n";
+    sse += "data: [DONE]\n\n";
+    res.set_content(sse, "text/event-stream");
+  });
+  propose::AgentSettings s{m.endpoint(), 0, 3};
+  s.stream = true;
+  s.review = scripted;
+  propose::LlmAgent agent(s);
+  auto edits = agent.propose(c.diags, c.ctx);
+  ASSERT_EQ(edits.size(), 1u);
+  EXPECT_EQ(line5(edits[0]), "\treturn foo(1, NULL);\n");
+  EXPECT_EQ(agent.log().prompt_tokens, 7);
+  EXPECT_EQ(agent.log().completion_tokens, 3);
+}

@@ -24,13 +24,14 @@ void add_llm_options(CLI::App& sub, llm::Options& o, std::string& price, const s
                  "one given the lessons of all failed ones)")
       ->capture_default_str()
       ->check(CLI::Range(1, 10));
+  sub.add_flag("--llm-stream", o.stream, "With --llm: ask for streamed answers (server-sent events)");
   sub.add_option("--llm-key-env", o.key_env, "With --llm: the environment variable holding the API key (never logged or stored)")
       ->capture_default_str();
 }
 
 std::string finish_llm_options(llm::Options& o, const std::string& price) {
-  const bool asked = !o.model.empty() || o.budget_tokens > 0 || o.max_cost > 0 || !price.empty();
-  if (!o.on()) return asked ? "--model, --llm-budget, --llm-price and --llm-max-cost need --llm URL" : "";
+  const bool asked = !o.model.empty() || o.budget_tokens > 0 || o.max_cost > 0 || !price.empty() || o.stream;
+  if (!o.on()) return asked ? "--model, --llm-budget, --llm-price, --llm-max-cost and --llm-stream need --llm URL" : "";
   if (o.model.empty()) return "--llm needs --model NAME";
   if (!o.url.starts_with("http://") && !o.url.starts_with("https://"))
     return fmt::format("--llm {}: not an http:// or https:// URL", o.url);

@@ -74,6 +74,7 @@ struct Options {
   double price_in = 0;                        ///< per million prompt tokens
   double price_out = 0;                       ///< per million completion tokens
   int attempts = 3;                           ///< answers built and reviewed per round (generator, refiners, reflection)
+  bool stream = false;                        ///< ask for streamed answers (server-sent events)
   bool on() const { return !url.empty(); }
 };
 

@@ -417,6 +417,7 @@ std::vector<propose::Edit> PortSession::agent_edits(int iter) {
     s.price_in = m_req.llm.price_in;
     s.price_out = m_req.llm.price_out;
     s.max_attempts = m_req.llm.attempts;
+    s.stream = m_req.llm.stream;
     s.api_changes = m_rep.changes;
     s.review = [this](const propose::Edit& e) { return review_agent_edit(e); };
     m_agent.emplace(std::move(s));

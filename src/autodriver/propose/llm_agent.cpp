@@ -205,7 +205,7 @@ LlmAgent::LlmAgent(AgentSettings s) : m_settings(std::move(s)) {
 util::Expected<llm::Reply> LlmAgent::converse(llm::Client& client, std::vector<llm::Message>& messages, Round& r) {
   const std::vector<llm::Tool> tools = agent_tools(static_cast<bool>(r.env->try_build));
   for (int turn = 0; turn <= m_settings.max_tool_turns; ++turn) {
-    auto reply = client.chat(messages, turn < m_settings.max_tool_turns ? tools : std::vector<llm::Tool>{});
+    auto reply = client.chat(messages, turn < m_settings.max_tool_turns ? tools : std::vector<llm::Tool>{}, m_settings.stream);
     if (!reply) return reply;
     ++m_log.calls;
     m_log.prompt_tokens += reply->usage.prompt_tokens;

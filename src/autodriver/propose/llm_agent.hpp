@@ -68,6 +68,7 @@ struct AgentSettings {
   double max_cost = 0;                  ///< at the prices below; 0: no limit
   double price_in = 0;                  ///< per million prompt tokens
   double price_out = 0;                 ///< per million completion tokens
+  bool stream = false;                  ///< streamed answers (server-sent events), as some servers prefer
   Reviewer review;                      ///< empty: the first usable answer is the round's edit, unreviewed
   nlohmann::json api_changes = nullptr; ///< the port's apidiff changes (verdict `changes`), for the api_change tool
 };
