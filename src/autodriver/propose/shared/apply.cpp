@@ -337,11 +337,23 @@ util::Expected<ApplyResult> apply_edit(const Edit& edit, const fs::path& tree, c
   // All or nothing: an edit whose SmPL ran but whose line edits then failed must not leave the
   // SmPL's changes behind (they would reach the tree with no patch to show for them).
   std::map<std::string, std::string> texts;
+  std::map<std::string, fs::file_time_type> mtimes;
   for (const auto& f : files)
-    if (auto t = util::read_file(tree / f)) texts[f] = std::move(*t);
+    if (auto t = util::read_file(tree / f)) {
+      texts[f] = std::move(*t);
+      std::error_code ec;
+      mtimes[f] = fs::last_write_time(tree / f, ec);
+    }
+  // A file written back as it was gets its time back too: in a built tree a new time makes kbuild
+  // recompile every file that includes it (a header masked below was rewritten for every edit).
+  auto put_back = [&](const std::string& f, const std::string& text) {
+    (void)util::write_file(tree / f, text);
+    std::error_code ec;
+    if (auto m = mtimes.find(f); m != mtimes.end() && texts[f] == text) fs::last_write_time(tree / f, m->second, ec);
+  };
   auto restore = [&] {
     for (const auto& [f, t] : texts)
-      if (auto now = util::read_file(tree / f); !now || *now != t) (void)util::write_file(tree / f, t);
+      if (auto now = util::read_file(tree / f); !now || *now != t) put_back(f, t);
     std::error_code ec;
     for (const auto& f : created) fs::remove(tree / f, ec);
   };
@@ -385,7 +397,7 @@ util::Expected<ApplyResult> apply_edit(const Edit& edit, const fs::path& tree, c
       restore();
       return util::unexpected(util::ErrorKind::parse, "the edit removed lines of an old-kernel branch");
     }
-    (void)util::write_file(tree / f, out);
+    put_back(f, out);
   }
   if (!r) {
     restore();

@@ -1,0 +1,38 @@
+// propose::apply_edit in a built tree: files it reads and writes back unchanged (old-kernel
+// branches hidden while a rename runs) keep their modification time, so that kbuild does not
+// recompile every file including them (issue 16: 170 of 174 files rebuilt for a one-file rename).
+#include "autodriver/propose/shared/apply.hpp"
+#include "autodriver/util/files.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+using namespace autodriver;
+namespace fs = std::filesystem;
+
+TEST(ApplyTimes, FilesWrittenBackAsTheyWereKeepTheirTime) {
+  auto tmp = util::TempDir::create(util::scratch_root(), "test-apply-times-");
+  ASSERT_TRUE(tmp);
+  fs::path tree = tmp->path() / "tree";
+  fs::create_directories(tree / "include");
+  const std::string header =
+      "#if LINUX_VERSION_CODE < KERNEL_VERSION(3, 13, 0)\n#define OLD_WAY 1\n#else\n#define NEW_WAY 1\n#endif\n";
+  ASSERT_TRUE(util::write_file(tree / "include/compat.h", header));
+  ASSERT_TRUE(util::write_file(tree / "a.c", "#include \"include/compat.h\"\nvoid f(void) { OLD_NAME(x); }\n"));
+  const auto old_time = fs::last_write_time(tree / "include/compat.h") - std::chrono::hours(1);
+  fs::last_write_time(tree / "include/compat.h", old_time);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  propose::Edit e;
+  e.change_id = "ident:OLD_NAME";
+  e.renames = {{"OLD_NAME", "NEW_NAME"}};
+  propose::ApplyOptions o;
+  o.version_code = (6 << 16) + (12 << 8); // the header's first branch is dead on 6.12: hidden, then put back
+  auto r = propose::apply_edit(e, tree, tmp->path() / "scratch", o);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->changed_files, (std::vector<std::string>{"a.c"}));
+  EXPECT_EQ(*util::read_file(tree / "include/compat.h"), header);
+  EXPECT_EQ(fs::last_write_time(tree / "include/compat.h"), old_time);
+  EXPECT_NE(util::read_file(tree / "a.c")->find("NEW_NAME(x)"), std::string::npos);
+}
