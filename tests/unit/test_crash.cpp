@@ -638,6 +638,52 @@ TEST(CrashRepair, AHungTaskOnALockLeftHeldGetsTheUnlock) {
   EXPECT_EQ(h2[0].kind, "blocked");
 }
 
+TEST(CrashLock, ALockTakenWithoutAnArgumentIsOneLockForAllItsCallers) {
+  // rtnl_lock() and console_lock() name no lock: the same argument-less release follows them.
+  auto k = util::TempDir::create(std::filesystem::temp_directory_path(), "ad-crash-kernel");
+  ASSERT_TRUE(k);
+  std::filesystem::create_directories(k->path() / "drivers/net");
+  std::string c;
+  for (int i = 0; i < 9; ++i)
+    c += "static int f" + std::to_string(i) + "(struct t *x)\n{\n\tbig_lock();\n\tx->n = jiffies_now();\n\tbig_unlock();\n" +
+         (i % 3 ? "\tkick();\n" : "") + "\treturn 0;\n}\n";
+  ASSERT_TRUE(util::write_file(k->path() / "drivers/net/x.c", c));
+  auto p = crash::scoped_pair(k->path(), "big_lock");
+  EXPECT_EQ(p.release, "big_unlock");
+  EXPECT_EQ(p.released, 9);
+  EXPECT_TRUE(p.scoped());
+  EXPECT_FALSE(crash::scoped_pair(k->path(), "jiffies_now").scoped()); // followed by kick() 6 of 9 times
+  // Its exits: the early return leaves it held; the release call has no argument.
+  auto t = csrc::tokenize("int f(struct t *x)\n{\n\tbig_lock();\n\tif (x->n)\n\t\treturn -EBUSY;\n\tbig_unlock();\n"
+                          "\treturn 0;\n}\n");
+  auto units = csrc::find_units(t);
+  ASSERT_EQ(units.size(), 1u);
+  auto held = crash::held_exits(t, units[0], p);
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0].exit_line, 5);
+  EXPECT_EQ(held[0].lock, "");
+  EXPECT_EQ(held[0].release_call, "big_unlock()");
+  // A hung task blocked in it is hypothesized at that exit and repaired with the bare release.
+  Tree tree("static ssize_t rd(struct file *f)\n{\n\tbig_lock();\n\tif (f->f_pos)\n\t\treturn 0;\n"
+            "\tf->f_pos = 1;\n\tbig_unlock();\n\treturn 1;\n}\n");
+  crash::CrashReport r;
+  r.kind = crash::CrashKind::hung_task;
+  r.headline = "INFO: task cat:153 blocked for more than 15 seconds.";
+  r.trace = {crash::Frame{"__mutex_lock.constprop.0", 0x37d, 0x6f0, "", true, false, "", 0},
+             crash::Frame{"rd", 0x1d, 0xd0, "drv", true, false, "/autodriver/tree/drv.c", 3}};
+  auto where = crash::localize(r, {"drv"}, tree.path(), "/autodriver/tree");
+  auto pairs = [&](const std::string& callee) { return crash::scoped_pair(k->path(), callee); };
+  auto h = crash::hypothesize(r, where, tree.path(), {}, pairs);
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "missing-unlock");
+  EXPECT_NE(h[0].statement.find("rd() returns at drv.c:5 with the lock big_lock() takes held"), std::string::npos)
+      << h[0].statement;
+  auto reps = crash::propose_repairs(h, tree.path(), {});
+  ASSERT_FALSE(reps.empty());
+  EXPECT_EQ(reps[0].new_text, "static ssize_t rd(struct file *f)\n{\n\tbig_lock();\n\tif (f->f_pos) {\n\t\tbig_unlock();\n"
+                              "\t\treturn 0;\n\t}\n\tf->f_pos = 1;\n\tbig_unlock();\n\treturn 1;\n}\n");
+}
+
 TEST(CrashReport, AHungTaskOnAMutexWithTheTraceFromTheDmesgDump) {
   auto rs = crash::parse_reports(fixture("console/6.12-hung-task-mutex.txt"));
   ASSERT_FALSE(rs.empty());

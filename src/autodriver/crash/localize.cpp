@@ -237,11 +237,11 @@ std::vector<Hypothesis> lock_hypotheses(const CrashReport& r, const Location& at
   std::optional<ScopedPair> pair;
   std::string lock;
   for (const auto& c : csrc::find_calls(v.toks, v.fn->body, v.fn->last)) {
-    if (v.toks[c.name_tok].line != at.line || c.args.empty()) continue;
+    if (v.toks[c.name_tok].line != at.line) continue;
     auto p = pairs(c.callee);
     if (!p.scoped()) continue;
     pair = p;
-    lock = c.args[0];
+    lock = lock_arg(c);
     break;
   }
   if (!pair) return out;
@@ -277,11 +277,11 @@ std::vector<Hypothesis> lock_hypotheses(const CrashReport& r, const Location& at
                            ? fmt::format("lockdep: {}", r.detail)
                            : fmt::format("{}() then {} at {}:{}", at.function,
                                          r.kind == CrashKind::hung_task ? "blocks taking it" : "spins on it", at.file, at.line);
-    h.statement =
-        fmt::format("{}() {} at {}:{} with {} held (taken with {}() at line {}{}); {}", f.function,
-                    f.exit.exit_first < f.exit.exit_last ? "returns" : "ends", f.file, f.exit.exit_line, f.exit.lock,
-                    pair->acquire, f.exit.acquire_line,
-                    f.exit.released_elsewhere ? fmt::format(", released with {}() on its other exits", pair->release) : "", then);
+    h.statement = fmt::format(
+        "{}() {} at {}:{} with {} held (taken with {}() at line {}{}); {}", f.function,
+        f.exit.exit_first < f.exit.exit_last ? "returns" : "ends", f.file, f.exit.exit_line,
+        f.exit.lock.empty() ? "the lock " + pair->acquire + "() takes" : f.exit.lock, pair->acquire, f.exit.acquire_line,
+        f.exit.released_elsewhere ? fmt::format(", released with {}() on its other exits", pair->release) : "", then);
     h.evidence.push_back(r.headline);
     auto text = util::read_file(tree / f.file);
     auto lines = text ? util::split_lines(*text) : std::vector<std::string_view>{};
@@ -457,7 +457,8 @@ void rank_by_hypotheses(std::vector<Location>& where, const std::vector<Hypothes
         fmt::format("releases {} with {}() before the use at line {} (the driver's source)", h.variable, h.callee, h.line);
   } else if (h.kind == "missing-unlock") {
     cause.line = h.line;
-    cause.why = fmt::format("leaves {} held (taken at line {}; the driver's source)", h.variable, h.set_line);
+    cause.why = fmt::format("leaves {} held (taken at line {}; the driver's source)",
+                            h.variable.empty() ? "its lock" : h.variable, h.set_line);
   } else {
     return;
   }

@@ -18,21 +18,35 @@ namespace {
 
 const std::set<std::string> k_not_calls = {"if", "while", "for", "switch", "return", "sizeof", "typeof", "__typeof__"};
 
-/// Per call of `acquire` in the function: which calls follow it with the same first argument.
-void count_followers(const std::vector<csrc::Token>& t, const csrc::Unit& u, const std::string& acquire, int& calls,
-                     std::map<std::string, int>& followed, std::map<std::string, int>& same) {
+/// What the kernel's calls of an acquire say: per call, which calls follow it with the same first
+/// argument, and for calls without an argument which argument-less calls come before it.
+struct Followers {
+  int calls = 0;
+  int argless = 0;                        ///< calls without an argument
+  std::map<std::string, int> followed;    ///< callee -> calls of the acquire it follows
+  std::map<std::string, int> same;        ///< ... with all of the acquire's arguments
+  std::map<std::string, int> preceded_by; ///< argument-less callee -> argument-less acquires it comes before
+};
+
+void count_followers(const std::vector<csrc::Token>& t, const csrc::Unit& u, const std::string& acquire, Followers& f) {
   auto cs = csrc::find_calls(t, u.body, u.last);
   for (std::size_t a = 0; a < cs.size(); ++a) {
-    if (cs[a].callee != acquire || cs[a].args.empty() || cs[a].close_tok == std::string::npos) continue;
-    ++calls;
+    if (cs[a].callee != acquire || cs[a].close_tok == std::string::npos) continue;
+    ++f.calls;
     std::set<std::string> seen, seen_same;
     for (std::size_t b = a + 1; b < cs.size(); ++b) {
       const auto& c = cs[b];
-      if (c.name_tok <= cs[a].close_tok || c.callee == acquire || c.args.empty() || c.args[0] != cs[a].args[0]) continue;
+      if (c.name_tok <= cs[a].close_tok || c.callee == acquire || lock_arg(c) != lock_arg(cs[a])) continue;
       if (k_not_calls.count(c.callee)) continue;
-      if (seen.insert(c.callee).second) ++followed[c.callee];
-      if (c.args == cs[a].args && seen_same.insert(c.callee).second) ++same[c.callee];
+      if (seen.insert(c.callee).second) ++f.followed[c.callee];
+      if (c.args == cs[a].args && seen_same.insert(c.callee).second) ++f.same[c.callee];
     }
+    if (!cs[a].args.empty()) continue;
+    ++f.argless;
+    std::set<std::string> before;
+    for (std::size_t b = 0; b < a; ++b)
+      if (cs[b].args.empty() && cs[b].callee != acquire && !k_not_calls.count(cs[b].callee) && before.insert(cs[b].callee).second)
+        ++f.preceded_by[cs[b].callee];
   }
 }
 
@@ -128,7 +142,7 @@ bool case_between(const std::vector<csrc::Token>& t, std::size_t from, std::size
 }
 
 bool is_release_of(const csrc::Call& c, const ScopedPair& pair, const std::string& lock) {
-  return c.callee == pair.release && !c.args.empty() && same_lock(c.args[0], lock);
+  return c.callee == pair.release && same_lock(lock_arg(c), lock);
 }
 
 /// A release of `lock` after token `from` and before `exit` that every path from `from` to `exit` passes.
@@ -186,15 +200,31 @@ ScopedPair scoped_pair(const fs::path& kernel_src, const std::string& acquire) {
     ScopedPair p;
     p.acquire = acquire;
     if (k_not_calls.count(acquire)) return p;
-    std::map<std::string, int> followed, same;
-    for_each_kernel_function(kernel_src, acquire,
-                             [&](const auto& t, const auto& u) { count_followers(t, u, acquire, p.calls, followed, same); });
-    for (const auto& [callee, n] : followed)
+    Followers f;
+    for_each_kernel_function(kernel_src, acquire, [&](const auto& t, const auto& u) { count_followers(t, u, acquire, f); });
+    p.calls = f.calls;
+    for (const auto& [callee, n] : f.followed)
       if (n > p.released) {
         p.release = callee;
         p.released = n;
       }
-    if (!p.release.empty()) p.same_args = same[p.release];
+    if (!p.release.empty()) p.same_args = f.same[p.release];
+    // Without an argument any call made while a lock is held is followed by its release: such a
+    // call is an acquire only when it is not mostly made inside another acquire's region (a call
+    // before it, given back by the same release).
+    static thread_local int depth = 0;
+    if (p.scoped() && 2 * f.argless > f.calls && depth < 2)
+      for (const auto& [before, n] : f.preceded_by) {
+        if (2 * n < f.argless) continue;
+        ++depth;
+        const auto outer = scoped_pair(kernel_src, before);
+        --depth;
+        if (outer.scoped() && outer.release == p.release) {
+          p.release.clear();
+          p.released = p.same_args = 0;
+          break;
+        }
+      }
     return p;
   });
 }
@@ -214,9 +244,8 @@ UnderLock under_lock(const fs::path& kernel_src, const ScopedPair& pair, const s
           if (!takes) return;
           std::vector<std::string> held; // the locks held at this point, in textual order
           for (const auto& c : cs) {
-            if (c.args.empty() && c.callee != callee) continue;
-            if (c.callee == pair.acquire) held.push_back(c.args[0]);
-            else if (c.callee == pair.release) std::erase(held, c.args[0]);
+            if (c.callee == pair.acquire) held.push_back(lock_arg(c));
+            else if (c.callee == pair.release) std::erase(held, lock_arg(c));
             else if (c.callee == callee) {
               ++out.calls;
               if (!held.empty()) ++out.under;
@@ -294,6 +323,8 @@ PairOracle pair_oracle(const fs::path& kernel_src) {
   return [kernel_src](const std::string& acquire) { return scoped_pair(kernel_src, acquire); };
 }
 
+std::string lock_arg(const csrc::Call& c) { return c.args.empty() ? std::string() : c.args[0]; }
+
 bool same_lock(const std::string& a, const std::string& b) {
   auto squeeze = [](const std::string& s) {
     std::string out;
@@ -335,15 +366,15 @@ std::vector<HeldExit> held_exits(const std::vector<csrc::Token>& t, const csrc::
   };
   std::set<std::size_t> reported;
   for (const auto& a : cs) {
-    if (a.callee != pair.acquire || a.args.empty() || a.close_tok == std::string::npos || a.close_tok >= fn.last) continue;
+    if (a.callee != pair.acquire || a.close_tok == std::string::npos || a.close_tok >= fn.last) continue;
     // `if (x) spin_lock(...)`: whether it holds depends on x, which this does not follow.
     if (unbraced_control(t, a.name_tok) != std::string::npos) continue;
-    const std::string lock = arg_text(t, a.arg_toks[0]);
+    const std::string lock = a.arg_toks.empty() ? std::string() : arg_text(t, a.arg_toks[0]);
     // A function that releases the lock before it takes it is called with it held and hands it
     // back held (`unlock; msleep(1); lock;` in a polling loop).
     bool held_on_entry = false;
     for (const auto& r : cs) {
-      if (r.callee == pair.acquire && !r.args.empty() && same_lock(r.args[0], lock)) break; // taken first
+      if (r.callee == pair.acquire && same_lock(lock_arg(r), lock)) break; // taken first
       if (is_release_of(r, pair, lock)) {
         held_on_entry = true;
         break;

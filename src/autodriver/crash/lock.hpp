@@ -67,6 +67,10 @@ UnderLock under_lock(const std::filesystem::path& kernel_src, const ScopedPair& 
 /// after different base variables (`&priv->lock`, `&p->lock`).
 bool same_lock(const std::string& a, const std::string& b);
 
+/// The lock a call names: its first argument; empty for a lock taken without one (rtnl_lock(),
+/// console_lock(): one lock for all its callers).
+std::string lock_arg(const csrc::Call& c);
+
 /// An exit of a function taken with a scoped acquire's lock still held.
 struct HeldExit {
   std::string lock;         ///< the acquire's first argument as the source writes it: "&mll.lock"

@@ -252,7 +252,7 @@ std::pair<std::size_t, std::string> release_point(const std::vector<csrc::Token>
   // The acquire on its line, and the pair it belongs to.
   std::optional<ScopedPair> pair;
   for (const auto& c : csrc::find_calls(toks, fn.body, fn.last))
-    if (toks[c.name_tok].line == h.set_line && !c.args.empty() && same_lock(c.args[0], h.variable)) {
+    if (toks[c.name_tok].line == h.set_line && same_lock(lock_arg(c), h.variable)) {
       auto p = scoped_pair(kernel_src, c.callee);
       if (p.scoped() && p.release == h.callee) pair = p;
     }
@@ -318,10 +318,11 @@ std::optional<RepairEdit> add_release(const Hypothesis& h, const std::string& te
     const std::string where = before == exit
                                   ? (exit == u.last ? std::string("the end of the function") : "the " + toks[exit].text)
                                   : fmt::format("line {} ({})", toks[before].line, why);
-    e.description = h.kind == "missing-cleanup" ? fmt::format("{}() failed at {}:{} without undoing line {}: {} added before {}",
-                                                              h.function, h.file, h.line, h.set_line, h.call, where)
-                                                : fmt::format("{}() left {} held at {}:{} (taken at line {}): {} added before {}",
-                                                              h.function, h.variable, h.file, h.line, h.set_line, h.call, where);
+    e.description = h.kind == "missing-cleanup"
+                        ? fmt::format("{}() failed at {}:{} without undoing line {}: {} added before {}", h.function, h.file,
+                                      h.line, h.set_line, h.call, where)
+                        : fmt::format("{}() left {} held at {}:{} (taken at line {}): {} added before {}", h.function,
+                                      h.variable.empty() ? "a lock" : h.variable, h.file, h.line, h.set_line, h.call, where);
     return e;
   }
   return std::nullopt;
@@ -395,7 +396,8 @@ FailureHandling failure_handling(const fs::path& kernel_src, const std::string& 
 std::vector<RepairEdit> propose_repairs(const std::vector<Hypothesis>& hyps, const fs::path& tree, const fs::path& kernel_src) {
   std::vector<RepairEdit> out;
   for (const auto& h : hyps) {
-    if (h.file.empty() || h.variable.empty() || h.set_line <= 0) continue;
+    // A lock taken without an argument has no variable; every other class names one.
+    if (h.file.empty() || h.set_line <= 0 || (h.variable.empty() && h.kind != "missing-unlock")) continue;
     auto text = util::read_file(tree / h.file);
     if (!text) continue;
     std::optional<RepairEdit> e;
