@@ -229,6 +229,12 @@ TEST(LlmTeam, TheModelMayBuildAChangeBeforeItAnswers) {
   EXPECT_NE(tools.find("makes pointer from integer"), std::string::npos) << tools;
   EXPECT_NE(tools.find("b2:error:"), std::string::npos) << tools;
   EXPECT_EQ(agent.log().rounds.at(0)["builds"], 1);
+  // Each call's usage and time: the tool-calling answer, then the final one.
+  const auto& calls = agent.log().rounds.at(0)["call_log"];
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0]["tokens_in"], 50);
+  EXPECT_EQ(calls[0]["tool_calls"], 2);
+  EXPECT_EQ(calls[1]["tokens_out"], 20);
   EXPECT_TRUE(std::filesystem::is_empty(c.ctx.scratch));
 }
 

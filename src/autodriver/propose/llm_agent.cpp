@@ -40,6 +40,7 @@ struct LlmAgent::Round {
   std::vector<const core::Diagnostic*> errs;
   int tool_calls = 0;
   int builds = 0;
+  nlohmann::json call_log = nlohmann::json::array(); ///< per call: tokens in/out, ms, attempts, tool calls asked
   const ToolEnv* env = nullptr;
   const Attempt* base = nullptr; ///< what answers now apply to (a near miss being refined), else the tree
 };
@@ -212,6 +213,11 @@ util::Expected<llm::Reply> LlmAgent::converse(llm::Client& client, std::vector<l
     m_log.completion_tokens += reply->usage.completion_tokens;
     m_log.cost += m_budget.cost_of(reply->usage.prompt_tokens, reply->usage.completion_tokens);
     m_log.ms += reply->elapsed.count();
+    r.call_log.push_back({{"tokens_in", reply->usage.prompt_tokens},
+                          {"tokens_out", reply->usage.completion_tokens},
+                          {"ms", reply->elapsed.count()},
+                          {"http_attempts", reply->attempts},
+                          {"tool_calls", reply->message.tool_calls.size()}});
     if (reply->message.tool_calls.empty()) return reply;
     messages.push_back(reply->message);
     for (const auto& call : reply->message.tool_calls) {
@@ -334,6 +340,7 @@ std::vector<Edit> LlmAgent::propose(const std::vector<core::Diagnostic>& diagnos
   auto done = [&](std::string error) {
     round["calls"] = m_log.calls - calls0;
     round["tool_calls"] = r.tool_calls;
+    round["call_log"] = r.call_log;
     round["builds"] = r.builds;
     round["tokens_in"] = m_log.prompt_tokens - prompt0;
     round["tokens_out"] = m_log.completion_tokens - completion0;
