@@ -267,3 +267,16 @@ TEST(Json, InvalidUtf8NeverThrows) {
   EXPECT_NE(text.find("J\xef\xbf\xbdrgen"), std::string::npos) << text; // U+FFFD
   EXPECT_TRUE(nlohmann::json::accept(text)) << text;
 }
+
+TEST(JsonText, NumbersOutOfRangeAreTheFallbackNotUndefinedBehaviour) {
+  auto j = nlohmann::json::parse(R"({"big": 3.3e56, "huge": 18446744073709551615, "neg": -1, "whole": 42.0, "s": "7",
+                                     "inf_like": -1e300, "ok": 12})");
+  EXPECT_EQ(util::json_get(j, "big", 0L), 0L);
+  EXPECT_EQ(util::json_get(j, "huge", 5L), 5L);
+  EXPECT_EQ(util::json_get(j, "neg", 3u), 3u);
+  EXPECT_EQ(util::json_get(j, "whole", 0L), 42L);
+  EXPECT_EQ(util::json_get(j, "s", 1), 1);
+  EXPECT_EQ(util::json_get(j, "inf_like", 2), 2);
+  EXPECT_EQ(util::json_get(j, "ok", 0), 12);
+  EXPECT_EQ(util::json_get(j, "missing", 9L), 9L);
+}
