@@ -3,6 +3,7 @@
 #include "autodriver/propose/llm_agent.hpp"
 #include "autodriver/util/files.hpp"
 #include "fake_model.hpp"
+#include "llm_case.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,44 +12,17 @@
 
 using namespace autodriver;
 using autodriver::testing::FakeModel;
+using autodriver::testing::LlmCase;
+using autodriver::testing::reply;
 
 namespace {
-
-std::string reply(const std::string& content) {
-  nlohmann::json j = {{"choices", {{{"finish_reason", "stop"}, {"message", {{"role", "assistant"}, {"content", content}}}}}},
-                      {"usage", {{"prompt_tokens", 100}, {"completion_tokens", 20}}}};
-  return j.dump();
-}
-
-struct Case {
-  std::optional<util::TempDir> dir;
-  propose::PortContext ctx;
-  std::vector<core::Diagnostic> diags;
-  Case() {
-    auto d = util::TempDir::create(std::filesystem::temp_directory_path(), "ad-llm-agent");
-    if (!d) return;
-    dir.emplace(std::move(*d));
-    std::filesystem::create_directories(dir->path() / "tree");
-    std::filesystem::create_directories(dir->path() / "scratch");
-    (void)util::write_file(dir->path() / "tree/x.c", "#include <linux/x.h>\n\nint x_probe(void)\n{\n\treturn foo(1);\n}\n");
-    ctx.tree = dir->path() / "tree";
-    ctx.scratch = dir->path() / "scratch";
-    core::Diagnostic e;
-    e.file = "x.c";
-    e.line = 5;
-    e.message = "too few arguments to function 'foo'";
-    e.symbols = {"foo"};
-    e.raw = "x.c:5:9: error: too few arguments to function 'foo'";
-    diags = {e};
-  }
-};
 
 const char* k_good = "x.c\n<<<<<<< SEARCH\n\treturn foo(1);\n=======\n\treturn foo(1, 0);\n>>>>>>> REPLACE\n";
 
 } // namespace
 
 TEST(LlmAgent, AGoodAnswerBecomesAWholeLineEditOfTheDriver) {
-  Case c;
+  LlmCase c;
   FakeModel m([](const httplib::Request& req, httplib::Response& res) {
     // The prompt shows the error, the numbered lines around it.
     EXPECT_NE(req.body.find("too few arguments"), std::string::npos);
@@ -74,7 +48,7 @@ TEST(LlmAgent, AGoodAnswerBecomesAWholeLineEditOfTheDriver) {
 }
 
 TEST(LlmAgent, AMalformedAnswerIsFedBackOnceThenTheRoundFails) {
-  Case c;
+  LlmCase c;
   std::atomic<int> n{0};
   FakeModel m([&n](const httplib::Request& req, httplib::Response& res) {
     if (++n == 1) {
@@ -98,7 +72,7 @@ TEST(LlmAgent, AMalformedAnswerIsFedBackOnceThenTheRoundFails) {
 }
 
 TEST(LlmAgent, AnUnreachableModelOrASpentBudgetLeavesNoEdit) {
-  Case c;
+  LlmCase c;
   llm::Endpoint nowhere;
   nowhere.base_url = "http://127.0.0.1:1/v1";
   nowhere.model = "m";
@@ -124,7 +98,7 @@ TEST(LlmAgent, LineEditsKeepTheCommonLines) {
 }
 
 TEST(LlmAgent, ToolCallsReadTheDriverButNothingOutsideIt) {
-  Case c;
+  LlmCase c;
   std::atomic<int> n{0};
   FakeModel m([&n](const httplib::Request& req, httplib::Response& res) {
     if (++n == 1) {

@@ -5,6 +5,7 @@
 #include "autodriver/propose/llm_agent.hpp"
 #include "autodriver/util/files.hpp"
 #include "fake_model.hpp"
+#include "llm_case.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,41 +15,14 @@
 
 using namespace autodriver;
 using autodriver::testing::FakeModel;
+using autodriver::testing::LlmCase;
+using autodriver::testing::reply;
 
 namespace {
-
-std::string reply(const std::string& content) {
-  nlohmann::json j = {{"choices", {{{"finish_reason", "stop"}, {"message", {{"role", "assistant"}, {"content", content}}}}}},
-                      {"usage", {{"prompt_tokens", 100}, {"completion_tokens", 20}}}};
-  return j.dump();
-}
 
 std::string block(const std::string& search, const std::string& replace) {
   return "x.c\n<<<<<<< SEARCH\n" + search + "\n=======\n" + replace + "\n>>>>>>> REPLACE\n";
 }
-
-struct Case {
-  std::optional<util::TempDir> dir;
-  propose::PortContext ctx;
-  std::vector<core::Diagnostic> diags;
-  Case() {
-    auto d = util::TempDir::create(std::filesystem::temp_directory_path(), "ad-llm-team");
-    if (!d) return;
-    dir.emplace(std::move(*d));
-    std::filesystem::create_directories(dir->path() / "tree");
-    std::filesystem::create_directories(dir->path() / "scratch");
-    (void)util::write_file(dir->path() / "tree/x.c", "#include <linux/x.h>\n\nint x_probe(void)\n{\n\treturn foo(1);\n}\n");
-    ctx.tree = dir->path() / "tree";
-    ctx.scratch = dir->path() / "scratch";
-    core::Diagnostic e;
-    e.file = "x.c";
-    e.line = 5;
-    e.message = "too few arguments to function 'foo'";
-    e.symbols = {"foo"};
-    e.raw = "x.c:5:9: error: too few arguments to function 'foo'";
-    diags = {e};
-  }
-};
 
 /// The text of line 5 after an edit (every edit here rewrites that line).
 std::string line5(const propose::Edit& e) { return e.text_edits.empty() ? "" : e.text_edits.front().text; }
@@ -91,7 +65,7 @@ std::vector<std::string> user_messages(const std::string& body) {
 } // namespace
 
 TEST(LlmTeam, ANearMissIsRefinedNotRegenerated) {
-  Case c;
+  LlmCase c;
   std::atomic<int> n{0};
   std::mutex mu;
   std::string second;
@@ -131,7 +105,7 @@ TEST(LlmTeam, ANearMissIsRefinedNotRegenerated) {
 }
 
 TEST(LlmTeam, ACheatIsFedBackAndTheLastAttemptStartsOverWithTheLessons) {
-  Case c;
+  LlmCase c;
   std::atomic<int> n{0};
   std::mutex mu;
   std::vector<std::string> bodies;
@@ -169,7 +143,7 @@ TEST(LlmTeam, ACheatIsFedBackAndTheLastAttemptStartsOverWithTheLessons) {
 }
 
 TEST(LlmTeam, WithoutAnAcceptableAnswerTheBestNearMissIsOffered) {
-  Case c;
+  LlmCase c;
   FakeModel m([&](const httplib::Request&, httplib::Response& res) {
     res.set_content(reply(block("\treturn foo(1);", "\treturn foo(1, 0);")), "application/json");
   });
@@ -187,7 +161,7 @@ TEST(LlmTeam, WithoutAnAcceptableAnswerTheBestNearMissIsOffered) {
 }
 
 TEST(LlmTeam, TheModelMayBuildAChangeBeforeItAnswers) {
-  Case c;
+  LlmCase c;
   std::atomic<int> n{0};
   std::mutex mu;
   std::string tools;
@@ -239,7 +213,7 @@ TEST(LlmTeam, TheModelMayBuildAChangeBeforeItAnswers) {
 }
 
 TEST(LlmTeam, TheCostIsCountedAndItsBudgetEnforced) {
-  Case c;
+  LlmCase c;
   FakeModel m(
       [](const httplib::Request&, httplib::Response& res) { res.set_content(reply("no blocks here"), "application/json"); });
   propose::AgentSettings s{m.endpoint(), 0, 3};
@@ -265,7 +239,7 @@ TEST(LlmTeam, TheCostIsCountedAndItsBudgetEnforced) {
 }
 
 TEST(LlmTeam, StreamedAnswersAreAskedForAndRead) {
-  Case c;
+  LlmCase c;
   FakeModel m([](const httplib::Request& req, httplib::Response& res) {
     auto body = nlohmann::json::parse(req.body);
     EXPECT_EQ(body.value("stream", false), true);

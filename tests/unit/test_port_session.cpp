@@ -7,6 +7,7 @@
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/strings.hpp"
 #include "fake_model.hpp"
+#include "llm_case.hpp"
 
 #include <gtest/gtest.h>
 
@@ -316,12 +317,6 @@ std::string block(const std::string& from, const std::string& to) {
   return "drv.c\n<<<<<<< SEARCH\n\treturn " + from + "\n=======\n\treturn " + to + "\n>>>>>>> REPLACE\n";
 }
 
-std::string model_reply(const std::string& content) {
-  nlohmann::json j = {{"choices", {{{"finish_reason", "stop"}, {"message", {{"role", "assistant"}, {"content", content}}}}}},
-                      {"usage", {{"prompt_tokens", 100}, {"completion_tokens", 20}}}};
-  return j.dump();
-}
-
 } // namespace
 
 TEST_F(PortSessionTest, TheAgentsNearMissIsRefinedAndItsReviewedBuildIsReused) {
@@ -329,12 +324,12 @@ TEST_F(PortSessionTest, TheAgentsNearMissIsRefinedAndItsReviewedBuildIsReused) {
   autodriver::testing::FakeModel m([&n](const httplib::Request&, httplib::Response& res) {
     const int k = ++n;
     if (k == 1) // fixes old_a, old_b and old_c, but writes BROKEN: 4 -> 2 errors, one of them new
-      res.set_content(
-          model_reply(block("old_a();", "new_a(BROKEN);") + block("old_b();", "new_b();") + block("old_c();", "new_c();")),
-          "application/json");
+      res.set_content(autodriver::testing::reply(block("old_a();", "new_a(BROKEN);") + block("old_b();", "new_b();") +
+                                                 block("old_c();", "new_c();")),
+                      "application/json");
     else if (k == 2) // the refiner, against the near miss's text
-      res.set_content(model_reply(block("new_a(BROKEN);", "new_a();")), "application/json");
-    else res.set_content(model_reply("nothing more"), "application/json");
+      res.set_content(autodriver::testing::reply(block("new_a(BROKEN);", "new_a();")), "application/json");
+    else res.set_content(autodriver::testing::reply("nothing more"), "application/json");
   });
   llm.url = m.endpoint().base_url;
   llm.model = "fake";
@@ -377,9 +372,10 @@ TEST_F(PortSessionTest, AFailingOrCheatingModelLeavesTheRulesResultsStanding) {
   }
   // A model that deletes the failing functions: the reviewer's integrity gate finds it, it is never kept.
   autodriver::testing::FakeModel cheat([](const httplib::Request&, httplib::Response& res) {
-    res.set_content(model_reply("drv.c\n<<<<<<< SEARCH\nstatic int c(void)\n{\n\treturn old_c();\n}\n=======\n>>>>>>> "
-                                "REPLACE\ndrv.c\n<<<<<<< SEARCH\nstatic int d(void)\n{\n\treturn old_d();\n}\n=======\n>>>>>>> "
-                                "REPLACE\n"),
+    res.set_content(autodriver::testing::reply(
+                        "drv.c\n<<<<<<< SEARCH\nstatic int c(void)\n{\n\treturn old_c();\n}\n=======\n>>>>>>> "
+                        "REPLACE\ndrv.c\n<<<<<<< SEARCH\nstatic int d(void)\n{\n\treturn old_d();\n}\n=======\n>>>>>>> "
+                        "REPLACE\n"),
                     "application/json");
   });
   llm.url = cheat.endpoint().base_url;

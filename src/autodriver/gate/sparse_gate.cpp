@@ -11,6 +11,24 @@ namespace autodriver::gate {
 
 namespace fs = std::filesystem;
 
+util::Expected<std::vector<core::Diagnostic>> sparse_build(const core::Kernel& kernel, const fs::path& tree, BuildSpec spec,
+                                                           const std::vector<core::Diagnostic>& gcc, std::string* command) {
+  // C=2 runs the checker on every source whether or not gcc must rebuild it, so on the
+  // already-built tree the output is (almost only) sparse's.
+  spec.extra_make_args = {"C=2", "CHECK=sparse"};
+  auto r = build_tree(kernel, tree, spec);
+  if (util::interrupted() || (r && r->run.interrupted))
+    return util::unexpected(util::ErrorKind::interrupted, "interrupted during a sparse build");
+  if (!r) return util::unexpected(r.error());
+  if (command) *command = r->command;
+  if (r->run.out.find("sparse: not found") != std::string::npos || r->run.out.find("sparse: No such file") != std::string::npos)
+    return util::unexpected(util::ErrorKind::config, "sparse is not installed (apt-get install sparse)");
+  if (r->run.timed_out)
+    return util::unexpected(util::ErrorKind::timeout,
+                            fmt::format("sparse build did not finish within {} s", spec.timeout.count()));
+  return sparse_only(r->diagnostics, gcc);
+}
+
 namespace {
 
 struct SparseRun {
@@ -38,24 +56,13 @@ SparseRun sparse_findings(const core::Kernel& kernel, const fs::path& tree, cons
     plain = b->diagnostics;
     gcc_diags = &plain;
   }
-  // C=2 runs the checker on every source whether or not gcc must rebuild it, so on the
-  // already-built tree the output is (almost only) sparse's.
-  spec.extra_make_args = {"C=2", "CHECK=sparse"};
-  auto r = build_tree(kernel, tree, spec);
+  auto r = sparse_build(kernel, tree, spec, *gcc_diags, &out.command);
   if (!r) {
-    out.error = r.error().describe();
+    const auto kind = r.error().kind;
+    out.error = kind == util::ErrorKind::config || kind == util::ErrorKind::timeout ? r.error().message : r.error().describe();
     return out;
   }
-  out.command = r->command;
-  if (r->run.out.find("sparse: not found") != std::string::npos || r->run.out.find("sparse: No such file") != std::string::npos) {
-    out.error = "sparse is not installed (apt-get install sparse)";
-    return out;
-  }
-  if (r->run.timed_out) {
-    out.error = fmt::format("sparse build did not finish within {} s", req.build_timeout.count());
-    return out;
-  }
-  out.findings = sparse_only(r->diagnostics, *gcc_diags);
+  out.findings = std::move(*r);
   return out;
 }
 

@@ -19,12 +19,8 @@ public:
 
   util::Expected<BuildState> build(const core::Kernel& k, const fs::path& tree, const BuildLimit& limit,
                                    const std::vector<std::string>& objects) override {
-    gate::BuildSpec spec;
-    spec.build_cmd = m_build_cmd;
-    spec.timeout = limit.timeout;
-    spec.jobs = limit.jobs;
+    gate::BuildSpec spec = spec_for(limit);
     spec.objects = objects;
-    spec.subdir = m_subdir;
     auto t0 = Clock::now();
     auto r = gate::build_tree(k, tree, spec);
     // A build killed by Ctrl-C or SIGTERM says nothing about the driver or the edit.
@@ -52,21 +48,19 @@ public:
 
   util::Expected<std::vector<core::Diagnostic>> sparse(const core::Kernel& k, const fs::path& tree, const BuildLimit& limit,
                                                        const std::vector<core::Diagnostic>& gcc) override {
+    return gate::sparse_build(k, tree, spec_for(limit), gcc);
+  }
+
+private:
+  gate::BuildSpec spec_for(const BuildLimit& limit) const {
     gate::BuildSpec spec;
     spec.build_cmd = m_build_cmd;
     spec.timeout = limit.timeout;
     spec.jobs = limit.jobs;
     spec.subdir = m_subdir;
-    spec.extra_make_args = {"C=2", "CHECK=sparse"};
-    auto r = gate::build_tree(k, tree, spec);
-    if (util::interrupted() || (r && r->run.interrupted))
-      return util::unexpected(util::ErrorKind::interrupted, "interrupted during a sparse build");
-    if (!r) return util::unexpected(r.error());
-    if (r->run.timed_out) return util::unexpected(util::ErrorKind::timeout, "the sparse build did not finish");
-    return gate::sparse_only(r->diagnostics, gcc);
+    return spec;
   }
 
-private:
   std::string m_build_cmd;
   fs::path m_subdir;
 };

@@ -495,14 +495,7 @@ propose::Review PortSession::review_agent_edit(const propose::Edit& proposed) {
     if (auto sp = m_deps.builder->sparse(*m_to, t->tree, limit(), t->state.all); sp)
       for (const auto& d : *sp)
         if (on_edited_line(e, d) && r.warnings.size() < 8) r.warnings.push_back("sparse: " + diag_text(d));
-  gate::IntegrityInput ii;
-  ii.original = m_req.tree;
-  ii.candidate = t->tree;
-  ii.diagnostics = m_original_diags;
-  for (const auto& a : m_rep.accepted)
-    for (const auto& sym : a.edit.symbols)
-      if (sym.find(' ') == std::string::npos) ii.removed_symbols.push_back(sym);
-  for (const auto& v : gate::check_integrity(ii).violations)
+  for (const auto& v : gate::check_integrity(integrity_input(t->tree)).violations)
     if (files.count(v.file) && r.findings.size() < 6)
       r.findings.push_back(fmt::format("{} {}:{}: {}", v.rule, v.file, v.line, v.detail));
   m_reviewed.emplace(text_key(e), std::move(*t));
@@ -807,16 +800,21 @@ util::Expected<void> PortSession::conclude() {
   return {};
 }
 
-util::Expected<void> PortSession::integrity() {
+gate::IntegrityInput PortSession::integrity_input(const fs::path& candidate) const {
   gate::IntegrityInput ii;
   ii.original = m_req.tree;
-  ii.candidate = m_work;
+  ii.candidate = candidate;
   ii.diagnostics = m_original_diags;
   // The symbols whose API changed (as the accepted edits say) may be rewritten wherever they
   // occur, not only on the lines gcc reported (gcc reports an implicit declaration once).
   for (const auto& a : m_rep.accepted)
     for (const auto& sym : a.edit.symbols)
       if (sym.find(' ') == std::string::npos) ii.removed_symbols.push_back(sym);
+  return ii;
+}
+
+util::Expected<void> PortSession::integrity() {
+  const gate::IntegrityInput ii = integrity_input(m_work);
   auto integ = gate::check_integrity(ii);
   bool only_unrelated = !integ.ok && std::all_of(integ.violations.begin(), integ.violations.end(),
                                                  [](const auto& v) { return v.rule == "unrelated-change"; });

@@ -60,6 +60,8 @@ private:
                                                     std::optional<propose::Edit>& merged);
   util::Expected<void> conclude();
   util::Expected<void> integrity();
+  /// What the integrity gate compares: the user's tree with `candidate`, given the accepted edits.
+  gate::IntegrityInput integrity_input(const std::filesystem::path& candidate) const;
   util::Expected<bool> integrity_repair(const gate::IntegrityInput& ii, gate::IntegrityReport& integ);
   util::Expected<void> compat();
   util::Expected<void> gates();
