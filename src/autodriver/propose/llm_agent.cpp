@@ -124,14 +124,11 @@ std::vector<std::string> related_places(const core::Diagnostic& d, const fs::pat
   return out;
 }
 
+/// The driver's C files and headers, relative: what an answer may edit.
 std::set<std::string> driver_files(const fs::path& tree) {
   std::set<std::string> out;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(tree, fs::directory_options::skip_permission_denied, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    const auto ext = it->path().extension();
-    if ((ext == ".c" || ext == ".h") && it->is_regular_file(ec)) out.insert(fs::relative(it->path(), tree).string());
-  }
+  for (const auto& rel : util::list_files(tree))
+    if (rel.extension() == ".c" || rel.extension() == ".h") out.insert(rel.string());
   return out;
 }
 
