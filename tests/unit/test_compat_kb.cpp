@@ -17,21 +17,21 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string fixture(const std::string& name) {
+std::string kb_fixture(const std::string& name) {
   auto t = util::read_file(fs::path(AD_FIXTURES) / "kb" / name);
   EXPECT_TRUE(t.has_value()) << name;
   return t ? *t : std::string();
 }
 
 std::vector<KbEntry> entries_of(const std::string& name, const std::string& package, ExtractStats& st) {
-  return kb_entries_of(fixture(name), {package, "test", name, 0}, st);
+  return kb_entries_of(kb_fixture(name), {package, "test", name, 0}, st);
 }
 
 } // namespace
 
 TEST(KbExtract, ElifChainYieldsOneBlockPerAdjacentPair) {
   ExtractStats st;
-  auto blocks = extract_version_blocks(fixture("rapiddisk_blk_alloc_disk.c"), st);
+  auto blocks = extract_version_blocks(kb_fixture("rapiddisk_blk_alloc_disk.c"), st);
   // #if >= 6.9 / #elif >= 5.14 / #else: two pairs; then #if >= 6.9 / #else.
   ASSERT_EQ(blocks.size(), 3u);
   EXPECT_EQ(blocks[0].boundary.str(), "6.9.0");
@@ -202,7 +202,7 @@ TEST(CompatKbProposer, ProposesTheMaintainersNewFormAndHonoursLeaveOut) {
 }
 
 TEST(KbCases, CollapseAndCompareOnTokens) {
-  std::string text = fixture("apfs_file_read_folio.c");
+  std::string text = kb_fixture("apfs_file_read_folio.c");
   ExtractStats st;
   auto blocks = extract_version_blocks(text, st);
   ASSERT_EQ(blocks.size(), 1u);
@@ -220,7 +220,7 @@ TEST(KbCases, CollapseAndCompareOnTokens) {
 }
 
 TEST(KbCases, OlderThanTargetPicksTheBranchTheTargetCompilesAndTheOneBelowIt) {
-  std::string text = fixture("rapiddisk_blk_alloc_disk.c");
+  std::string text = kb_fixture("rapiddisk_blk_alloc_disk.c");
   ExtractStats st;
   auto blocks = extract_version_blocks(text, st);
   ASSERT_EQ(blocks.size(), 3u);
@@ -246,7 +246,7 @@ TEST(KbCases, OlderThanTargetPicksTheBranchTheTargetCompilesAndTheOneBelowIt) {
   EXPECT_EQ(c.old_text.find("blk_alloc_disk(NUMA_NO_NODE)"), std::string::npos);
   EXPECT_NE(c.expected_text.find("rdsk->rdsk_disk = blk_alloc_disk(NUMA_NO_NODE);"), std::string::npos);
   // A plain #if/#else block (apfs readpage -> read_folio, 5.19) is 6.1's change too.
-  auto apfs = fixture("apfs_file_read_folio.c");
+  auto apfs = kb_fixture("apfs_file_read_folio.c");
   auto ab = extract_version_blocks(apfs, st);
   ASSERT_EQ(ab.size(), 1u);
   EXPECT_TRUE(block_changed_by(ab[0], k61));

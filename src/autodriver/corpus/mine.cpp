@@ -27,7 +27,6 @@ namespace {
 
 // Failures to read the repository's objects (a corrupt or shallow clone) skip one commit; any
 // other error (writing the output) stops the run.
-constexpr ErrorKind k_repo_error = ErrorKind::not_found;
 
 struct Range {
   std::string from, to;
@@ -142,7 +141,7 @@ Expected<BlobWrite> write_blob(git_repository* repo, const git_oid& id, std::uin
   if (mode == GIT_FILEMODE_COMMIT) return BlobWrite{"submodule"};
   if (!is_safe_relative_path(path)) return BlobWrite{"unsafe path"};
   git_blob* raw = nullptr;
-  if (git_blob_lookup(&raw, repo, &id) != 0) return unexpected(git::last_error(k_repo_error, fmt::format("read {}", path)));
+  if (git_blob_lookup(&raw, repo, &id) != 0) return unexpected(git::last_error(git::k_repo_error, fmt::format("read {}", path)));
   git::Blob blob(raw);
   auto size = static_cast<std::uint64_t>(git_blob_rawsize(blob.get()));
   if (size > max_bytes) return BlobWrite{fmt::format("larger than {} bytes", max_bytes)};
@@ -334,7 +333,7 @@ Expected<void> Miner::process(const git_oid& oid) {
   auto w = write_case(commit.get(), *deltas, kind, id);
   if (!w) {
     // Unreadable objects are the repository's problem, not the run's; output I/O errors are fatal.
-    if (w.error().kind == k_repo_error) return fail(w.error());
+    if (w.error().kind == git::k_repo_error) return fail(w.error());
     return w;
   }
   ++m_summary.cases_written;

@@ -6,7 +6,6 @@ namespace autodriver::corpus::git {
 
 namespace {
 
-constexpr util::ErrorKind k_repo_error = util::ErrorKind::not_found;
 
 bool is_tree(const git_tree_entry* e) { return git_tree_entry_type(e) == GIT_OBJECT_TREE; }
 

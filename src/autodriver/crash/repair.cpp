@@ -68,7 +68,7 @@ std::string join_lines(const std::vector<std::string_view>& lines, bool final_ne
 }
 
 /// The statement holding `line` starts on it (its first token is the line's first).
-bool starts_statement(const std::vector<csrc::Token>& t, int line) {
+bool line_starts_statement(const std::vector<csrc::Token>& t, int line) {
   for (std::size_t i = 0; i < t.size(); ++i)
     if (t[i].line == line) return i == 0 || t[i - 1].text == ";" || t[i - 1].text == "{" || t[i - 1].text == "}";
   return false;
@@ -77,7 +77,7 @@ bool starts_statement(const std::vector<csrc::Token>& t, int line) {
 std::optional<RepairEdit> move_assignment(const Hypothesis& h, const std::string& text) {
   auto toks = csrc::tokenize(text);
   auto st = statement_at(toks, h.set_line, h.variable);
-  if (!st || h.line >= h.set_line || !starts_statement(toks, h.line)) return std::nullopt;
+  if (!st || h.line >= h.set_line || !line_starts_statement(toks, h.line)) return std::nullopt;
   std::size_t last = st->second;
   if (auto test = test_after(toks, st->second, h.variable)) last = *test;
   const int from = toks[st->first].line, to = toks[last].line;

@@ -9,8 +9,6 @@ namespace autodriver::csrc {
 
 namespace {
 
-bool ident_start(char ch) { return std::isalpha(static_cast<unsigned char>(ch)) || ch == '_'; }
-bool ident_char(char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; }
 bool space(char ch) { return std::isspace(static_cast<unsigned char>(ch)) != 0; }
 
 const std::string k_empty;

@@ -7,9 +7,6 @@
 
 namespace autodriver::csrc {
 
-static bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-static bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-
 namespace {
 
 /// End of the comment starting at `i` ("//" or "/*"), recorded in `comments`; `line` is advanced

@@ -41,6 +41,12 @@ struct Lexed {
 /// a directive's line (trailing blanks allowed) continues it.
 Lexed lex(std::string_view src);
 
+/// A character that may start a C identifier, and one that may continue it.
+inline bool ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+inline bool ident_char(char c) { return ident_start(c) || (c >= '0' && c <= '9'); }
+/// `s` starts like a C identifier.
+inline bool starts_ident(std::string_view s) { return !s.empty() && ident_start(s[0]); }
+
 /// The tokens of lex(src).
 std::vector<Token> tokenize(std::string_view src);
 

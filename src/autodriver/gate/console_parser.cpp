@@ -128,7 +128,8 @@ ConsoleReport parse_console(std::string_view log) {
   static const std::regex k_unknown(R"(^(\S+): Unknown symbol (\S+))");
   static const std::regex k_rip_mod(R"(\[(\w+)\]$)");
 
-  std::optional<std::size_t> open_idx; // report being collected (index: the vector grows)
+  constexpr std::size_t k_none = std::string::npos;
+  std::size_t open_idx = k_none; // report being collected (index: the vector grows)
   int open_lines = 0;
   std::string insmod_capture; // module whose insmod output is being captured
   bool after_pci_before = false;
@@ -176,10 +177,10 @@ ConsoleReport parse_console(std::string_view log) {
       rep.insmod_output[insmod_capture] += line + "\n";
     }
     std::string text = strip_timestamp(line);
-    if (open_idx) {
+    if (open_idx != k_none) {
       static const std::regex k_new_report(
           R"(^(?:BUG: |BUG [\w.:-]+ \((?:Not tainted|Tainted:)|WARNING: |Kernel panic - not syncing|UBSAN:|INFO: task |kernel BUG at |watchdog: BUG|rcu: INFO))");
-      ConsoleFinding& open = rep.findings[*open_idx];
+      ConsoleFinding& open = rep.findings[open_idx];
       bool ends = text.find("---[ end trace") != std::string::npos || text.find("---[ end Kernel panic") != std::string::npos;
       // A new headline closes the report ("Oops: 0002 [#1]" is not one: it continues a BUG: line).
       bool new_report = std::regex_search(text, k_new_report);
@@ -194,10 +195,10 @@ ConsoleReport parse_console(std::string_view log) {
           std::smatch mm;
           if (std::regex_search(open.location, mm, k_rip_mod)) open.module = mm[1].str();
         }
-        if (ends || open_lines >= 80) open_idx.reset();
+        if (ends || open_lines >= 80) open_idx = k_none;
         continue;
       }
-      open_idx.reset();
+      open_idx = k_none;
     }
     for (const auto& p : patterns()) {
       std::smatch m;

@@ -46,8 +46,6 @@ struct OldBody {
   bool is_macro = false;
 };
 
-bool is_ident(const std::string& s) { return !s.empty() && (std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_'); }
-
 /// `return E;` (or `E;` for a void function) as the whole body between `open` and its '}'.
 std::optional<std::vector<std::string>> single_expression(const std::vector<Token>& toks, std::size_t open, std::size_t close) {
   std::size_t a = open + 1;
@@ -101,7 +99,7 @@ std::optional<OldBody> body_in(const std::string& text, const std::string& name,
     for (const auto& x : b.expr)
       if (x == ";" || x == "{" || x == "#" || x == "##" || x == "do") bad = true;
     for (const auto& prm : b.params)
-      if (!is_ident(prm)) bad = true; // variadic macros
+      if (!csrc::starts_ident(prm)) bad = true; // variadic macros
     if (bad || t.later_branch || is_stub(b.expr, b.params)) continue;
     b.where = fmt::format("{}:{}", where, t.line);
     return b;
@@ -226,7 +224,7 @@ std::optional<std::vector<std::string>> substituted(const OldBody& b) {
 /// A call or a name needs no parentheses around it; anything else gets them.
 bool primary(const std::vector<std::string>& e) {
   if (e.size() == 1) return true;
-  if (e.size() >= 3 && is_ident(e[0]) && e[1] == "(") {
+  if (e.size() >= 3 && csrc::starts_ident(e[0]) && e[1] == "(") {
     int depth = 0;
     for (std::size_t k = 1; k < e.size(); ++k) {
       if (e[k] == "(") ++depth;
@@ -312,7 +310,7 @@ public:
         std::smatch m;
         if (std::regex_search(d.message, m, k_struct)) tags.insert(m[1].str());
       }
-      if (d.symbols.empty() || !is_ident(d.symbols[0])) continue;
+      if (d.symbols.empty() || !csrc::starts_ident(d.symbols[0])) continue;
       if (d.kind == core::DiagKind::implicit_function_declaration) names.insert(d.symbols[0]);
       if (d.kind == core::DiagKind::undeclared_identifier) idents.insert(d.symbols[0]);
     }

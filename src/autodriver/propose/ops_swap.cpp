@@ -30,7 +30,7 @@ namespace fs = std::filesystem;
 namespace {
 
 /// "const struct proc_ops *" -> "proc_ops".
-std::string struct_tag(const std::string& type) {
+std::string pointee_struct_tag(const std::string& type) {
   static const std::regex k_tag(R"(struct\s+([A-Za-z_]\w*)\s*\*)");
   std::smatch m;
   return std::regex_search(type, m, k_tag) ? m[1].str() : std::string();
@@ -70,7 +70,7 @@ public:
         for (const auto& n : d.notes)
           if (std::regex_search(n.message, m, k_expected)) want = m[1].str(), have = m[2].str();
       }
-      std::string to = struct_tag(want), from = struct_tag(have);
+      std::string to = pointee_struct_tag(want), from = pointee_struct_tag(have);
       util::log_debug("ops-swap: {}:{} wants struct {} for struct {}", d.file, d.line, to, from);
       if (to.empty() || from.empty() || to == from) continue;
       swap_table(idx, ctx, d, to, from, done, out);

@@ -25,8 +25,6 @@ namespace {
 
 constexpr std::size_t npos = std::string::npos;
 
-bool is_ident(const std::string& s) { return !s.empty() && (std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_'); }
-
 /// Skips a designator chain `.a.b` starting at `i`; the members in `out`, the index after it.
 std::size_t designators(const std::vector<Token>& toks, std::size_t i, std::size_t end, std::string& out) {
   while (i + 1 < end && toks[i].text == "." && toks[i + 1].kind == TokKind::ident) {
@@ -107,7 +105,7 @@ std::optional<Fn> function_of(const std::vector<Token>& toks, const Unit& u) {
   auto flush = [&] {
     if (cur.empty()) return;
     Param p;
-    if (cur.size() > 1 && is_ident(cur.back()) && cur[cur.size() - 2] != "struct") {
+    if (cur.size() > 1 && csrc::starts_ident(cur.back()) && cur[cur.size() - 2] != "struct") {
       p.name = cur.back();
       cur.pop_back();
     }
@@ -241,7 +239,7 @@ std::set<std::string> reached_functions(const SourceFile& f, const std::vector<M
   std::set<std::string> tables, out;
   for (const auto& m : members) {
     std::string t = m.value.size() == 1 ? m.value[0] : m.value.size() == 2 && m.value[0] == "&" ? m.value[1] : "";
-    if (is_ident(t) && !fns.count(t)) tables.insert(t);
+    if (csrc::starts_ident(t) && !fns.count(t)) tables.insert(t);
   }
   if (tables.empty()) return out;
   for (const auto& u : f.units)
@@ -385,7 +383,7 @@ public:
         std::vector<std::string> derived;
         int through_device = 0;
         for (std::size_t i = 0; i < tmpl.size(); ++i) {
-          if (i + 3 < tmpl.size() && tmpl[i] == "&" && tmpl[i + 1] == "$P" && tmpl[i + 2] == "->" && is_ident(tmpl[i + 3])) {
+          if (i + 3 < tmpl.size() && tmpl[i] == "&" && tmpl[i + 1] == "$P" && tmpl[i + 2] == "->" && csrc::starts_ident(tmpl[i + 3])) {
             derived.push_back("$P");
             i += 3;
             ++through_device;
@@ -510,7 +508,7 @@ private:
           if (x.empty()) {
             bool constant = true;
             for (const auto& t : token_texts(arg))
-              if (is_ident(t) &&
+              if (csrc::starts_ident(t) &&
                   std::any_of(t.begin(), t.end(), [](char ch) { return std::islower(static_cast<unsigned char>(ch)); }))
                 constant = false;
             x = constant ? arg : "$C";

@@ -224,7 +224,7 @@ bool is_keyword(const std::string& s) {
   return k.count(s) > 0;
 }
 
-bool is_ident(const Token& t) { return t.kind == TokKind::ident; }
+bool is_ident_token(const Token& t) { return t.kind == TokKind::ident; }
 
 /// Splits code tokens into pieces ending at a top-level ';' or ','.
 std::vector<std::vector<Token>> pieces_of(const std::vector<Token>& toks) {
@@ -296,7 +296,7 @@ std::optional<KbChange> classify_pair(const std::vector<Token>& o, const std::ve
   std::size_t s = 0;
   while (s < o.size() - p && s < n.size() - p && o[o.size() - 1 - s].text == n[n.size() - 1 - s].text) ++s;
   std::size_t oe = o.size() - s, ne = n.size() - s; // diff regions [p, oe), [p, ne)
-  if (oe == p + 1 && ne == p + 1 && is_ident(o[p]) && is_ident(n[p])) {
+  if (oe == p + 1 && ne == p + 1 && is_ident_token(o[p]) && is_ident_token(n[p])) {
     const std::string& a = o[p].text;
     const std::string& b = n[p].text;
     if (p > 0 && (o[p - 1].text == "." || o[p - 1].text == "->")) return KbChange{"member-rename", a, b, {a, b}};
@@ -307,7 +307,7 @@ std::optional<KbChange> classify_pair(const std::vector<Token>& o, const std::ve
   // The innermost call enclosing the whole difference on both sides.
   for (std::size_t c = std::min(p, std::min(o.size(), n.size()) - 1) + 1; c-- > 0;) {
     if (c + 1 >= o.size() || c + 1 >= n.size()) continue;
-    if (!is_ident(o[c]) || !is_ident(n[c]) || o[c + 1].text != "(" || n[c + 1].text != "(") continue;
+    if (!is_ident_token(o[c]) || !is_ident_token(n[c]) || o[c + 1].text != "(" || n[c + 1].text != "(") continue;
     if (is_keyword(o[c].text) || is_keyword(n[c].text)) continue;
     auto oc = matching_close(o, c + 1), nc = matching_close(n, c + 1);
     if (oc == std::string::npos || nc == std::string::npos) continue;
@@ -332,9 +332,9 @@ std::optional<KbChange> classify_pair(const std::vector<Token>& o, const std::ve
   for (const auto& t : n) in_new.insert(t.text);
   for (const auto& t : o) in_old.insert(t.text);
   for (std::size_t i = p; i < oe; ++i)
-    if (is_ident(o[i]) && !in_new.count(o[i].text) && !is_keyword(o[i].text)) add_unique(ch.symbols, o[i].text);
+    if (is_ident_token(o[i]) && !in_new.count(o[i].text) && !is_keyword(o[i].text)) add_unique(ch.symbols, o[i].text);
   for (std::size_t i = p; i < ne; ++i)
-    if (is_ident(n[i]) && !in_old.count(n[i].text) && !is_keyword(n[i].text)) add_unique(ch.symbols, n[i].text);
+    if (is_ident_token(n[i]) && !in_old.count(n[i].text) && !is_keyword(n[i].text)) add_unique(ch.symbols, n[i].text);
   if (ch.symbols.empty()) return std::nullopt;
   return ch;
 }
@@ -396,7 +396,7 @@ std::vector<KbChange> derive_changes(const VersionBlock& block, ExtractStats& st
       }
       KbChange c{"delete", join(piece, 0, piece.size() - 1), "", {}};
       for (const auto& t : piece)
-        if (is_ident(t) && !is_keyword(t.text)) add_unique(c.symbols, t.text);
+        if (is_ident_token(t) && !is_keyword(t.text)) add_unique(c.symbols, t.text);
       // The symbol that vanished is the likelier diagnostic: put the last identifier first.
       if (!c.symbols.empty()) std::rotate(c.symbols.begin(), c.symbols.end() - 1, c.symbols.end());
       out.push_back(c);
