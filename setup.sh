@@ -9,6 +9,9 @@
 set -eu
 cd "$(dirname "$0")"
 mode="${1:-setup}"
+# Each step's time, so that a slow one is visible (progress on a fresh machine takes minutes).
+t0=$(date +%s)
+took() { echo "setup.sh: $1 ($(( $(date +%s) - t0 )) s)"; t0=$(date +%s); }
 
 PACKAGES="build-essential cmake ninja-build pkg-config git ca-certificates
  nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev libgit2-dev libcurl4-openssl-dev libcpp-httplib-dev
@@ -29,15 +32,19 @@ if [ -n "$missing" ]; then
   echo "setup.sh: installing$missing"
   apt-get update -q
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing
+  took "packages installed"
 fi
 
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# A unity build without debug information: under a third of the CPU time of a RelWithDebInfo
+# build file by file (docs/benchmarks.md, "Build time"). Developers may configure their own folder.
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON >/dev/null
 # The main job needs the tool alone; the tests need everything (unit tests, fuzzers).
 if [ "$mode" = test ]; then
   cmake --build build -j "$(nproc)"
 else
   cmake --build build -j "$(nproc)" --target autodriver
 fi
+took "autodriver built"
 if [ "$(id -u)" = 0 ]; then
   cmake --install build --prefix /usr/local >/dev/null
   AD=/usr/local/bin/autodriver
@@ -47,9 +54,11 @@ fi
 # Kernels come from Debian's archive through autodriver's own apt configuration in the cache; each
 # is built in a toolchain root of its suite (mmdebstrap, once per suite), under bubblewrap.
 "$AD" kernel fetch 6.1 6.12 7.3
+took "kernels fetched"
 # The compat KB that `port` uses (maintainers' #if LINUX_VERSION_CODE blocks of Debian's DKMS
 # packages, downloaded into the cache, never installed); a port still works without it.
 "$AD" kb build --dkms >/dev/null || echo "setup.sh: warning: no compat KB (autodriver kb build --dkms failed)" >&2
+took "compat KB built"
 
 case "$mode" in
   run)
