@@ -324,8 +324,8 @@ TEST_F(PortSessionTest, TheAgentsNearMissIsRefinedAndItsReviewedBuildIsReused) {
   autodriver::testing::FakeModel m([&n](const httplib::Request&, httplib::Response& res) {
     const int k = ++n;
     if (k == 1) // fixes old_a, old_b and old_c, but writes BROKEN: 4 -> 2 errors, one of them new
-      res.set_content(autodriver::testing::reply(return_block("old_a();", "new_a(BROKEN);") + return_block("old_b();", "new_b();") +
-                                                 return_block("old_c();", "new_c();")),
+      res.set_content(autodriver::testing::reply(return_block("old_a();", "new_a(BROKEN);") +
+                                                 return_block("old_b();", "new_b();") + return_block("old_c();", "new_c();")),
                       "application/json");
     else if (k == 2) // the refiner, against the near miss's text
       res.set_content(autodriver::testing::reply(return_block("new_a(BROKEN);", "new_a();")), "application/json");

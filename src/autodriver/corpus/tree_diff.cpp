@@ -6,7 +6,6 @@ namespace autodriver::corpus::git {
 
 namespace {
 
-
 bool is_tree(const git_tree_entry* e) { return git_tree_entry_type(e) == GIT_OBJECT_TREE; }
 
 std::string join(const std::string& prefix, const char* name) { return prefix.empty() ? name : prefix + "/" + name; }

@@ -383,7 +383,8 @@ public:
         std::vector<std::string> derived;
         int through_device = 0;
         for (std::size_t i = 0; i < tmpl.size(); ++i) {
-          if (i + 3 < tmpl.size() && tmpl[i] == "&" && tmpl[i + 1] == "$P" && tmpl[i + 2] == "->" && csrc::starts_ident(tmpl[i + 3])) {
+          if (i + 3 < tmpl.size() && tmpl[i] == "&" && tmpl[i + 1] == "$P" && tmpl[i + 2] == "->" &&
+              csrc::starts_ident(tmpl[i + 3])) {
             derived.push_back("$P");
             i += 3;
             ++through_device;
