@@ -963,6 +963,51 @@ TEST(CTokens, ChangedFunctions) {
   EXPECT_EQ(csrc::changed_functions(before, "/* comment */\n" + before), (std::set<std::string>{""}));
 }
 
+TEST(TargetApi, MemberReplacedInPlaceByATypedPointer) {
+  // 7.3 replaced ipmi_smi_msg's `void *user_data` by `struct ipmi_recv_msg *recv_msg` in its place:
+  // no similar name, but the only member removed and the only one added, between the same members.
+  auto tmp = util::TempDir::create(util::scratch_root(), "member-place-");
+  ASSERT_TRUE(tmp.has_value());
+  const fs::path old_src = tmp->path() / "old", new_src = tmp->path() / "new", tree = tmp->path() / "tree";
+  for (const auto& d : {old_src / "include/linux", new_src / "include/linux", tree}) fs::create_directories(d);
+  ASSERT_TRUE(util::write_file(old_src / "include/linux/ipmi_smi.h",
+                               "struct ipmi_smi_msg {\n\tlong msgid;\n\tvoid *user_data;\n\tint data_size;\n};\n")
+                  .has_value());
+  ASSERT_TRUE(
+      util::write_file(tree / "x.c", "void f(struct ipmi_smi_msg *m, struct ipmi_recv_msg *r)\n{\n\tm->user_data = r;\n}\n")
+          .has_value());
+  core::Kernel from, to;
+  from.build_dir = old_src;
+  to.build_dir = new_src;
+  propose::PortContext ctx;
+  ctx.from = &from;
+  ctx.to = &to;
+  ctx.old_src = old_src;
+  ctx.new_src = new_src;
+  ctx.tree = tree;
+  ctx.original_tree = tree;
+  ctx.scratch = tmp->path() / "s";
+  core::Diagnostic d;
+  d.kind = core::DiagKind::no_member;
+  d.file = "x.c";
+  d.line = 3;
+  d.symbols = {"struct ipmi_smi_msg", "user_data"};
+  auto titles_with = [&](const std::string& new_struct) {
+    EXPECT_TRUE(util::write_file(new_src / "include/linux/ipmi_smi.h", new_struct).has_value());
+    std::vector<std::string> titles;
+    for (const auto& e : propose::make_target_api()->propose({d}, ctx)) titles.push_back(e.title);
+    return titles;
+  };
+  auto titles = titles_with("struct ipmi_smi_msg {\n\tlong msgid;\n\tstruct ipmi_recv_msg *recv_msg;\n\tint data_size;\n};\n");
+  ASSERT_FALSE(titles.empty());
+  EXPECT_EQ(titles[0], "struct ipmi_smi_msg.user_data was renamed to .recv_msg");
+  // Not a pointer where the old member was one, or a second member added: no such successor.
+  for (const auto* other : {"struct ipmi_smi_msg {\n\tlong msgid;\n\tint recv_count;\n\tint data_size;\n};\n",
+                            "struct ipmi_smi_msg {\n\tlong msgid;\n\tstruct ipmi_recv_msg *recv_msg;\n\tint data_size;\n"
+                            "\tint flags;\n};\n"})
+    for (const auto& t : titles_with(other)) EXPECT_EQ(t.find("renamed to .rec"), std::string::npos) << t;
+}
+
 TEST(TargetApi, MemberSuccessorKeepsTheOldType) {
   // 6.12 dropped block_device.bd_inode; bd_holder is as similar a name, but a void *.
   auto tmp = util::TempDir::create(util::scratch_root(), "member-type-");
@@ -1255,6 +1300,40 @@ TEST(TargetApi, AliasOfAnOldKernelsNameIsRemoved) {
   d.symbols = {"struct other_flag"};
   edits = propose::make_target_api()->propose({d}, port.ctx);
   EXPECT_TRUE(std::none_of(edits.begin(), edits.end(), [](const auto& e) { return e.change_id.starts_with("shim:"); }));
+}
+
+TEST(RulePack, InitCompletionBecomesReinitCompletion) {
+  // A driver written before 3.13 resets a completion with INIT_COMPLETION (rules/completion-reinit.rule).
+  auto tmp = util::TempDir::create(util::scratch_root(), "completion-");
+  ASSERT_TRUE(tmp.has_value());
+  const fs::path src = tmp->path() / "linux", tree = tmp->path() / "tree";
+  fs::create_directories(src / "include/linux");
+  fs::create_directories(tree);
+  ASSERT_TRUE(util::write_file(src / "include/linux/completion.h", "struct completion {\n\tunsigned int done;\n};\n"
+                                                                   "static inline void reinit_completion(struct completion *x)\n"
+                                                                   "{\n\tx->done = 0;\n}\n")
+                  .has_value());
+  ASSERT_TRUE(util::write_file(tree / "x.c", "struct x_dev {\n\tstruct completion done;\n};\n"
+                                             "static void x_reset(struct x_dev *d)\n{\n\tINIT_COMPLETION(d->done);\n}\n")
+                  .has_value());
+  TargetOnly port(src, tree, tmp->path() / "s");
+  auto& ctx = port.ctx;
+  core::Diagnostic d;
+  d.kind = core::DiagKind::implicit_function_declaration;
+  d.file = "x.c";
+  d.line = 6;
+  d.symbols = {"INIT_COMPLETION"};
+  EXPECT_TRUE(propose::make_rule_pack()->propose({d}, ctx).empty());
+  ctx.rules = &propose::shipped_rules();
+  auto edits = propose::make_rule_pack()->propose({d}, ctx);
+  ASSERT_FALSE(edits.empty());
+  EXPECT_NE(edits[0].description.find("rules/completion-reinit.rule (Linux 3.13"), std::string::npos) << edits[0].description;
+  if (util::find_program("spatch").empty()) AD_SKIP("spatch not installed");
+  ASSERT_TRUE(propose::apply_edit(edits[0], ctx.tree, ctx.scratch)) << edits[0].title;
+  auto after = util::read_file(tree / "x.c");
+  ASSERT_TRUE(after.has_value());
+  EXPECT_NE(after->find("\treinit_completion(&"), std::string::npos) << *after;
+  EXPECT_EQ(after->find("INIT_COMPLETION"), std::string::npos) << *after;
 }
 
 TEST(RulePack, SetFsSaveSwitchRestoreLinesGo) {

@@ -85,11 +85,13 @@ std::string step_line(const store::StepRow& s) {
   } else if (s.kind == "propose") {
     what = fmt::format("{} edit(s)", out.value("edits", 0));
   } else if (s.kind == "try") {
-    what =
-        fmt::format("{}{}: {} -> {} error(s)",
-                    in.contains("change") ? in.value("change", "") : fmt::format("{} changes combined", in.value("changes", 0)),
-                    in.contains("rank") ? fmt::format(" (alt {})", in.value("rank", 0)) : "", in.value("errors_before", 0),
-                    out.value("errors_after", 0));
+    // errors_after -1: the edits changed no file (a semantic patch that matched nothing), nothing was built.
+    const int after = out.value("errors_after", 0);
+    what = fmt::format(
+        "{}{}: {}", in.contains("change") ? in.value("change", "") : fmt::format("{} changes combined", in.value("changes", 0)),
+        in.contains("rank") ? fmt::format(" (alt {})", in.value("rank", 0)) : "",
+        after < 0 ? std::string("changed no file, not built")
+                  : fmt::format("{} -> {} error(s)", in.value("errors_before", 0), after));
   } else if (s.kind == "accept") {
     what = fmt::format("{}: {}", in.value("change", ""), out.value("title", ""));
   } else if (s.kind == "reject") {

@@ -208,6 +208,34 @@ bool moved_into_member(TargetIndex& idx, const std::string& type, const std::str
   return true;
 }
 
+/// The member of the target's struct that replaced `m` of the old kernel's in place: `m` is the only
+/// member the old struct had and the target's lacks, exactly one member is new, it sits between the
+/// same neighbours, and its type is the old one or a typed pointer where the old was `void *`
+/// (ipmi_smi_msg.user_data -> recv_msg). Empty when the structs say nothing that clear.
+std::string member_in_place(const std::vector<Param>& old_members, const std::vector<Param>& new_members, const std::string& m) {
+  auto names = [](const std::vector<Param>& v) {
+    std::vector<std::string> r;
+    for (const auto& p : v) r.push_back(p.name);
+    return r;
+  };
+  const auto o = names(old_members), n = names(new_members);
+  auto has = [](const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); };
+  std::vector<std::size_t> removed, added;
+  for (std::size_t i = 0; i < o.size(); ++i)
+    if (!has(n, o[i])) removed.push_back(i);
+  for (std::size_t i = 0; i < n.size(); ++i)
+    if (!has(o, n[i])) added.push_back(i);
+  if (removed.size() != 1 || added.size() != 1 || o[removed[0]] != m) return {};
+  const std::size_t r = removed[0], a = added[0];
+  const std::string before_old = r ? o[r - 1] : "", before_new = a ? n[a - 1] : "";
+  const std::string after_old = r + 1 < o.size() ? o[r + 1] : "", after_new = a + 1 < n.size() ? n[a + 1] : "";
+  if (before_old != before_new || after_old != after_new) return {};
+  const std::string ot = no_spaces(old_members[r].type), nt = no_spaces(new_members[a].type);
+  if (ot.empty() || nt.empty()) return {}; // function pointers: callback-signature's business
+  if (ot != nt && !(ot == "void*" && nt.ends_with("*") && nt != "void*")) return {};
+  return n[a];
+}
+
 } // namespace
 
 /// An edit through the target's accessors for `tag.m`; false when the target has none.
@@ -280,14 +308,19 @@ void member(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d,
   // another type (block_device.bd_inode -> bd_holder, a void *) compiles and is wrong.
   std::string old_type;
   std::map<std::string, std::string> new_types;
+  std::string in_place; // the member that took m's place in the struct, whatever its name
   if (!ctx.old_src.empty() && ctx.from) {
     TargetIndex old_idx(ctx.old_src, ctx.from->build_dir);
-    for (const auto& p : old_idx.struct_member_types(tag))
+    const auto old_members = old_idx.struct_member_types(tag), new_members = idx.struct_member_types(tag);
+    for (const auto& p : old_members)
       if (p.name == m) old_type = no_spaces(p.type);
-    for (const auto& p : idx.struct_member_types(tag)) new_types[p.name] = no_spaces(p.type);
+    for (const auto& p : new_members) new_types[p.name] = no_spaces(p.type);
+    in_place = member_in_place(old_members, new_members, m);
   }
   std::vector<std::pair<double, std::string>> cands;
+  if (!in_place.empty()) cands.push_back({2.0, in_place});
   for (const auto& x : members) {
+    if (x == in_place) continue;
     double s = name_similarity(m, x);
     if (s < 0.5) continue;
     if (!value.empty() && value_is_function != (fn_members.count(x) > 0)) continue;
@@ -336,9 +369,13 @@ void member(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d,
     e.change_id = "member:" + type + "." + m;
     e.label = "member-changed";
     e.title = fmt::format("{}.{} was renamed to .{}", type, m, x);
-    e.description = fmt::format("{} has no member {} in the target kernel; .{} is its most similar member "
-                                "(similarity {:.2f}).",
-                                type, m, x, s);
+    e.description = x == in_place ? fmt::format("{} has no member {} in the target kernel; .{} took its place between "
+                                                "the same members (the only member removed and the only one added "
+                                                "since the old kernel, of type {} where it was {}).",
+                                                type, m, x, new_types[x], old_type)
+                                  : fmt::format("{} has no member {} in the target kernel; .{} is its most similar member "
+                                                "(similarity {:.2f}).",
+                                                type, m, x, s);
     e.smpl = fmt::format("@@\nidentifier x;\nexpression E;\n@@\n{0} x = {{\n-\t.{1} = E,\n+\t.{2} = E,\n}};\n\n"
                          "@@\n{0} *p;\n{0} s;\n@@\n(\n- p->{1}\n+ p->{2}\n|\n- s.{1}\n+ s.{2}\n)\n",
                          type, m, x);
