@@ -5,6 +5,7 @@
 #include "autodriver/crash/report.hpp"
 #include "autodriver/crash/symbolize.hpp"
 #include "autodriver/crash/tail_call.hpp"
+#include "autodriver/loop/boot_crash.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/subprocess.hpp"
 #include "fixtures.hpp"
@@ -857,4 +858,29 @@ TEST(CrashLock, AFunctionCalledWithTheLockHeldHandsItBack) {
                         "\t\tspin_unlock_irqrestore(&p->l, *fl);\n\t\tmsleep(1);\n\t\tspin_lock_irqsave(&p->l, *fl);\n"
                         "\t\tif (++p->n > 200)\n\t\t\treturn 0;\n\t}\n\treturn 1;\n}\n";
   EXPECT_TRUE(held_lines(a, "spin_lock_irqsave").empty());
+}
+
+TEST(BootCrash, TheSameBugUnderAnotherKernelFunctionIsTheSameCrash) {
+  // vhba's unload on 7.3 and, unchanged, on 6.12: the kernels inline differently, so the titles
+  // name different kernel functions; both crash under the driver's own vhba_exit.
+  auto report = [](const std::string& title, const std::string& inner, const std::string& driver_fn) {
+    crash::CrashReport r;
+    r.kind = crash::CrashKind::general_protection;
+    r.title = title;
+    r.rip = crash::Frame{"kfree", 0x69, 0x3c0, ""};
+    r.trace = {crash::Frame{inner, 0x16b, 0x210, ""}, crash::Frame{driver_fn, 0x1c, 0xc10, "vhba"}};
+    return r;
+  };
+  loop::BootCrash c;
+  c.report = report("general protection fault in device_release_driver_internal", "device_release_driver_internal", "vhba_exit");
+  c.modules = {"vhba"};
+  EXPECT_TRUE(loop::same_crash(c, {report("general protection fault in platform_remove", "platform_remove", "vhba_exit")}));
+  // Another function of the driver, another kind, or no crash: not the same one.
+  EXPECT_FALSE(loop::same_crash(c, {report("general protection fault in platform_remove", "platform_remove", "vhba_init")}));
+  auto null = report("BUG: kernel NULL pointer dereference in platform_remove", "platform_remove", "vhba_exit");
+  null.kind = crash::CrashKind::null_deref;
+  EXPECT_FALSE(loop::same_crash(c, {null}));
+  EXPECT_FALSE(loop::same_crash(c, {}));
+  // The same title is the same crash whatever the frames.
+  EXPECT_TRUE(loop::same_crash(c, {report(c.report.title, "x", "y")}));
 }

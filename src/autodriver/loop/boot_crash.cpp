@@ -24,10 +24,20 @@ std::string boot_outcome(const nlohmann::json& gates, const std::string& release
   return bk.is_object() && bk.contains(release) ? util::json_get(bk[release]["details"], "outcome", "") : std::string();
 }
 
-std::vector<std::string> boot_crash_titles(const nlohmann::json& gates, const std::string& release) {
-  std::vector<std::string> out;
-  for (const auto& r : crash::parse_reports(boot_console(gates, release))) out.push_back(r.title);
-  return out;
+std::vector<crash::CrashReport> boot_crash_reports(const nlohmann::json& gates, const std::string& release) {
+  return crash::parse_reports(boot_console(gates, release));
+}
+
+bool same_crash(const BootCrash& c, const std::vector<crash::CrashReport>& others) {
+  for (const auto& o : others) {
+    if (o.title == c.report.title) return true;
+    if (o.kind != c.report.kind) continue;
+    for (const auto& m : c.modules) {
+      const auto *a = c.report.first_in(m), *b = o.first_in(m);
+      if (a && b && a->function == b->function) return true;
+    }
+  }
+  return false;
 }
 
 std::optional<BootCrash> analyse_boot_crash(const nlohmann::json& gates, const std::string& release, const fs::path& tree,
@@ -61,7 +71,7 @@ std::optional<BootCrash> analyse_boot_crash(const nlohmann::json& gates, const s
   for (const auto& l : where) j["localized"].push_back(crash::to_json(l));
   j["hypotheses"] = nlohmann::json::array();
   for (const auto& h : hyps) j["hypotheses"].push_back(crash::to_json(h));
-  return BootCrash{std::move(r), std::move(hyps), !where.empty(), std::move(j)};
+  return BootCrash{std::move(r), std::move(hyps), !where.empty(), std::move(j), std::move(names)};
 }
 
 } // namespace autodriver::loop

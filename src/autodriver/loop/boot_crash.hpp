@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,8 @@ struct BootCrash {
   crash::CrashReport report;
   std::vector<crash::Hypothesis> hyps;
   bool in_driver = false;
-  nlohmann::json json; ///< title, kind, headline, localized, hypotheses, ... for the verdict's gates.crash
+  nlohmann::json json;                ///< title, kind, headline, localized, hypotheses, ... for the verdict's gates.crash
+  std::set<std::string> modules = {}; ///< the driver's module names (its .ko files)
 };
 
 /// The first crash report of the boot gate's console on `release` (from check's JSON `gates`),
@@ -33,7 +35,14 @@ std::optional<BootCrash> analyse_boot_crash(const nlohmann::json& gates, const s
 /// that kernel has no boot result.
 std::string boot_outcome(const nlohmann::json& gates, const std::string& release);
 
-/// The titles of the crash reports on the boot console of `release` in check's JSON `gates`.
-std::vector<std::string> boot_crash_titles(const nlohmann::json& gates, const std::string& release);
+/// The crash reports on the boot console of `release` in check's JSON `gates`.
+std::vector<crash::CrashReport> boot_crash_reports(const nlohmann::json& gates, const std::string& release);
+
+/// One of `others` (the unchanged driver's crashes on its own kernel) is the crash `c`: the same
+/// title, or the same kind with the same innermost function of the driver's modules (kernels
+/// inline differently, so the same bug's title may name another kernel function: vhba's unload
+/// is "general protection fault in platform_remove" on 6.12 and "... in
+/// device_release_driver_internal" on 7.3, both under vhba_exit).
+bool same_crash(const BootCrash& c, const std::vector<crash::CrashReport>& others);
 
 } // namespace autodriver::loop

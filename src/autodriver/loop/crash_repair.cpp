@@ -46,7 +46,7 @@ util::Expected<Run> boot_once(const CrashRepairRequest& req, const core::Kernel&
   r.ok = chk->ok;
   if (bk.is_object() && bk.contains(k.release)) {
     r.outcome = boot_outcome(j, k.release);
-    r.titles = boot_crash_titles(j, k.release);
+    for (const auto& rep : boot_crash_reports(j, k.release)) r.titles.push_back(rep.title);
     const auto details = util::json_get(bk[k.release], "details", nlohmann::json::object());
     const auto insmod = util::json_get(details, "insmod", nlohmann::json::object());
     r.loaded = insmod.is_object() && !insmod.empty();

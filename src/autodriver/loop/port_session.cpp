@@ -1017,9 +1017,11 @@ util::Expected<void> PortSession::repair_boot_crash(const BootCrash& c, const ga
     base.kernels = {m_req.from};
     auto b = gate::run_check(base, nullptr);
     if (!b) return unexpected(b.error());
-    auto titles = boot_crash_titles(gate::to_json(*b, base), m_from->release);
+    const auto reports = boot_crash_reports(gate::to_json(*b, base), m_from->release);
+    std::vector<std::string> titles;
+    for (const auto& r : reports) titles.push_back(r.title);
     step("baseline-crash", {{"kernel", m_from->release}, {"titles", titles}});
-    if (std::find(titles.begin(), titles.end(), c.report.title) != titles.end())
+    if (same_crash(c, reports))
       return record(fmt::format("not attempted: the unchanged driver crashes the same way on {} (a bug of the driver, not of "
                                 "the port; autodriver crash --repair tries it)",
                                 m_from->release));
