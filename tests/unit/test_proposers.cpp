@@ -713,6 +713,16 @@ struct TargetOnly {
   TargetOnly(const TargetOnly&) = delete;
   TargetOnly& operator=(const TargetOnly&) = delete;
 };
+/// The same with the old kernel's source too (what --from gives a port).
+struct FromTo : TargetOnly {
+  core::Kernel from;
+  FromTo(const fs::path& old_src, const fs::path& new_src, const fs::path& tree, const fs::path& scratch)
+      : TargetOnly(new_src, tree, scratch) {
+    from.build_dir = old_src;
+    ctx.from = &from;
+    ctx.old_src = old_src;
+  }
+};
 } // namespace
 
 TEST(StmtTemplate, AntiUnifiesTheKernelsOwnRewrites) {
@@ -976,17 +986,8 @@ TEST(TargetApi, MemberReplacedInPlaceByATypedPointer) {
   ASSERT_TRUE(
       util::write_file(tree / "x.c", "void f(struct ipmi_smi_msg *m, struct ipmi_recv_msg *r)\n{\n\tm->user_data = r;\n}\n")
           .has_value());
-  core::Kernel from, to;
-  from.build_dir = old_src;
-  to.build_dir = new_src;
-  propose::PortContext ctx;
-  ctx.from = &from;
-  ctx.to = &to;
-  ctx.old_src = old_src;
-  ctx.new_src = new_src;
-  ctx.tree = tree;
-  ctx.original_tree = tree;
-  ctx.scratch = tmp->path() / "s";
+  FromTo port(old_src, new_src, tree, tmp->path() / "s");
+  const auto& ctx = port.ctx;
   core::Diagnostic d;
   d.kind = core::DiagKind::no_member;
   d.file = "x.c";
@@ -1024,17 +1025,8 @@ TEST(TargetApi, MemberSuccessorKeepsTheOldType) {
                   .has_value());
   ASSERT_TRUE(util::write_file(tree / "x.c", "sector_t size(struct block_device *b)\n{\n\treturn i_size_read(b->bd_inode);\n}\n")
                   .has_value());
-  core::Kernel from, to;
-  from.build_dir = old_src;
-  to.build_dir = new_src;
-  propose::PortContext ctx;
-  ctx.from = &from;
-  ctx.to = &to;
-  ctx.old_src = old_src;
-  ctx.new_src = new_src;
-  ctx.tree = tree;
-  ctx.original_tree = tree;
-  ctx.scratch = tmp->path() / "s";
+  FromTo port(old_src, new_src, tree, tmp->path() / "s");
+  const auto& ctx = port.ctx;
   core::Diagnostic d;
   d.kind = core::DiagKind::no_member;
   d.file = "x.c";

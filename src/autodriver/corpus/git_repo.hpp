@@ -31,7 +31,8 @@ using Revwalk = Handle<git_revwalk, git_revwalk_free>;
 
 /// The last libgit2 error as "what: libgit2 message", for one-line reports.
 util::Error last_error(util::ErrorKind kind, std::string_view what);
-/// The error kind of a repository read that failed (an object or path not there).
+/// The error kind of a repository read that failed (an object or path not there: a corrupt or
+/// shallow clone); `corpus mine` skips the commit, while any other error (writing the output) stops it.
 inline constexpr util::ErrorKind k_repo_error = util::ErrorKind::not_found;
 
 /// Initialises libgit2 once per process (idempotent, thread-safe).

@@ -25,9 +25,6 @@ using util::unexpected;
 
 namespace {
 
-// Failures to read the repository's objects (a corrupt or shallow clone) skip one commit; any
-// other error (writing the output) stops the run.
-
 struct Range {
   std::string from, to;
 };
