@@ -22,7 +22,7 @@ py "$WORK/c.json" "list(d['gates']['boot']['by_kernel'].values())[0]['details'][
 python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(list(d["gates"]["boot"]["by_kernel"].values())[0]["details"]["console"])' \
   "$WORK/c.json" > "$WORK/c.txt"
 rc=0; "$AD" crash "$WORK/c.txt" --driver "$MLL" --kernel 7.3 --repair --repro "$REPRO" --runs 2 -o "$WORK/out" --json > "$WORK/r.json" || rc=$?
-[ $rc -eq 0 ] || fail "crash --repair exited $rc"
+[ $rc -eq 0 ] || fail "crash --repair exited $rc: $(repair_why "$WORK/r.json")"
 py "$WORK/r.json" "d['reports'][0]['title'] == 'INFO: task hung in mll_read' and d['reports'][0]['kind'] == 'hung-task'"
 py "$WORK/r.json" "d['hypotheses'][0]['kind'] == 'missing-unlock' and d['hypotheses'][0]['line'] == 32"
 py "$WORK/r.json" "d['localized'][0]['role'] == 'cause' and d['localized'][0]['line'] == 32"
@@ -44,7 +44,7 @@ rc=0; "$AD" check "$MIL" -k 7.3 --no-sparse --boot --repro 'cat /proc/misc' --js
 python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(list(d["gates"]["boot"]["by_kernel"].values())[0]["details"]["console"])' \
   "$WORK/i.json" > "$WORK/i.txt"
 rc=0; "$AD" crash "$WORK/i.txt" --driver "$MIL" --kernel 7.3 --repair --repro 'cat /proc/misc' --runs 2 -o "$WORK/iout" --json > "$WORK/ir.json" || rc=$?
-[ $rc -eq 0 ] || fail "crash --repair of the failed init exited $rc"
+[ $rc -eq 0 ] || fail "crash --repair of the failed init exited $rc: $(repair_why "$WORK/ir.json")"
 py "$WORK/ir.json" "d['hypotheses'][0]['kind'] == 'missing-cleanup' and d['localized'][0]['function'] == 'mil_init'"
 py "$WORK/ir.json" "d['repair']['status'] == 'repaired' and all(r['outcome'] == 'insmod-failed' and not r['titles'] for r in d['repair']['repair']['runs'])"
 grep -q '^+		misc_deregister(&mil_dev);' "$WORK/iout/repair.patch" || fail "no misc_deregister on the error path: $(cat "$WORK/iout/repair.patch")"

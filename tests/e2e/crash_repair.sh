@@ -20,7 +20,7 @@ for k in 7.3; do
   console "$UBS" $k "$WORK/ubs-$k.txt"
   rc=0; "$AD" crash "$WORK/ubs-$k.txt" --driver "$UBS" --kernel $k --repair --device edu --runs 2 -o "$WORK/out-$k" --json \
     > "$WORK/r-$k.json" || rc=$?
-  [ $rc -eq 0 ] || fail "$k: crash --repair exited $rc"
+  [ $rc -eq 0 ] || fail "$k: crash --repair exited $rc: $(repair_why "$WORK/r-$k.json")"
   py "$WORK/r-$k.json" "d['hypotheses'][0]['kind'] == 'use-before-set'"
   py "$WORK/r-$k.json" "d['repair']['status'] == 'repaired' and d['repair']['before']['titles'][0] == d['reports'][0]['title']"
   py "$WORK/r-$k.json" "d['repair']['repair']['clean_runs'] == 2 and all(r['outcome'] == 'ok' for r in d['repair']['repair']['runs'])"

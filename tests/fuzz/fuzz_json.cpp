@@ -1,5 +1,5 @@
-// libFuzzer target: diagnostics read back from JSON others wrote (corpus cases, KB bundles, an
-// older store): any JSON value must give a Diagnostic, never an exception.
+// libFuzzer target: diagnostics read back from JSON others wrote (a run store an older version or
+// a hand edit left, read by RunStore::steps): any JSON value must give a Diagnostic, never an exception.
 #include "autodriver/core/diagnostic.hpp"
 
 #include <cstdint>

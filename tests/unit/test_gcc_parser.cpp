@@ -254,7 +254,7 @@ TEST(GccParser, AMissingFileTheMakefileNamesIsAnError) {
 }
 
 TEST(Diagnostic, FromJsonOfAnyShapeNeverThrows) {
-  // A KB bundle or corpus case written by someone else: wrong types fall back to defaults.
+  // A run store written by an older version (RunStore::steps reads it): wrong types fall back to defaults.
   for (const char* text : {R"({"line": "x", "notes": [1, {"line": "a", "file": 3}], "symbols": "s", "tool": null})",
                            R"([1, 2, 3])", R"("just a string")", R"({"severity": 5, "kind": ["other"]})"}) {
     auto j = nlohmann::json::parse(text);

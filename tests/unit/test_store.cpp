@@ -431,6 +431,30 @@ TEST(StoreExplain, DriverNotBuildingOnItsOwnKernelIsTheInput) {
   EXPECT_EQ(explain(st, id)["attribute"][0]["cause"], "input");
 }
 
+TEST(StoreExplain, DiagnosticsOfAnyShapeInTheStoreAreReadBackAsDiagnostics) {
+  // A store written by an older version, or edited by hand: a step's diagnostics with wrong types.
+  StoreDir d;
+  auto st = open_ok(d.db());
+  auto id = record(st, {{{"step", "build-target"}, {"t_ms", 1000}, {"ok", false}, {"errors", {diag("a.c", 1, "x")}}}},
+                   store::RunStatus::failed, {{"outcome", "no-progress"}});
+  raw_exec(d.db(), fmt::format(R"sql(UPDATE steps SET diagnostics = '[{{"file": 3, "line": "x", "message": ["m"]}}, 7,
+    {{"message": "implicit declaration of function ''foo''", "kind": "implicit-function"}}]' WHERE run_id = {})sql",
+                               id));
+  auto steps = st.steps(id);
+  ASSERT_TRUE(steps);
+  ASSERT_EQ(steps->size(), 1u);
+  const auto& ds = (*steps)[0].diagnostics;
+  ASSERT_EQ(ds.size(), 3u);
+  for (const auto& x : ds) {
+    ASSERT_TRUE(x.is_object()) << x.dump();
+    EXPECT_TRUE(x["file"].is_string() && x["message"].is_string() && x["line"].is_number()) << x.dump();
+  }
+  EXPECT_EQ(ds[2]["message"], "implicit declaration of function 'foo'");
+  nlohmann::json doc;
+  ASSERT_NO_THROW(doc = explain(st, id));
+  EXPECT_FALSE(doc["attribute"].empty());
+}
+
 TEST(StoreKb, ExportScrubsAndImportRoundTrips) {
   StoreDir d;
   auto st = open_ok(d.db());

@@ -1,5 +1,6 @@
 #include "autodriver/store/run_store.hpp"
 
+#include "autodriver/core/diagnostic.hpp"
 #include "autodriver/store/sha256.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/json_text.hpp"
@@ -46,6 +47,17 @@ std::int64_t process_start(std::int64_t pid) {
 nlohmann::json parse_json(const std::string& text) {
   if (text.empty()) return nullptr;
   return nlohmann::json::parse(text, nullptr, false);
+}
+
+/// A step's diagnostics as this version writes them, whatever an older version or another tool
+/// left in the column: each entry read back through core::diagnostic_from_json (wrong types become
+/// defaults), anything that is not an array none. Readers (runs show, explain) index them freely.
+nlohmann::json read_diagnostics(const std::string& text) {
+  auto j = parse_json(text);
+  nlohmann::json out = nlohmann::json::array();
+  if (j.is_array())
+    for (const auto& d : j) out.push_back(core::to_json(core::diagnostic_from_json(d)));
+  return out;
 }
 
 std::optional<std::int64_t> opt_int(const Stmt& s, int i) {
@@ -350,7 +362,7 @@ util::Expected<std::vector<StepRow>> RunStore::steps(std::int64_t run_id) {
     s.component = st->text_col(3);
     s.input = parse_json(st->text_col(4));
     s.output = parse_json(st->text_col(5));
-    s.diagnostics = parse_json(st->text_col(6));
+    s.diagnostics = read_diagnostics(st->text_col(6));
     s.started_at = st->text_col(7);
     s.elapsed_ms = st->int_col(8);
     s.tokens_in = st->int_col(9);

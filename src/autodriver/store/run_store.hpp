@@ -58,7 +58,7 @@ struct StepRow {
   std::string component; ///< proposer or gate id ("kbuild", "integrity", "qemu-boot", "loop")
   nlohmann::json input;
   nlohmann::json output;
-  nlohmann::json diagnostics;
+  nlohmann::json diagnostics; ///< an array, each entry core::to_json of a Diagnostic (read back tolerantly)
   std::string started_at;
   std::int64_t elapsed_ms = 0;
   std::int64_t tokens_in = 0;
