@@ -99,3 +99,15 @@ TEST_F(TrialObjectsTest, AHeaderNoErringFileIncludesIsJudgedByTheErringFiles) {
   EXPECT_TRUE(t.sampled);
   EXPECT_EQ(t.objects, (std::vector<std::string>{"core/alone.o"}));
 }
+
+TEST_F(TrialObjectsTest, AUnitTheAssemblerRejectedIsCompiled) {
+  // pmbus_core.c on 7.3: gcc passes EXPORT_SYMBOL_NS_GPL(f, PMBUS), the assembler does not; no
+  // .pmbus_core.o.cmd is left, and a rule that rewrites the macro must still read the file.
+  core::Diagnostic d = error_in("os/g.c");
+  d.tool = "as";
+  d.line = 0;
+  d.message = "junk at end of line, first unrecognized character is `P'";
+  EXPECT_EQ(loop::compiled_units(work, {d}), (std::set<std::string>{"os/g.c"}));
+  d.tool = "modpost";
+  EXPECT_TRUE(loop::compiled_units(work, {d}).empty());
+}

@@ -93,7 +93,9 @@ std::set<std::string> compiled_units(const fs::path& work, const std::vector<cor
     if (fs::exists(work / c, ec) && !c.string().ends_with(".mod.c")) out.insert(c.lexically_normal().string());
   }
   for (const auto& d : diags) {
-    if (d.tool != "gcc") continue;
+    // The assembler's too: it rejects the unit's compiler output (EXPORT_SYMBOL_NS_GPL(f, NS)
+    // on 7.x), so kbuild kept no record of the object either, and the unit is what a rule must read.
+    if (d.tool != "gcc" && d.tool != "as") continue;
     // The unit compiled, and a C file it includes where the diagnostic points ("#include "x.c"").
     for (auto u : {reporting_unit(d, gate::k_sandbox_tree, subdir), tree_relative(d.file, gate::k_sandbox_tree)})
       if (is_c(u) && !u.starts_with("../") && !fs::path(u).is_absolute()) out.insert(u);
