@@ -517,9 +517,9 @@ void unrelated_rules(CFile& cf) {
     // build reports such a line only once an earlier error is gone (a header the target lacks
     // stops gcc before `.probe_new = f,` further down), after the diagnostics the gate is given.
     auto names_changed = [&](int l) { return diagnosed(l) || mentions(f.o.code_line(l), cf.ctx.removed); };
-    bool replaced_diagnosed = !ol.empty() && std::all_of(ol.begin(), ol.end(), names_changed) && cl.size() <= ol.size() + 2;
+    bool replaced_explained = !ol.empty() && std::all_of(ol.begin(), ol.end(), names_changed) && cl.size() <= ol.size() + 2;
     bool ok =
-        std::all_of(ol.begin(), ol.end(), o_allowed) && (replaced_diagnosed || std::all_of(cl.begin(), cl.end(), c_allowed));
+        std::all_of(ol.begin(), ol.end(), o_allowed) && (replaced_explained || std::all_of(cl.begin(), cl.end(), c_allowed));
     if (ok) continue;
     int at = !cl.empty() ? cl.front() : f.candidate_line(ol.front());
     const auto* it = !cl.empty() ? f.c.item_at(cl.front()) : f.o.item_at(ol.front());
