@@ -22,6 +22,18 @@ expect_error "needs --llm-price" "$AD" port "$M" --to 6.1 -o "$WORK/o" --llm htt
 expect_error "expected IN,OUT" "$AD" port "$M" --to 6.1 -o "$WORK/o" --llm http://127.0.0.1:1/v1 --model m --llm-price 3
 expect_error "expected IN,OUT" "$AD" bench "$WORK" -o "$WORK/o" --llm http://127.0.0.1:1/v1 --model m --llm-price a,b
 [ -e "$WORK/o" ] && fail "a refused --llm option left an output folder"
+# A refused -o writes nothing anywhere: not into the driver's tree, not into a folder that is not empty.
+cp -r "$M" "$WORK/drv"
+expect_error "inside" "$AD" port "$WORK/drv" --to 6.1 -o "$WORK/drv"
+expect_error "inside" "$AD" port "$WORK/drv" --to 6.1 -o "$WORK/drv/out"
+[ -z "$(diff -r "$M" "$WORK/drv")" ] || fail "a refused -o wrote into the driver's tree"
+mkdir -p "$WORK/full" && echo mine > "$WORK/full/verdict.json"
+expect_error "not empty" "$AD" port "$WORK/drv" --to 6.1 -o "$WORK/full"
+[ "$(cat "$WORK/full/verdict.json")" = mine ] || fail "a refused -o overwrote the user's verdict.json"
+expect_error "inside" "$AD" crash "$AD_SRC/tests/fixtures/crash/gpf-kasan-null.txt" --repair --driver "$WORK/drv" -k 6.1 -o "$WORK/drv/fix"
+[ ! -e "$WORK/drv/fix" ] || fail "crash --repair -o inside the driver's tree wrote there"
+expect_error "not empty" "$AD" crash "$AD_SRC/tests/fixtures/crash/gpf-kasan-null.txt" --repair --driver "$WORK/drv" -k 6.1 -o "$WORK/full"
+[ "$(ls "$WORK/full")" = verdict.json ] || fail "a refused crash --repair -o wrote into a folder that was not empty"
 AUTODRIVER_CACHE="$WORK/emptycache" expect_error "autodriver kernel fetch 6.1" "$AD" check "$AD_SRC/examples/misc-counter" -k 6.1 --boot
 
 # A build that never ends is killed at its timeout and reported as a failed build.

@@ -183,7 +183,7 @@ TEST(Files, CopyKeepsModificationTimes) {
 TEST(Sandbox, TreeBoundAtAnotherPathIsTheWorkingDirectory) {
   util::SandboxSpec spec;
   spec.moved.emplace_back("/tmp/x/trial-1/tree", "/autodriver/tree");
-  auto argv = util::sandbox_argv(spec, {"make"}, "/tmp/x/trial-1/tree/sub");
+  auto argv = util::sandbox_argv(spec, {"make"}, "/tmp/x/trial-1/tree/sub", {false, 65534, 65534});
   auto at = [&](const std::string& w) { return std::find(argv.begin(), argv.end(), w) - argv.begin(); };
   auto bind = at("/tmp/x/trial-1/tree");
   ASSERT_LT(bind + 1, static_cast<long>(argv.size()));

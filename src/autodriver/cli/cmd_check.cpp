@@ -67,7 +67,8 @@ Command check_command() {
                        "a shell command ('ip link set eth0 up')");
         sub.add_option("--build-cmd", req->build_cmd,
                        "Build command run in the tree copy instead of kbuild M=; {kdir} is the kernel build "
-                       "dir and {kver} its release, e.g. 'make KERNELDIR={kdir}'");
+                       "dir and {kver} its release, e.g. 'make KERNELDIR={kdir}'; DKMS's $kernelver, "
+                       "$kernel_source_dir and $arch work too, so a dkms.conf MAKE line runs as written");
         sub.add_option("--baseline", req->baseline,
                        "Tree whose sparse findings do not count; also the original that "
                        "the integrity gate compares DIR (the port) with");

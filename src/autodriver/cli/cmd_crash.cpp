@@ -10,6 +10,7 @@
 #include "autodriver/kernel/source.hpp"
 #include "autodriver/kernel/target.hpp"
 #include "autodriver/loop/crash_repair.hpp"
+#include "autodriver/loop/output_dir.hpp"
 #include "autodriver/store/run_store.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/json_text.hpp"
@@ -330,6 +331,12 @@ Command crash_command() {
                 std::fprintf(stderr, "autodriver: error: --repair needs --driver DIR, --kernel K and -o OUT\n");
                 return k_exit_error;
               }
+              // A refused -o writes nothing; OUT is never inside the driver's tree.
+              if (o->repair)
+                if (auto out = loop::check_output_dir(o->out, loop::trees_read(o->driver, {})); !out) {
+                  std::fprintf(stderr, "autodriver: error: %s\n", out.error().message.c_str());
+                  return k_exit_error;
+                }
               if (!o->repro.empty() && !o->repair) {
                 std::fprintf(stderr, "autodriver: error: --repro is for --repair (the log is the crash already)\n");
                 return k_exit_error;

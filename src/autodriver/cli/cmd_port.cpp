@@ -2,6 +2,7 @@
 
 #include "autodriver/cli/commands.hpp"
 #include "autodriver/cli/llm_options.hpp"
+#include "autodriver/loop/output_dir.hpp"
 #include "autodriver/loop/port.hpp"
 #include "autodriver/loop/record.hpp"
 #include "autodriver/util/files.hpp"
@@ -75,7 +76,9 @@ Command port_command() {
         sub.add_option("--from", req->from,
                        "Kernel the driver builds on today; enables rules learned from the kernel's own "
                        "drivers (old tree vs new tree)");
-        sub.add_option("--build-cmd", req->build_cmd, "Build command with {kdir} and {kver} (default: kbuild M=)");
+        sub.add_option("--build-cmd", req->build_cmd,
+                       "Build command with {kdir} and {kver}, or DKMS's $kernelver, $kernel_source_dir and $arch "
+                       "(default: kbuild M=)");
         sub.add_flag("--boot", req->boot, "Also boot the target kernel in QEMU and load the result");
         sub.add_option("--device", req->device, "QEMU -device to probe on with --boot");
         sub.add_option("--crash-runs", req->crash_runs,
@@ -142,6 +145,12 @@ Command port_command() {
         return [=]() -> int {
           if (auto bad = finish_llm_options(req->llm, *llm_price); !bad.empty()) {
             std::fprintf(stderr, "autodriver: error: %s\n", bad.c_str());
+            return k_exit_error;
+          }
+          // A refused -o writes nothing anywhere: checked before the run, against the driver and
+          // the root copied with it.
+          if (auto o = loop::check_output_dir(req->out, loop::trees_read(req->tree, req->root)); !o) {
+            std::fprintf(stderr, "autodriver: error: %s\n", o.error().message.c_str());
             return k_exit_error;
           }
           req->budget = std::chrono::seconds(*budget);

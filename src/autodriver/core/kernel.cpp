@@ -20,6 +20,11 @@ util::SandboxSpec Kernel::build_sandbox(const std::filesystem::path& writable) c
   spec.read_only = read_paths;
   if (read_paths.empty() && !build_dir.empty()) spec.read_only.push_back(build_dir);
   spec.writable.push_back(writable);
+  if (!build_host.empty()) {
+    spec.read_only_at.emplace_back(build_host, k_build_host_dir);
+    spec.read_only_at.emplace_back(build_host / "modules", "/lib/modules");
+    spec.path_first.push_back(std::filesystem::path(k_build_host_dir) / "bin");
+  }
   return spec;
 }
 

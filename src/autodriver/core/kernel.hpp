@@ -9,6 +9,9 @@
 
 namespace autodriver::core {
 
+/// Where a kernel's build-host view is inside its sandbox.
+inline constexpr const char* k_build_host_dir = "/autodriver/host";
+
 struct Kernel {
   std::string name;                  ///< what the user typed: "6.1", "6.12" or a path
   std::string release;               ///< uname -r of the target, e.g. "6.1.0-57-amd64"
@@ -25,12 +28,17 @@ struct Kernel {
   std::string compiler;                          ///< compiler package its config names ("gcc-14")
   std::filesystem::path toolchain_root;          ///< root its kbuild runs in; empty: the host's /
   std::vector<std::filesystem::path> read_paths; ///< what a build reads besides the toolchain (the kernel's cache dir)
+  /// The build host's view (kernel/build_host.hpp: plain compiler names, uname, /lib/modules);
+  /// empty: none (the build still runs, as before such a view).
+  std::filesystem::path build_host;
 
   bool has_headers() const;
   bool has_image() const;
   /// "6.1" -> 0x060100 style number for LINUX_VERSION_CODE comparisons: (a<<16)+(b<<8)+c.
   int version_code() const;
-  /// The sandbox a build against this kernel runs in, with `writable` its only writable folder.
+  /// The sandbox a build against this kernel runs in, with `writable` its only writable folder:
+  /// its toolchain root, its tree read-only and the build host's view (k_build_host_dir, first on
+  /// PATH; its modules/ as /lib/modules).
   util::SandboxSpec build_sandbox(const std::filesystem::path& writable) const;
 };
 

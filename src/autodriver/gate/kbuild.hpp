@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace autodriver::gate {
@@ -42,6 +43,14 @@ struct BuildSpec {
 /// Builds `tree` in place (the caller passes a scratch copy). "Could not run make" is an Error;
 /// a failing build is a BuildRun with a non-zero exit.
 util::Expected<BuildRun> build_tree(const core::Kernel& kernel, const std::filesystem::path& tree, const BuildSpec& spec);
+
+/// `word` with DKMS's `$name` and `${name}` of `names` replaced by their values (a dkms.conf MAKE
+/// line given as --build-cmd).
+std::string expand_dkms_names(std::string word, const std::vector<std::pair<std::string, std::string>>& names);
+
+/// The last lines a build that failed before the compiler said anything printed (make's own
+/// "Entering/Leaving directory" left out), newest last: why it stopped, in its own words.
+std::string build_failure_tail(std::string_view out, std::size_t lines = 6);
 
 /// Remove build products so a second build really recompiles.
 void clean_build_products(const std::filesystem::path& tree);

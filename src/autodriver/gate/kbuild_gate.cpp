@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 
 namespace autodriver::gate {
 
@@ -34,6 +35,40 @@ void clean_build_products(const fs::path& tree) {
       doomed.push_back(it->path());
   }
   for (const auto& p : doomed) fs::remove(p, ec);
+}
+
+std::string build_failure_tail(std::string_view out, std::size_t lines) {
+  std::vector<std::string> kept;
+  for (auto line : util::split_lines(out)) {
+    line = util::trim(line);
+    if (line.empty() || line.find(": Entering directory") != std::string_view::npos ||
+        line.find(": Leaving directory") != std::string_view::npos)
+      continue;
+    kept.emplace_back(line.substr(0, 300));
+  }
+  if (kept.size() > lines) kept.erase(kept.begin(), kept.end() - static_cast<long>(lines));
+  std::string s;
+  for (const auto& l : kept) s += (s.empty() ? "" : "\n") + l;
+  return s;
+}
+
+std::string expand_dkms_names(std::string word, const std::vector<std::pair<std::string, std::string>>& names) {
+  for (const auto& [k, v] : names) {
+    for (const std::string& form : {"${" + k + "}", "$" + k}) {
+      std::size_t at = 0;
+      while ((at = word.find(form, at)) != std::string::npos) {
+        // `$kernelver` only as a whole name ($kernelversion is another variable).
+        std::size_t end = at + form.size();
+        if (form[1] != '{' && end < word.size() && (std::isalnum(static_cast<unsigned char>(word[end])) || word[end] == '_')) {
+          at = end;
+          continue;
+        }
+        word.replace(at, form.size(), v);
+        at += v.size();
+      }
+    }
+  }
+  return word;
 }
 
 util::Expected<BuildRun> build_tree(const core::Kernel& kernel, const fs::path& tree, const BuildSpec& spec) {
@@ -68,9 +103,15 @@ util::Expected<BuildRun> build_tree(const core::Kernel& kernel, const fs::path& 
       req.argv.push_back(rel.string());
     }
   } else {
-    const std::vector<std::pair<std::string, std::string>> vars = {
+    // What DKMS gives a MAKE line (kernelver, kernel_source_dir, arch): placeholders, $names and
+    // ${names} of the command, and variables of its environment, so a dkms.conf line runs as is.
+    const std::vector<std::pair<std::string, std::string>> dkms = {
+        {"kernelver", kernel.release}, {"kernel_source_dir", kernel.build_dir.string()}, {"arch", "x86_64"}};
+    std::vector<std::pair<std::string, std::string>> vars = {
         {"kdir", kernel.build_dir.string()}, {"kver", kernel.release}, {"tree", driver_dir}, {"src", driver_dir}};
-    for (auto& w : util::split_command(spec.build_cmd)) req.argv.push_back(util::substitute(w, vars));
+    vars.insert(vars.end(), dkms.begin(), dkms.end());
+    for (const auto& [k, v] : dkms) req.env_set[k] = v;
+    for (auto& w : util::split_command(spec.build_cmd)) req.argv.push_back(expand_dkms_names(util::substitute(w, vars), dkms));
     if (req.argv.empty()) return util::unexpected(util::ErrorKind::config, "empty --build-cmd");
     if (fs::path(req.argv[0]).filename() == "make") req.argv.insert(req.argv.begin() + 1, "-k");
     for (const auto& a : spec.extra_make_args) req.argv.push_back(a);
@@ -156,7 +197,15 @@ public:
     else if (br->run.interrupted) g.summary = "build interrupted";
     else if (g.ok) g.summary = fmt::format("built {} module(s), {} warning(s)", br->modules.size(), warnings);
     else if (br->run.ok()) g.summary = "the build succeeded but produced no .ko file";
-    else g.summary = fmt::format("build failed: {} error(s), {} warning(s)", errors, warnings);
+    else if (errors == 0 && !br->run.out.empty()) {
+      // Nothing the parser could read: the build stopped before the compiler ran (a Makefile's
+      // own check, a missing tool); its last lines say why.
+      const std::string tail = build_failure_tail(br->run.out);
+      g.details["failure"] = tail;
+      std::string one_line = tail;
+      std::replace(one_line.begin(), one_line.end(), '\n', '|');
+      g.summary = "the build failed before the compiler ran: " + one_line;
+    } else g.summary = fmt::format("build failed: {} error(s), {} warning(s)", errors, warnings);
     return g;
   }
 };

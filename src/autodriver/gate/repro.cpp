@@ -18,12 +18,16 @@ static util::Expected<std::string> compile_static(const fs::path& src, const fs:
   std::error_code ec;
   fs::create_directories(scratch, ec);
   const fs::path out = scratch / "ad-repro";
+  // Compiled from a copy in the scratch folder, the sandbox's only folder of the user's: the
+  // unprivileged uid a root caller's sandbox runs as may not read the user's own folders.
+  const fs::path copy = scratch / "ad-repro.c";
+  if (auto c = util::copy_file(src, copy); !c) return util::unexpected(c.error());
   util::RunRequest req;
-  req.argv = {"gcc", "-static", "-O2", "-pthread", "-o", out.string(), src.string()};
+  req.argv = {"gcc", "-static", "-O2", "-pthread", "-o", out.string(), copy.string()};
   req.cwd = scratch;
   req.timeout = std::chrono::seconds(120);
   req.stderr_mode = util::Stderr::merge;
-  if (auto s = util::sandbox_request(req, {{}, {src.parent_path()}, {scratch}, {}}); !s) return util::unexpected(s.error());
+  if (auto s = util::sandbox_request(req, {{}, {}, {scratch}, {}}); !s) return util::unexpected(s.error());
   auto r = util::run(req);
   if (!r) return util::unexpected(r.error());
   if (!r->ok())

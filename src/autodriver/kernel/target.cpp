@@ -1,6 +1,7 @@
 #include "autodriver/kernel/target.hpp"
 
 #include "autodriver/kernel/archive.hpp"
+#include "autodriver/kernel/build_host.hpp"
 #include "autodriver/kernel/toolchain.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/strings.hpp"
@@ -141,7 +142,9 @@ std::string running_release() {
 
 } // namespace
 
-util::Expected<core::Kernel> resolve_kernel(const std::string& name) {
+namespace {
+
+util::Expected<core::Kernel> resolve_name(const std::string& name) {
   if (name.empty()) return unexpected(ErrorKind::config, "empty kernel name");
   if (name == "host") {
     std::string rel = running_release();
@@ -192,6 +195,14 @@ util::Expected<core::Kernel> resolve_kernel(const std::string& name) {
                     fmt::format("Debian's archive has no amd64 kernel {}: its kernel lines are {} (releases: "
                                 "`autodriver kernel list --available`); or give `host` or a kernel build directory",
                                 name, lines));
+}
+
+} // namespace
+
+util::Expected<core::Kernel> resolve_kernel(const std::string& name) {
+  auto k = resolve_name(name);
+  if (!k) return k;
+  return with_build_host(std::move(*k));
 }
 
 } // namespace autodriver::kernel

@@ -36,6 +36,8 @@ struct BuildState {
   int type_warnings = 0;            ///< int-conversion / incompatible-pointer warnings
   int fatal = 0;                    ///< fatal errors (a missing header stops the file's compilation)
   std::vector<std::string> modules; ///< names of the .ko files built ("vmxnet3")
+  /// A build that failed with no diagnostic: its own last lines (gate::build_failure_tail).
+  std::string failure;
   /// Errors, plus type-safety warnings: an edit that compiles only by converting a pointer to
   /// an integer (a wrong rename) must not look like progress. A fatal error hides every error
   /// after it, so removing one is progress even when the compiler then finds more.

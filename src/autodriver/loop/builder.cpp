@@ -38,9 +38,11 @@ public:
     s.all = r->diagnostics;
     for (const auto& m : r->modules) s.modules.push_back(m.stem().string());
     for (const auto& d : r->diagnostics) count_diagnostic(s, d);
-    if (!s.ok && s.signatures.empty())
+    if (!s.ok && s.signatures.empty()) {
       s.signatures.insert(s.timed_out ? fmt::format("build did not finish within {} s", limit.timeout.count())
                                       : "build failed: " + r->run.status_text());
+      if (!s.timed_out && !s.exited_ok) s.failure = gate::build_failure_tail(r->run.out);
+    }
     return s;
   }
 

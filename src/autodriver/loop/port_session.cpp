@@ -11,6 +11,7 @@
 #include "autodriver/loop/api_changes.hpp"
 #include "autodriver/loop/compat.hpp"
 #include "autodriver/loop/crash_repair.hpp"
+#include "autodriver/loop/output_dir.hpp"
 #include "autodriver/loop/patch_series.hpp"
 #include "autodriver/loop/reference.hpp"
 #include "autodriver/loop/trial_objects.hpp"
@@ -135,7 +136,9 @@ void PortSession::cut_short(const BuildState& b, const core::Kernel& k) {
 }
 
 static nlohmann::json build_json(const BuildState& b) {
-  return nlohmann::json{{"ms", b.ms}, {"compiled", b.compiled}, {"timed_out", b.timed_out}, {"timeout_s", b.limit.count()}};
+  nlohmann::json j{{"ms", b.ms}, {"compiled", b.compiled}, {"timed_out", b.timed_out}, {"timeout_s", b.limit.count()}};
+  if (!b.failure.empty()) j["failure"] = b.failure;
+  return j;
 }
 
 // A trial's step: what was tried, its errors, and where its time went.
@@ -247,7 +250,6 @@ util::Expected<void> PortSession::locate_root() {
 }
 
 util::Expected<void> PortSession::validate() {
-  std::error_code ec;
   // Once the root is known: the build runs in the driver's place in it.
   if (!m_deps.builder) m_deps.builder = make_kbuild_builder(m_req.build_cmd, m_req.subdir);
   const fs::path driver_dir = m_req.subdir.empty() ? m_req.tree : m_req.tree / m_req.subdir;
@@ -259,16 +261,8 @@ util::Expected<void> PortSession::validate() {
   auto rules = propose::load_rules(m_req.rule_packs, m_req.rule_dirs);
   if (!rules) return unexpected(ErrorKind::config, rules.error().message);
   m_rules = std::move(*rules);
-  if (fs::exists(m_req.out) && !fs::is_empty(m_req.out, ec))
-    return unexpected(ErrorKind::config,
-                      fmt::format("{} already exists and is not empty: choose another -o", m_req.out.string()));
   m_tree_abs = fs::weakly_canonical(m_req.tree);
-  auto out_abs = fs::weakly_canonical(m_req.out);
-  if (out_abs.string().starts_with(m_tree_abs.string() + "/") || out_abs == m_tree_abs)
-    return unexpected(ErrorKind::config,
-                      m_req.subdir.empty()
-                          ? std::string("-o must not be inside the driver tree (the tree is never written)")
-                          : fmt::format("-o must not be inside {}, the folder copied with the driver", m_tree_abs.string()));
+  if (auto o = check_output_dir(m_req.out, {m_tree_abs}); !o) return unexpected(o.error());
   if (!m_req.subdir.empty()) m_rep.root = m_tree_abs;
   return {};
 }

@@ -312,7 +312,11 @@ struct Explainer {
     agents();
     if (doc["attribute"].empty()) {
       detect(final_build, fmt::format("the loop ended with outcome {}", outcome));
-      cause("infrastructure", final_build, "the build failed without a diagnostic the loop could read", final_build->diagnostics);
+      const std::string failure = util::json_get(final_build->output, "failure", std::string());
+      cause("infrastructure", final_build,
+            failure.empty() ? std::string("the build failed without a diagnostic the loop could read")
+                            : "the build failed before the compiler ran: " + failure,
+            final_build->diagnostics);
     }
   }
 };

@@ -187,8 +187,9 @@ util::Expected<std::int64_t> RunStore::add_loop_step(std::int64_t run_id, const 
   s.input = nlohmann::json::object();
   s.output = nlohmann::json::object();
   s.diagnostics = nlohmann::json::array();
-  static const std::set<std::string> k_outputs = {"ok",        "edits",    "errors_after", "violations", "title",   "t_ms",
-                                                  "timed_out", "compiled", "objects_only", "build_ms",   "copy_ms", "apply_ms"};
+  static const std::set<std::string> k_outputs = {"ok",      "edits",     "errors_after", "violations",   "title",
+                                                  "t_ms",    "timed_out", "compiled",     "objects_only", "build_ms",
+                                                  "copy_ms", "apply_ms",  "failure"};
   for (const auto& [k, v] : data.items()) {
     if (k == "step" || k == "ms" || k == "argv" || k == "tokens_in" || k == "tokens_out") continue;
     if (k == "errors") s.diagnostics = v;

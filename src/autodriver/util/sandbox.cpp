@@ -4,8 +4,11 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstring>
 #include <mutex>
 #include <set>
+#include <unistd.h>
 
 namespace autodriver::util {
 
@@ -27,7 +30,64 @@ fs::path absolute_of(const fs::path& p) {
   return ec ? fs::absolute(p).lexically_normal() : c;
 }
 
+constexpr const char* k_standard_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+// Where `inside` (an absolute sandbox path) lands in `root`, its symlinks followed inside the root
+// (`/lib/modules` is `/usr/lib/modules` in a merged-/usr root). Empty when a loop never ends.
+fs::path resolve_in_root(const fs::path& root, const fs::path& inside) {
+  fs::path cur = "/";
+  std::vector<fs::path> rest(inside.begin(), inside.end());
+  std::error_code ec;
+  for (std::size_t i = 0, hops = 0; i < rest.size(); ++i) {
+    const fs::path& part = rest[i];
+    if (part == "/" || part.empty() || part == ".") continue;
+    fs::path next = (cur / part).lexically_normal();
+    fs::path host = root / next.relative_path();
+    if (fs::is_symlink(host, ec)) {
+      if (++hops > 40) return {};
+      fs::path target = fs::read_symlink(host, ec);
+      fs::path joined = target.is_absolute() ? target : cur / target;
+      std::vector<fs::path> more(joined.begin(), joined.end());
+      more.insert(more.end(), rest.begin() + static_cast<long>(i) + 1, rest.end());
+      rest = std::move(more);
+      cur = "/";
+      i = static_cast<std::size_t>(-1);
+      continue;
+    }
+    cur = next;
+  }
+  return cur;
+}
+
+// The unprivileged user may write the folders the sandbox makes writable, and only those.
+Expected<void> give_tree(const fs::path& top, const SandboxUser& user) {
+  std::error_code ec;
+  auto give = [&](const fs::path& p) -> Expected<void> {
+    if (::lchown(p.c_str(), user.uid, user.gid) != 0)
+      return unexpected(ErrorKind::io,
+                        fmt::format("cannot give {} to the sandbox's uid {}: {}", p.string(), user.uid, std::strerror(errno)));
+    return {};
+  };
+  if (auto g = give(top); !g) return g;
+  for (auto it = fs::recursive_directory_iterator(top, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+    if (auto g = give(it->path()); !g) return g;
+  if (ec) return unexpected(ErrorKind::io, fmt::format("cannot read {}: {}", top.string(), ec.message()));
+  return {};
+}
+
+fs::path setpriv_in(const fs::path& root) {
+  for (const char* p : {"usr/bin/setpriv", "bin/setpriv"})
+    if (::access((root / p).c_str(), X_OK) == 0) return fs::path("/") / p;
+  return {};
+}
+
 } // namespace
+
+SandboxUser sandbox_user() {
+  SandboxUser u;
+  u.caller_is_root = ::geteuid() == 0;
+  return u;
+}
 
 Expected<void> sandbox_available() {
   static std::once_flag once;
@@ -39,8 +99,10 @@ Expected<void> sandbox_available() {
                           "bubblewrap is not installed (apt-get install bubblewrap): every build runs in its sandbox");
       return;
     }
+    // The sandbox every build gets, on the host's root: namespaces, and as root the drop to an
+    // unprivileged uid.
     RunRequest req;
-    req.argv = {bwrap.string(), "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"};
+    req.argv = sandbox_argv({}, {"true"}, {});
     req.timeout = 20s;
     req.stderr_mode = Stderr::merge;
     auto r = run(req);
@@ -59,10 +121,7 @@ Expected<void> sandbox_available() {
   return result;
 }
 
-std::vector<std::string> sandbox_argv(const SandboxSpec& spec, const std::vector<std::string>& argv, const fs::path& cwd) {
-  std::vector<std::string> out = {find_program("bwrap").string()};
-  if (out[0].empty()) out[0] = "bwrap";
-  fs::path root = spec.root.empty() ? fs::path("/") : spec.root;
+static void add_root(std::vector<std::string>& out, const fs::path& root) {
   std::error_code ec;
   std::vector<fs::directory_entry> entries;
   for (const auto& e : fs::directory_iterator(root, ec)) entries.push_back(e);
@@ -76,7 +135,35 @@ std::vector<std::string> sandbox_argv(const SandboxSpec& spec, const std::vector
       out.insert(out.end(), {"--ro-bind", e.path().string(), "/" + name});
     }
   }
-  out.insert(out.end(), {"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/var/tmp"});
+}
+
+// The folders bubblewrap makes on the way to a bind's destination get mode 0755: as root it makes
+// them 0700, and the unprivileged uid could not reach the kernel cached under /root/.cache or a
+// tree under /tmp/x.
+static void add_parents(std::vector<std::string>& out, const std::vector<fs::path>& dests) {
+  std::set<std::string> parents;
+  for (const auto& d : dests)
+    for (fs::path a = d.parent_path(); a.has_relative_path(); a = a.parent_path()) parents.insert(a.string());
+  auto covered = [&](const std::string& a) {
+    fs::path rel = fs::path(a).relative_path();
+    std::string first = rel.begin() == rel.end() ? std::string() : rel.begin()->string();
+    if (system_dirs().count(first) || first == "proc" || first == "dev") return true;
+    if (a == "/tmp" || a == "/var" || a == "/var/tmp") return true; // made above, 1777
+    for (const auto& d : dests)
+      if (a == d.string() || a.starts_with(d.string() + "/")) return true;
+    return false;
+  };
+  for (const auto& a : parents) // sorted: a parent before its children
+    if (!covered(a)) out.insert(out.end(), {"--perms", "0755", "--dir", a});
+}
+
+static void add_binds(std::vector<std::string>& out, const SandboxSpec& spec, const fs::path& root) {
+  std::vector<fs::path> dests;
+  for (const auto& p : spec.read_only) dests.push_back(absolute_of(p));
+  for (const auto& p : spec.writable) dests.push_back(absolute_of(p));
+  for (const auto& m : spec.moved) dests.push_back(m.second);
+  for (const auto& m : spec.read_only_at) dests.push_back(m.second);
+  add_parents(out, dests);
   for (const auto& p : spec.read_only) {
     auto a = absolute_of(p).string();
     out.insert(out.end(), {"--ro-bind", a, a});
@@ -86,10 +173,51 @@ std::vector<std::string> sandbox_argv(const SandboxSpec& spec, const std::vector
     out.insert(out.end(), {"--bind", a, a});
   }
   for (const auto& [host, inside] : spec.moved) out.insert(out.end(), {"--bind", absolute_of(host).string(), inside.string()});
+  std::error_code ec;
+  for (const auto& [host, inside] : spec.read_only_at) {
+    const fs::path rel = inside.relative_path();
+    fs::path at = inside;
+    if (rel.begin() != rel.end() && system_dirs().count(rel.begin()->string())) {
+      at = resolve_in_root(root, inside);
+      if (at.empty() || !fs::is_directory(root / at.relative_path(), ec)) continue;
+    }
+    out.insert(out.end(), {"--ro-bind", absolute_of(host).string(), at.string()});
+  }
+}
+
+std::vector<std::string> sandbox_argv(const SandboxSpec& spec, const std::vector<std::string>& argv, const fs::path& cwd,
+                                      const SandboxUser& user) {
+  std::vector<std::string> out = {find_program("bwrap").string()};
+  if (out[0].empty()) out[0] = "bwrap";
+  fs::path root = spec.root.empty() ? fs::path("/") : spec.root;
+  add_root(out, root);
   out.insert(out.end(),
-             {"--unshare-all", "--die-with-parent", "--new-session", "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp"});
+             {"--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777", "--dir", "/var/tmp"});
+  add_binds(out, spec, root);
+  if (user.caller_is_root) {
+    // No user namespace: the mounts are made as root, then setpriv (below) leaves root for an
+    // unprivileged uid with every capability gone; until then only the caps setpriv needs.
+    out.insert(out.end(),
+               {"--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL",
+                "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"});
+  } else {
+    out.insert(out.end(), {"--unshare-all", "--cap-drop", "ALL"});
+  }
+  out.insert(out.end(), {"--die-with-parent", "--new-session", "--clearenv"});
+  std::string path;
+  for (const auto& p : spec.path_first) path += p.string() + ":";
+  path += k_standard_path;
+  out.insert(out.end(), {"--setenv", "PATH", path, "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp"});
+  bool lang = false;
+  for (const auto& [k, v] : spec.env) {
+    if (k == "PATH" || k == "HOME" || k == "TMPDIR") continue;
+    lang = lang || k == "LANG";
+    out.insert(out.end(), {"--setenv", k, v});
+  }
+  if (!lang) out.insert(out.end(), {"--setenv", "LANG", "C"});
+  fs::path dir;
   if (!cwd.empty()) {
-    fs::path dir = absolute_of(cwd);
+    dir = absolute_of(cwd);
     for (const auto& [host, inside] : spec.moved) {
       fs::path rel = dir.lexically_relative(absolute_of(host));
       if (!rel.empty() && *rel.begin() != "..") {
@@ -97,16 +225,40 @@ std::vector<std::string> sandbox_argv(const SandboxSpec& spec, const std::vector
         break;
       }
     }
-    out.insert(out.end(), {"--chdir", dir.string()});
   }
+  // As root the working directory is entered by the unprivileged uid that owns it (`env -C`):
+  // bubblewrap's own chdir happens as root without capabilities, which may not enter it.
+  if (!dir.empty() && !user.caller_is_root) out.insert(out.end(), {"--chdir", dir.string()});
   out.push_back("--");
+  if (user.caller_is_root) {
+    fs::path setpriv = setpriv_in(root);
+    out.insert(out.end(),
+               {setpriv.empty() ? std::string("setpriv") : setpriv.string(), fmt::format("--reuid={}", user.uid),
+                fmt::format("--regid={}", user.gid), "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--"});
+    if (!dir.empty()) out.insert(out.end(), {"/usr/bin/env", "-C", dir.string(), "--"});
+  }
   out.insert(out.end(), argv.begin(), argv.end());
   return out;
 }
 
 Expected<void> sandbox_request(RunRequest& req, const SandboxSpec& spec) {
   if (auto a = sandbox_available(); !a) return a;
-  req.argv = sandbox_argv(spec, req.argv, req.cwd);
+  const SandboxUser user = sandbox_user();
+  fs::path root = spec.root.empty() ? fs::path("/") : spec.root;
+  if (user.caller_is_root && setpriv_in(root).empty())
+    return unexpected(ErrorKind::config,
+                      fmt::format("{} has no setpriv (util-linux): as root, autodriver runs every build as an unprivileged "
+                                  "user with it; install util-linux there",
+                                  root.string()));
+  if (user.caller_is_root) {
+    for (const auto& p : spec.writable)
+      if (auto g = give_tree(p, user); !g) return g;
+    for (const auto& m : spec.moved)
+      if (auto g = give_tree(m.first, user); !g) return g;
+  }
+  SandboxSpec s = spec;
+  for (const auto& [k, v] : req.env_set) s.env.emplace_back(k, v);
+  req.argv = sandbox_argv(s, req.argv, req.cwd, user);
   return {};
 }
 

@@ -5,6 +5,7 @@
 #include "autodriver/propose/kb/kb_extract.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
+#include "autodriver/util/sandbox.hpp"
 #include "autodriver/util/strings.hpp"
 #include "autodriver/util/subprocess.hpp"
 
@@ -487,6 +488,9 @@ static util::Expected<ApplyResult> apply_edit_parts(const Edit& edit, const fs::
     req.timeout = 180s;
     req.stderr_mode = util::Stderr::merge;
     req.env_set = {{"LC_ALL", "C"}};
+    // The driver's files and a rule that may come from an LLM or a shared KB are data: spatch
+    // runs sandboxed like a build, with only the tree writable.
+    if (auto s = util::sandbox_request(req, {{}, {rule}, {tree}, {}}); !s) return util::unexpected(s.error());
     auto r = util::run(req);
     if (!r) return util::unexpected(r.error());
     res.tool_output = util::tail_capped(r->out, 4000);
