@@ -111,7 +111,7 @@ util::Expected<BuildRun> build_tree(const core::Kernel& kernel, const fs::path& 
         {"kdir", kernel.build_dir.string()}, {"kver", kernel.release}, {"tree", driver_dir}, {"src", driver_dir}};
     vars.insert(vars.end(), dkms.begin(), dkms.end());
     for (const auto& [k, v] : dkms) req.env_set[k] = v;
-    for (auto& w : util::split_command(spec.build_cmd)) req.argv.push_back(expand_dkms_names(util::substitute(w, vars), dkms));
+    for (auto& w : util::split_command(spec.build_cmd)) req.argv.push_back(util::substitute(expand_dkms_names(w, dkms), vars));
     if (req.argv.empty()) return util::unexpected(util::ErrorKind::config, "empty --build-cmd");
     if (fs::path(req.argv[0]).filename() == "make") req.argv.insert(req.argv.begin() + 1, "-k");
     for (const auto& a : spec.extra_make_args) req.argv.push_back(a);
