@@ -8,6 +8,7 @@
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
+#include "autodriver/util/strings.hpp"
 #include "autodriver/util/subprocess.hpp"
 
 #include <fmt/format.h>
@@ -37,6 +38,14 @@ void print_summary(const loop::PortRequest& req, const loop::PortReport& rep, st
                rep.elapsed.count() / 1000.0);
   for (const auto& a : rep.accepted) fmt::print("  + [{}] {} ({} site(s))\n", a.edit.proposer, a.edit.title, a.edit.support);
   for (const auto& r : rep.remaining) fmt::print("  ! {}\n", r);
+  // The last target build failed with nothing the compiler said: its own last lines.
+  std::string failure;
+  for (const auto& s : rep.steps)
+    if (s.value("step", "") == "build-target") failure = util::json_get(s, "failure", std::string());
+  if (!failure.empty() && rep.final_errors > 0) {
+    fmt::print("  the build failed before the compiler ran:\n");
+    for (auto line : util::split_lines(failure)) fmt::print("    {}\n", line);
+  }
   if (!rep.integrity.is_null() && !rep.integrity.value("ok", true))
     for (const auto& v : rep.integrity["violations"])
       fmt::print("  integrity: {} at {}:{}: {}\n", v.value("rule", ""), v.value("file", ""), v.value("line", 0),
