@@ -221,3 +221,17 @@ TEST(BuildHost, DkmsNamesOfABuildCommand) {
   EXPECT_EQ(ad::gate::expand_dkms_names("$kernelversion $arch", names), "$kernelversion x86_64");
   EXPECT_EQ(ad::gate::expand_dkms_names("$kernelver$kernelver", names), "6.1.0-57-amd646.1.0-57-amd64");
 }
+
+TEST(Sandbox, QemuKeepsRootsUidButNoCapabilityAndItsDevice) {
+  ad::util::SandboxSpec spec;
+  spec.root_runs = ad::util::SandboxSpec::RootRuns::root_without_caps;
+  spec.devices = {"/dev/kvm"};
+  auto argv = ad::util::sandbox_argv(spec, {"qemu-system-x86_64"}, {}, {true, 65534, 65534});
+  EXPECT_GE(pair_at(argv, "--cap-drop", "ALL"), 0);
+  EXPECT_FALSE(has(argv, "--cap-add"));
+  EXPECT_FALSE(has(argv, "--reuid=65534"));
+  EXPECT_FALSE(has(argv, "--unshare-all"));
+  EXPECT_TRUE(has(argv, "--unshare-net"));
+  EXPECT_GE(pair_at(argv, "--dev-bind", "/dev/kvm"), 0);
+  EXPECT_EQ(argv[at(argv, "--") + 1], "qemu-system-x86_64");
+}

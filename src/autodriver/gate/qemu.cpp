@@ -5,6 +5,7 @@
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
+#include "autodriver/util/sandbox.hpp"
 #include "autodriver/util/strings.hpp"
 
 #include <fmt/format.h>
@@ -148,6 +149,15 @@ static util::Expected<util::RunResult> run_qemu(const BootRequest& r, const std:
   req.stderr_mode = util::Stderr::merge;
   req.output_cap = 4 * 1024 * 1024;
   util::log_debug("qemu: {}", util::render_argv(req.argv));
+  // QEMU runs the driver's module (in its guest) and reads the guest's devices: sandboxed too,
+  // the host read-only but the folder of its QMP socket, no network, no capability (as root it
+  // keeps uid 0 for /dev/kvm).
+  util::SandboxSpec sandbox;
+  sandbox.read_only = {r.vmlinux, r.initrd};
+  if (!r.qmp_socket.empty()) sandbox.writable = {r.qmp_socket.parent_path()};
+  if (accel == "kvm") sandbox.devices = {"/dev/kvm"};
+  sandbox.root_runs = util::SandboxSpec::RootRuns::root_without_caps;
+  if (auto s = util::sandbox_request(req, sandbox); !s) return util::unexpected(s.error());
   return util::run(req);
 }
 

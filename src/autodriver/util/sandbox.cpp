@@ -194,7 +194,12 @@ std::vector<std::string> sandbox_argv(const SandboxSpec& spec, const std::vector
   out.insert(out.end(),
              {"--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777", "--dir", "/var/tmp"});
   add_binds(out, spec, root);
-  if (user.caller_is_root) {
+  for (const auto& d : spec.devices) out.insert(out.end(), {"--dev-bind", d.string(), d.string()});
+  const bool drop_uid = user.caller_is_root && spec.root_runs == SandboxSpec::RootRuns::unprivileged;
+  if (user.caller_is_root && !drop_uid) {
+    out.insert(out.end(),
+               {"--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL"});
+  } else if (user.caller_is_root) {
     // No user namespace: the mounts are made as root, then setpriv (below) leaves root for an
     // unprivileged uid with every capability gone; until then only the caps setpriv needs.
     out.insert(out.end(),
@@ -228,9 +233,9 @@ std::vector<std::string> sandbox_argv(const SandboxSpec& spec, const std::vector
   }
   // As root the working directory is entered by the unprivileged uid that owns it (`env -C`):
   // bubblewrap's own chdir happens as root without capabilities, which may not enter it.
-  if (!dir.empty() && !user.caller_is_root) out.insert(out.end(), {"--chdir", dir.string()});
+  if (!dir.empty() && !drop_uid) out.insert(out.end(), {"--chdir", dir.string()});
   out.push_back("--");
-  if (user.caller_is_root) {
+  if (drop_uid) {
     fs::path setpriv = setpriv_in(root);
     out.insert(out.end(),
                {setpriv.empty() ? std::string("setpriv") : setpriv.string(), fmt::format("--reuid={}", user.uid),
@@ -245,12 +250,13 @@ Expected<void> sandbox_request(RunRequest& req, const SandboxSpec& spec) {
   if (auto a = sandbox_available(); !a) return a;
   const SandboxUser user = sandbox_user();
   fs::path root = spec.root.empty() ? fs::path("/") : spec.root;
-  if (user.caller_is_root && setpriv_in(root).empty())
+  const bool drop_uid = user.caller_is_root && spec.root_runs == SandboxSpec::RootRuns::unprivileged;
+  if (drop_uid && setpriv_in(root).empty())
     return unexpected(ErrorKind::config,
                       fmt::format("{} has no setpriv (util-linux): as root, autodriver runs every build as an unprivileged "
                                   "user with it; install util-linux there",
                                   root.string()));
-  if (user.caller_is_root) {
+  if (drop_uid) {
     for (const auto& p : spec.writable)
       if (auto g = give_tree(p, user); !g) return g;
     for (const auto& m : spec.moved)

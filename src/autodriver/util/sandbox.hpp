@@ -34,6 +34,15 @@ struct SandboxSpec {
   /// Variables of the sandbox's environment besides PATH, HOME, TMPDIR and LANG; nothing of the
   /// caller's environment reaches it otherwise (an API key in autodriver's is not the driver's).
   std::vector<std::pair<std::string, std::string>> env;
+  /// Devices bound in as they are (/dev/kvm for QEMU).
+  std::vector<std::filesystem::path> devices;
+  /// Who the command runs as when the caller is root.
+  enum class RootRuns {
+    unprivileged, ///< uid 65534, writable trees given to it (builds, spatch, compiles)
+    /// uid 0 with no capability at all (QEMU, which must open /dev/kvm, root's alone): it cannot
+    /// remount or override a permission, but reads what root owns on the root it is given.
+    root_without_caps,
+  } root_runs = RootRuns::unprivileged;
 };
 
 /// Who the sandboxed command runs as.
