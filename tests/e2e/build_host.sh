@@ -1,6 +1,6 @@
 #!/bin/sh
 # The build host a driver expects, inside the sandbox: a vendor tree built the way its README says
-# (`make` in the tree) finds `cc` for its configure-style probe, defaults its kernel to
+# (`make` in the tree, M=$(PWD)) finds `cc` for its configure-style probe, defaults its kernel to
 # /lib/modules/$(uname -r)/build and gets the target's release from `uname -r`; a dkms.conf MAKE
 # line runs as written with ${kernelver}. On 6.1 (bookworm's gcc-12) and 7.3 (trixie's gcc-14),
 # whose toolchain roots have only gcc-N.
@@ -33,7 +33,7 @@ else
 all:
 	echo 'int main(void) { return 0; }' > conftest.c
 	if $(CC) conftest.c -o conftest; then echo -DHAVE_PROBE > config.h; else : > config.h; fi
-	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+	$(MAKE) -C $(KDIR) M=$(PWD) modules
 endif
 MEOF
 for k in 6.1 7.3; do

@@ -54,6 +54,7 @@ TEST(Sandbox, AsRootTheCommandRunsAsAnUnprivilegedUidWithNoCapabilities) {
   ASSERT_GT(env, at(in_tree, "--reuid=65534"));
   EXPECT_EQ(in_tree[env + 1], "-C");
   EXPECT_EQ(in_tree[env + 2], "/tmp/x/tree");
+  EXPECT_EQ(in_tree[env + 4], "PWD=/tmp/x/tree") << "Makefiles build M=$(PWD)";
   // Only the capabilities setpriv needs are kept until it runs.
   for (std::size_t i = 0; i + 1 < argv.size(); ++i)
     if (argv[i] == "--cap-add") {

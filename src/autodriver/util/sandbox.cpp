@@ -233,14 +233,16 @@ std::vector<std::string> sandbox_argv(const SandboxSpec& spec, const std::vector
   }
   // As root the working directory is entered by the unprivileged uid that owns it (`env -C`):
   // bubblewrap's own chdir happens as root without capabilities, which may not enter it.
-  if (!dir.empty() && !drop_uid) out.insert(out.end(), {"--chdir", dir.string()});
+  // PWD names the working directory, as a shell that cd'd there exports it: Makefiles build with
+  // `M=$(PWD)`.
+  if (!dir.empty() && !drop_uid) out.insert(out.end(), {"--chdir", dir.string(), "--setenv", "PWD", dir.string()});
   out.push_back("--");
   if (drop_uid) {
     fs::path setpriv = setpriv_in(root);
     out.insert(out.end(),
                {setpriv.empty() ? std::string("setpriv") : setpriv.string(), fmt::format("--reuid={}", user.uid),
                 fmt::format("--regid={}", user.gid), "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--"});
-    if (!dir.empty()) out.insert(out.end(), {"/usr/bin/env", "-C", dir.string(), "--"});
+    if (!dir.empty()) out.insert(out.end(), {"/usr/bin/env", "-C", dir.string(), "--", "PWD=" + dir.string()});
   }
   out.insert(out.end(), argv.begin(), argv.end());
   return out;
