@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace ad = autodriver;
 namespace fs = std::filesystem;
@@ -235,4 +237,29 @@ TEST(Sandbox, QemuKeepsRootsUidButNoCapabilityAndItsDevice) {
   EXPECT_TRUE(has(argv, "--unshare-net"));
   EXPECT_GE(pair_at(argv, "--dev-bind", "/dev/kvm"), 0);
   EXPECT_EQ(argv[at(argv, "--") + 1], "qemu-system-x86_64");
+}
+
+TEST(Sandbox, AsRootTheWritableTreeIsGivenToTheUnprivilegedUid) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (chown)";
+  auto dir = ad::util::TempDir::create(ad::util::scratch_root(), "test-");
+  ASSERT_TRUE(dir);
+  fs::path tree = dir->path() / "tree";
+  fs::create_directories(tree / "sub");
+  ASSERT_TRUE(ad::util::write_file(tree / "sub/ro.c", "int x;\n"));
+  fs::permissions(tree / "sub/ro.c", fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  ad::util::RunRequest req;
+  req.argv = {"sh", "-c", "echo y >> sub/ro.c && touch sub/new.o"};
+  req.cwd = tree;
+  req.timeout = 30s;
+  req.stderr_mode = ad::util::Stderr::merge;
+  ad::util::SandboxSpec spec;
+  spec.writable = {tree};
+  auto s = ad::util::sandbox_request(req, spec);
+  ASSERT_TRUE(s) << s.error().message;
+  auto r = ad::util::run(req);
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->ok()) << r->out;
+  struct stat st {};
+  ASSERT_EQ(::stat((tree / "sub/new.o").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 65534u) << "made by the unprivileged uid";
 }

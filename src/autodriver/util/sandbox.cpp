@@ -59,13 +59,19 @@ fs::path resolve_in_root(const fs::path& root, const fs::path& inside) {
   return cur;
 }
 
-// The unprivileged user may write the folders the sandbox makes writable, and only those.
+// The unprivileged user may write the folders the sandbox makes writable, and only those. Its
+// files are writable by their owner, as they are to root, whom DKMS builds as (a tree unpacked
+// with read-only files still builds).
 Expected<void> give_tree(const fs::path& top, const SandboxUser& user) {
   std::error_code ec;
   auto give = [&](const fs::path& p) -> Expected<void> {
     if (::lchown(p.c_str(), user.uid, user.gid) != 0)
       return unexpected(ErrorKind::io,
                         fmt::format("cannot give {} to the sandbox's uid {}: {}", p.string(), user.uid, std::strerror(errno)));
+    auto st = fs::symlink_status(p, ec);
+    if (st.type() == fs::file_type::directory) fs::permissions(p, fs::perms::owner_all, fs::perm_options::add, ec);
+    else if (st.type() == fs::file_type::regular)
+      fs::permissions(p, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::add, ec);
     return {};
   };
   if (auto g = give(top); !g) return g;
