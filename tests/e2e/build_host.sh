@@ -9,17 +9,8 @@ need bwrap
 need_kernel 6.1
 need_kernel 7.3
 mkdir -p "$WORK/vendor"
-cat > "$WORK/vendor/probe.c" <<'CEOF'
-#include <linux/module.h>
-#ifndef HAVE_PROBE
-#error "the configure probe did not find a working compiler"
-#endif
-static int __init probe_init(void) { return 0; }
-static void __exit probe_exit(void) { }
-module_init(probe_init);
-module_exit(probe_exit);
-MODULE_LICENSE("GPL");
-CEOF
+empty_module "$WORK/vendor/probe.c" probe '#ifndef HAVE_PROBE' \
+  '#error "the configure probe did not find a working compiler"' '#endif'
 cat > "$WORK/vendor/Makefile" <<'MEOF'
 KVER ?= $(shell uname -r)
 KDIR ?= /lib/modules/$(KVER)/build

@@ -8,14 +8,7 @@ need_kernel 6.1
 KDIR=$(kernel_field 6.1 build_dir)
 OUT="$WORK/outside"
 mkdir -p "$OUT" "$WORK/evil"
-cat > "$WORK/evil/evil.c" <<'CEOF'
-#include <linux/module.h>
-static int __init evil_init(void) { return 0; }
-static void __exit evil_exit(void) { }
-module_init(evil_init);
-module_exit(evil_exit);
-MODULE_LICENSE("GPL");
-CEOF
+empty_module "$WORK/evil/evil.c" evil
 cat > "$WORK/evil/Makefile" <<MEOF
 obj-m += evil.o
 ESCAPE := \$(shell touch $OUT/from-makefile; touch $KDIR/from-makefile; touch $WORK/evil/from-makefile; echo x > /dev/tcp/127.0.0.1/1 2>/dev/null; getent hosts deb.debian.org > $OUT/net 2>&1; echo done)

@@ -20,14 +20,7 @@ TAG="ad-evil-$$"
 # evil_tree DIR HOMEDIR: a driver whose Makefile tries every escape and says how each went.
 evil_tree() {
   mkdir -p "$1"
-  cat > "$1/evil.c" <<'CEOF'
-#include <linux/module.h>
-static int __init evil_init(void) { return 0; }
-static void __exit evil_exit(void) { }
-module_init(evil_init);
-module_exit(evil_exit);
-MODULE_LICENSE("GPL");
-CEOF
+  empty_module "$1/evil.c" evil
   cat > "$1/Makefile" <<MEOF
 obj-m += evil.o
 try = \$(shell if ( \$(1) ) >/dev/null 2>&1; then echo yes; else echo no; fi)
