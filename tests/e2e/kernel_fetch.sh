@@ -82,7 +82,10 @@ U="$WORK/user"
 mkdir -p "$U/home"
 share_toolchain "$U/cache"
 cp -r "$AD_SRC/examples/misc-counter" "$U/tree"
-chown -R nobody:nogroup "$U"
+# Not -R over the shared toolchain root: its files are hard links to the main cache's, whose owner
+# would change with them (the sandbox's uid owning the main toolchain root, /etc/shadow included).
+chown nobody:nogroup "$U" "$U/cache"
+chown -R nobody:nogroup "$U/home" "$U/tree"
 as_user() { setpriv --reuid=nobody --regid=nogroup --clear-groups env HOME="$U/home" AUTODRIVER_CACHE="$U/cache" AUTODRIVER_STORE="$U/store.sqlite" "$@"; }
 as_user "$AD" kernel fetch 6.1 > "$WORK/u.log" 2>&1 || { cat "$WORK/u.log"; fail "fetch as a normal user failed"; }
 as_user "$AD" check "$U/tree" --kernel 6.1 --no-sparse --json > "$WORK/u.json" 2> "$WORK/u.err" || { cat "$WORK/u.err"; fail "check as a normal user failed"; }
