@@ -81,6 +81,11 @@ Expected<void> give_tree(const fs::path& top, const SandboxUser& user) {
   return {};
 }
 
+// As root, the command leaves root for the unprivileged uid unless the spec keeps it (QEMU).
+bool drops_uid(const SandboxSpec& spec, const SandboxUser& user) {
+  return user.caller_is_root && spec.root_runs == SandboxSpec::RootRuns::unprivileged;
+}
+
 fs::path setpriv_in(const fs::path& root) {
   for (const char* p : {"usr/bin/setpriv", "bin/setpriv"})
     if (::access((root / p).c_str(), X_OK) == 0) return fs::path("/") / p;
@@ -201,7 +206,7 @@ std::vector<std::string> sandbox_argv(const SandboxSpec& spec, const std::vector
              {"--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777", "--dir", "/var/tmp"});
   add_binds(out, spec, root);
   for (const auto& d : spec.devices) out.insert(out.end(), {"--dev-bind", d.string(), d.string()});
-  const bool drop_uid = user.caller_is_root && spec.root_runs == SandboxSpec::RootRuns::unprivileged;
+  const bool drop_uid = drops_uid(spec, user);
   if (user.caller_is_root && !drop_uid) {
     out.insert(out.end(),
                {"--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL"});
@@ -258,7 +263,7 @@ Expected<void> sandbox_request(RunRequest& req, const SandboxSpec& spec) {
   if (auto a = sandbox_available(); !a) return a;
   const SandboxUser user = sandbox_user();
   fs::path root = spec.root.empty() ? fs::path("/") : spec.root;
-  const bool drop_uid = user.caller_is_root && spec.root_runs == SandboxSpec::RootRuns::unprivileged;
+  const bool drop_uid = drops_uid(spec, user);
   if (drop_uid && setpriv_in(root).empty())
     return unexpected(ErrorKind::config,
                       fmt::format("{} has no setpriv (util-linux): as root, autodriver runs every build as an unprivileged "
