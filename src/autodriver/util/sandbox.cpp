@@ -149,8 +149,8 @@ static void add_root(std::vector<std::string>& out, const fs::path& root) {
 }
 
 // The folders bubblewrap makes on the way to a bind's destination get mode 0755: as root it makes
-// them 0700, and the unprivileged uid could not reach the kernel cached under /root/.cache or a
-// tree under /tmp/x.
+// them 0700, and the unprivileged uid could not reach a kernel cached in root's home or a tree in
+// a scratch folder.
 static void add_parents(std::vector<std::string>& out, const std::vector<fs::path>& dests) {
   std::set<std::string> parents;
   for (const auto& d : dests)
