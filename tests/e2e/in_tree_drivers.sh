@@ -16,7 +16,7 @@ py "$WORK/ppdev.json" "d['gates']['build']['by_kernel']['$R612']['ok'] is False"
 py "$WORK/ppdev.json" "any(x['kind'] == 'too-many-arguments' and x['symbols'] == ['class_create'] and x['file'] == 'ppdev.c' and any('class.h' in n['file'] for n in x['notes']) for x in d['gates']['build']['by_kernel']['$R612']['diagnostics'])" "class_create diagnostic"
 py "$WORK/ppdev.json" "any(x['kind'] == 'undeclared-identifier' and x['symbols'] == ['no_llseek'] for x in d['gates']['build']['by_kernel']['$R612']['diagnostics'])" "no_llseek diagnostic"
 
-"$AD" check "$WORK/8139cp" -k 6.1 -k 6.12 --no-sparse --boot --device rtl8139 --json > "$WORK/cp.json" || fail "8139cp check exited $?"
+"$AD" check "$WORK/8139cp" -k 6.1 -k 6.12 --no-sparse --boot --device rtl8139 --json > "$WORK/cp.json" || fail "8139cp check exited $?: $(gate_why "$WORK/cp.json")"
 for r in $R61 $R612; do
   py "$WORK/cp.json" "$(boot_of $r)['details']['bound'] is True"
   py "$WORK/cp.json" "'mii' in $(boot_of $r)['details']['preload']" "mii loaded as a dependency"

@@ -76,7 +76,9 @@ Command check_command() {
         sub.add_option("--build-timeout", *build_timeout, "Seconds before a build is killed")
             ->capture_default_str()
             ->check(CLI::PositiveNumber);
-        sub.add_option("--boot-timeout", *boot_timeout, "Seconds before a guest is killed as hung")
+        sub.add_option("--boot-timeout", *boot_timeout,
+                       "Seconds the guest has from its init on before it is killed as hung (the kernel's own boot before init "
+                       "may take 120 s more)")
             ->capture_default_str()
             ->check(CLI::PositiveNumber);
         sub.add_option("-j,--jobs", req->jobs, "make -j (default: the CPUs this process may use)")->check(CLI::PositiveNumber);

@@ -16,7 +16,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <functional>
 #include <mutex>
+#include <optional>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -71,24 +73,20 @@ std::vector<std::string> qemu_argv(const BootRequest& r, const std::string& acce
 
 namespace {
 
-/// Sends QMP's handshake, `set-action` and `inject-nmi` to the socket; true when QEMU answered
-/// each without error.
-bool inject_nmi(const fs::path& socket_path) {
+/// Sends QMP's handshake and then `commands` (one JSON object per line) to the socket; true when
+/// QEMU answered each without error.
+bool qmp_send(const fs::path& socket_path, const std::string& commands) {
   sockaddr_un addr{};
   if (socket_path.string().size() >= sizeof(addr.sun_path)) return false;
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return false;
   addr.sun_family = AF_UNIX;
   std::strncpy(addr.sun_path, socket_path.c_str(), sizeof(addr.sun_path) - 1);
+  const std::string cmds = "{\"execute\":\"qmp_capabilities\"}\n" + commands;
+  const auto answers = std::count(cmds.begin(), cmds.end(), '\n') + 1; // the greeting too
   std::string got;
   bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  // pvpanic's notifier runs before a panic in NMI context has flushed its console output: QEMU
-  // must not exit on it, the guest's own reboot (panic=-1, -no-reboot) ends the run.
-  const std::string cmds = "{\"execute\":\"qmp_capabilities\"}\n"
-                           "{\"execute\":\"set-action\",\"arguments\":{\"panic\":\"none\"}}\n"
-                           "{\"execute\":\"inject-nmi\"}\n";
   ok = ok && write(fd, cmds.data(), cmds.size()) == static_cast<ssize_t>(cmds.size());
-  // The greeting, then one answer per command.
   for (auto until = std::chrono::steady_clock::now() + 3s; ok && std::chrono::steady_clock::now() < until;) {
     pollfd p{fd, POLLIN, 0};
     if (poll(&p, 1, 200) <= 0) continue;
@@ -96,32 +94,37 @@ bool inject_nmi(const fs::path& socket_path) {
     ssize_t n = read(fd, buf, sizeof(buf));
     if (n <= 0) break;
     got.append(buf, static_cast<std::size_t>(n));
-    if (std::count(got.begin(), got.end(), '\n') >= 4) break;
+    if (std::count(got.begin(), got.end(), '\n') >= answers) break;
   }
   close(fd);
-  return ok && got.find("\"error\"") == std::string::npos && std::count(got.begin(), got.end(), '\n') >= 4;
+  return ok && got.find("\"error\"") == std::string::npos && std::count(got.begin(), got.end(), '\n') >= answers;
 }
 
-/// Injects an NMI into the guest `r.nmi_before` its timeout unless stopped first (QEMU exited).
-class NmiTimer {
+/// The guest's deadline: `boot_allowance + timeout` from the start until the console shows its
+/// /init, then `timeout` from that moment. `nmi_before` the deadline the guest gets an NMI, at the
+/// deadline QEMU is told to quit (both through QMP; without a socket the run's own timeout, the
+/// longest deadline, is all there is).
+class Watchdog {
 public:
-  explicit NmiTimer(const BootRequest& r) {
-    if (r.qmp_socket.empty() || r.timeout <= 2 * r.nmi_before) return;
-    m_thread = std::thread([this, path = r.qmp_socket, wait = r.timeout - r.nmi_before] {
-      std::unique_lock lock(m_mutex);
-      if (m_cv.wait_for(lock, wait, [this] { return m_stopped; })) return;
-      lock.unlock();
-      bool sent = inject_nmi(path);
-      util::log_debug("qemu: NMI injected: {}", sent);
-      lock.lock();
-      m_injected = sent;
-    });
+  explicit Watchdog(const BootRequest& r) : m_start(std::chrono::steady_clock::now()) {
+    if (r.qmp_socket.empty()) return;
+    m_thread = std::thread([this, r] { watch(r); });
   }
-  ~NmiTimer() { stop(); }
-  NmiTimer(const NmiTimer&) = delete;
-  NmiTimer& operator=(const NmiTimer&) = delete;
-  /// Stops the timer; whether the NMI went in.
-  bool stop() {
+  ~Watchdog() { stop(); }
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  /// The console showed the guest's /init (called from the output reader).
+  void saw_init() {
+    std::lock_guard lock(m_mutex);
+    if (!m_init) m_init = std::chrono::steady_clock::now();
+  }
+  struct Outcome {
+    bool nmi = false;  ///< the NMI went in
+    bool quit = false; ///< QEMU was told to quit at the deadline
+    bool reached_init = false;
+  };
+  Outcome stop() {
     {
       std::lock_guard lock(m_mutex);
       m_stopped = true;
@@ -129,21 +132,54 @@ public:
     m_cv.notify_all();
     if (m_thread.joinable()) m_thread.join();
     std::lock_guard lock(m_mutex);
-    return m_injected;
+    return {m_nmi, m_quit, m_init.has_value()};
   }
 
 private:
+  void watch(const BootRequest& r) {
+    bool nmi_tried = r.timeout <= 2 * r.nmi_before; // too short a run for an NMI to help
+    std::unique_lock lock(m_mutex);
+    while (!m_stopped) {
+      auto deadline = m_init ? *m_init + r.timeout : m_start + r.boot_allowance + r.timeout;
+      auto now = std::chrono::steady_clock::now();
+      if (!nmi_tried && now >= deadline - r.nmi_before) {
+        nmi_tried = true;
+        lock.unlock();
+        bool sent = qmp_send(r.qmp_socket, "{\"execute\":\"set-action\",\"arguments\":{\"panic\":\"none\"}}\n"
+                                           "{\"execute\":\"inject-nmi\"}\n");
+        util::log_debug("qemu: NMI injected: {}", sent);
+        lock.lock();
+        m_nmi = sent;
+        continue;
+      }
+      if (now >= deadline) {
+        lock.unlock();
+        bool sent = qmp_send(r.qmp_socket, "{\"execute\":\"quit\"}\n");
+        util::log_debug("qemu: told to quit at the deadline: {}", sent);
+        lock.lock();
+        m_quit = true;
+        return;
+      }
+      m_cv.wait_for(lock, 200ms);
+    }
+  }
+
+  std::chrono::steady_clock::time_point m_start;
   std::mutex m_mutex;
   std::condition_variable m_cv;
   bool m_stopped = false;
-  bool m_injected = false;
+  bool m_nmi = false;
+  bool m_quit = false;
+  std::optional<std::chrono::steady_clock::time_point> m_init;
   std::thread m_thread;
 };
 
 } // namespace
 
-static util::Expected<util::RunResult> run_qemu(const BootRequest& r, const std::string& accel, std::chrono::seconds timeout) {
+static util::Expected<util::RunResult> run_qemu(const BootRequest& r, const std::string& accel, std::chrono::seconds timeout,
+                                                std::function<void(std::string_view)> on_output = {}) {
   util::RunRequest req;
+  req.on_output = std::move(on_output);
   req.argv = qemu_argv(r, accel);
   req.timeout = timeout;
   req.stderr_mode = util::Stderr::merge;
@@ -199,15 +235,24 @@ util::Expected<BootResult> boot_qemu(const BootRequest& r) {
                             "/usr/share/qemu/qboot.rom is missing (apt-get install qemu-system-data)");
   BootResult out;
   out.accel = choose_accel(r);
-  NmiTimer nmi(r);
-  auto res = run_qemu(r, out.accel, r.timeout);
-  out.nmi_injected = nmi.stop();
+  Watchdog dog(r);
+  const std::string marker = "@@AD init";
+  auto res =
+      run_qemu(r, out.accel, r.boot_allowance + r.timeout, [&dog, &marker, tail = std::string()](std::string_view chunk) mutable {
+        tail.append(chunk);
+        if (tail.find(marker) != std::string::npos) dog.saw_init();
+        if (tail.size() > marker.size()) tail.erase(0, tail.size() - marker.size());
+      });
+  auto watched = dog.stop();
+  out.nmi_injected = watched.nmi;
+  out.reached_init = watched.reached_init;
   if (!r.qmp_socket.empty()) {
     std::error_code ec;
     fs::remove(r.qmp_socket, ec);
   }
   if (!res) return util::unexpected(res.error());
   out.run = std::move(*res);
+  if (watched.quit) out.run.timed_out = true; // told to quit at the deadline: a timeout like the run's own
   if (!out.run.timed_out && out.run.exit_code != 0 && out.run.out.find("@@AD init") == std::string::npos &&
       out.run.out.find("Linux version") == std::string::npos && out.run.out.find("qemu-system") != std::string::npos)
     return util::unexpected(util::ErrorKind::spawn,

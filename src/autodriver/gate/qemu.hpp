@@ -15,11 +15,17 @@ struct BootRequest {
   std::filesystem::path initrd;
   std::string device;  ///< extra -device, may be empty
   bool pvpanic = true; ///< add -device pvpanic-pci and make a panic exit QEMU with failure
+  /// The guest's time from its /init on ("@@AD init" on the console): the driver's part.
   std::chrono::seconds timeout{60};
+  /// Time the kernel's own boot may take before /init, on top of `timeout`: the machine's part,
+  /// not the driver's (an emulated CPU on a loaded host boots several times slower).
+  std::chrono::seconds boot_allowance{120};
   int memory_mb = 512;
   /// QMP socket (in the run's scratch folder; empty: none). With it, a guest still running
-  /// `nmi_before` the timeout gets an NMI: the guest (unknown_nmi_panic=1) panics and prints
-  /// where its CPU was, the one trace a hang with interrupts off leaves (no watchdog can fire).
+  /// `nmi_before` its deadline gets an NMI: the guest (unknown_nmi_panic=1) panics and prints
+  /// where its CPU was, the one trace a hang with interrupts off leaves (no watchdog can fire);
+  /// at the deadline QEMU is told to quit. Without it the deadline is the longest one
+  /// (`boot_allowance + timeout` from the start).
   std::filesystem::path qmp_socket;
   std::chrono::seconds nmi_before{10};
 };
@@ -30,6 +36,7 @@ struct BootResult {
   std::string accel;         ///< "kvm" or "tcg"
   bool panic_exit = false;   ///< QEMU exited through the pvpanic action
   bool nmi_injected = false; ///< the guest was still running near the timeout and got an NMI
+  bool reached_init = false; ///< "@@AD init" was seen while it ran
 };
 
 /// The qemu-system-x86_64 argv for a request and an accelerator.

@@ -254,8 +254,11 @@ private:
     else if ((outcome == "hung" || outcome == "boot-hung") && booted.nmi_injected && !rep.findings.empty())
       g.summary = fmt::format("the guest hung; an NMI {} s before the timeout showed where: {}", BootRequest{}.nmi_before.count(),
                               rep.findings.back().line);
-    else if (outcome == "hung" || outcome == "boot-hung")
-      g.summary = fmt::format("the guest hung and was killed after {} s", in.request.boot_timeout.count());
+    else if (outcome == "hung")
+      g.summary = fmt::format("the guest hung and was killed {} s after its init started", in.request.boot_timeout.count());
+    else if (outcome == "boot-hung")
+      g.summary = fmt::format("the kernel did not reach the guest's init within {} s",
+                              (BootRequest{}.boot_allowance + in.request.boot_timeout).count());
     else if (!rep.findings.empty()) g.summary = fmt::format("{}: {}", outcome, rep.findings.front().line);
     else if (outcome == "insmod-failed") {
       std::string why;
