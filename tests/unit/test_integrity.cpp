@@ -327,3 +327,52 @@ TEST(Integrity, BadInputNeverThrows) {
   EXPECT_TRUE(same.changed_files.empty());
   EXPECT_EQ(same.hunks, 0);
 }
+
+namespace {
+
+/// The integrity report of one file edited from ORIGINAL to CANDIDATE, no diagnostics.
+gate::IntegrityReport check_texts(const std::string& original, const std::string& candidate) {
+  auto dir = util::TempDir::create(util::scratch_root(), "test-integrity-");
+  EXPECT_TRUE(dir.has_value());
+  fs::create_directories(dir->path() / "o");
+  fs::create_directories(dir->path() / "c");
+  EXPECT_TRUE(util::write_file(dir->path() / "o" / "compat.h", original));
+  EXPECT_TRUE(util::write_file(dir->path() / "c" / "compat.h", candidate));
+  gate::IntegrityInput in;
+  in.original = dir->path() / "o";
+  in.candidate = dir->path() / "c";
+  return gate::check_integrity(in);
+}
+
+} // namespace
+
+// A rename applied inside the driver's own compat layer: `#define new(x) old(x)` -> `new(x)`.
+TEST(Integrity, ShimRewrittenIntoSelfReferenceIsRejected) {
+  auto r = check_texts("#define timer_delete_sync(t) del_timer_sync(t)\n#define OLD_FLAG old_flag\n",
+                       "#define timer_delete_sync(t) timer_delete_sync(t)\n#define OLD_FLAG (OLD_FLAG)\n");
+  EXPECT_TRUE(fired(r, "shim-self-reference", "compat.h", 1)) << dump(r);
+  EXPECT_TRUE(fired(r, "shim-self-reference", "compat.h", 2)) << dump(r);
+  EXPECT_FALSE(r.ok);
+}
+
+TEST(Integrity, InlineShimCallingItselfIsRejected) {
+  auto r = check_texts("static inline int new_get(int a)\n{\n\treturn old_get(a);\n}\n",
+                       "static inline int new_get(int a)\n{\n\treturn new_get(a);\n}\n");
+  EXPECT_TRUE(fired(r, "shim-self-reference", "compat.h", 1)) << dump(r);
+}
+
+TEST(Integrity, EmptiedShimIsRejected) {
+  auto r = check_texts("#define new_name(x) old_name(x, 0)\n", "#define new_name(x)\n");
+  EXPECT_TRUE(fired(r, "shim-emptied", "compat.h", 1)) << dump(r);
+}
+
+// Dropping the shim, a marker `#define X X` the driver had already, and an argument-changing
+// self-named macro (`f(a, b)` -> `f(a)`, a real compat mapping) are not self-references.
+TEST(Integrity, DroppedShimAndMarkersAreNotSelfReferences) {
+  auto r = check_texts("#define new_name(x) old_name(x)\n#define has_feature has_feature\nint a;\n",
+                       "#define has_feature has_feature\nint b;\n");
+  EXPECT_EQ(count(r, "shim-self-reference"), 0) << dump(r);
+  EXPECT_EQ(count(r, "shim-emptied"), 0) << dump(r);
+  auto r2 = check_texts("#define alloc_x(a, b) old_alloc_x(a, b)\n", "#define alloc_x(a, b) alloc_x(a)\n");
+  EXPECT_EQ(count(r2, "shim-self-reference"), 0) << dump(r2);
+}

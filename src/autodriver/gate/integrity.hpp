@@ -26,7 +26,7 @@ struct IntegrityInput {
 
 /// One rule that fired. `rule` is a stable kebab-case id: function-deleted, function-stubbed,
 /// code-disabled, makefile-object-dropped, warning-suppressed, silencing-cast,
-/// ops-assignment-removed, unrelated-change.
+/// ops-assignment-removed, unrelated-change, shim-self-reference, shim-emptied.
 struct IntegrityViolation {
   std::string rule;
   std::string file;   ///< relative to the tree

@@ -83,9 +83,9 @@ std::vector<integrity::Block> diff_blocks(const fs::path& a, const fs::path& b, 
 } // namespace
 
 const std::vector<std::string>& integrity_rule_ids() {
-  static const std::vector<std::string> k_ids = {"function-deleted",        "function-stubbed",   "code-disabled",
-                                                 "makefile-object-dropped", "warning-suppressed", "silencing-cast",
-                                                 "ops-assignment-removed",  "unrelated-change"};
+  static const std::vector<std::string> k_ids = {
+      "function-deleted", "function-stubbed",       "code-disabled",    "makefile-object-dropped", "warning-suppressed",
+      "silencing-cast",   "ops-assignment-removed", "unrelated-change", "shim-self-reference",     "shim-emptied"};
   return k_ids;
 }
 

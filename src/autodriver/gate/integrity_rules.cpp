@@ -12,6 +12,7 @@
 #include <cctype>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <regex>
 
 namespace autodriver::gate::integrity {
@@ -268,6 +269,75 @@ void code_disabled_rules(CFile& cf) {
         break;
       }
     }
+  }
+}
+
+/// A `#define` line split into its name, its parameter list (with the parentheses; empty for an
+/// object-like macro) and its body, spaces removed; nullopt for any other line.
+struct MacroDef {
+  std::string name, params, body;
+};
+std::optional<MacroDef> macro_def(std::string_view code) {
+  auto [word, rest] = directive(code);
+  if (word != "define") return std::nullopt;
+  std::size_t i = 0;
+  while (i < rest.size() && (std::isalnum(static_cast<unsigned char>(rest[i])) || rest[i] == '_')) ++i;
+  if (i == 0) return std::nullopt;
+  MacroDef m{rest.substr(0, i), {}, {}};
+  if (i < rest.size() && rest[i] == '(') { // function-like only when '(' follows the name directly
+    auto close = rest.find(')', i);
+    if (close == std::string::npos) return std::nullopt;
+    m.params = nospace(rest.substr(i, close + 1 - i));
+    i = close + 1;
+  }
+  m.body = nospace(rest.substr(i));
+  return m;
+}
+
+/// The macro maps its name onto itself: `#define f(a, b) f(a, b)`, `#define X X`, `#define X (X)`.
+bool self_mapping(const MacroDef& m) {
+  if (m.params.empty()) return m.body == m.name || m.body == "(" + m.name + ")";
+  return m.body == m.name + m.params || m.body == "(" + m.name + m.params + ")";
+}
+
+/// A statement that only calls the function it is in: `return f(...);` or `f(...);` inside f.
+bool self_call(const std::vector<std::string>& st, const std::string& name) {
+  if (st.size() != 1) return false;
+  std::string n = nospace(st[0]);
+  if (n.starts_with("return")) n = n.substr(6);
+  return n.starts_with(name + "(");
+}
+
+/// A driver's own compatibility layer maps one API onto another (`#define new_name(x)
+/// old_name(x)`, an inline wrapper). A rename applied inside it leaves a self-reference (`#define
+/// new_name(x) new_name(x)`: it compiles, and the kernels the shim served lose it), and an edit
+/// that empties it keeps the name but drops what it did; the shim must be guarded or dropped.
+void shim_rules(CFile& cf) {
+  const auto& f = cf.f;
+  std::map<std::string, MacroDef> original;
+  for (int l = 1; l <= f.o.line_count(); ++l)
+    if (f.o.is_preproc(l))
+      if (auto m = macro_def(f.o.code_line(l)); m && !self_mapping(*m)) original.emplace(m->name, *m);
+  for (const auto& b : f.blocks)
+    for (int l = b.c_first; l < b.c_first + b.c_count; ++l) {
+      if (!f.c.is_preproc(l)) continue;
+      auto m = macro_def(f.c.code_line(l));
+      if (!m) continue;
+      auto was = original.find(m->name);
+      if (was == original.end() || was->second.params != m->params) continue;
+      if (self_mapping(*m))
+        cf.ctx.add("shim-self-reference", f.rel, l,
+                   fmt::format("'#define {}{} {}' now maps '{}' onto itself", m->name, m->params, was->second.body, m->name));
+      else if (m->body.empty() && !was->second.body.empty())
+        cf.ctx.add("shim-emptied", f.rel, l, fmt::format("macro '{}' lost its body '{}'", m->name, was->second.body));
+    }
+  for (const auto& it : f.o.items) {
+    if (it.kind != csrc::ItemKind::function || it.name.empty() || self_call(it.statements, it.name)) continue;
+    const csrc::TopItem* now = best_function(f.c, it.name);
+    if (now && self_call(now->statements, it.name))
+      cf.ctx.add("shim-self-reference", f.rel, now->first_line,
+                 fmt::format("function '{}' now only calls itself (it was '{}')", it.name,
+                             it.statements.empty() ? std::string() : it.statements[0]));
   }
 }
 
@@ -612,6 +682,7 @@ void check_c_file(Context& ctx, const FilePair& f) {
   CFile cf(ctx, f);
   function_rules(cf);
   code_disabled_rules(cf);
+  if (f.in_original) shim_rules(cf);
   warning_rules(cf);
   cast_rules(cf);
   ops_rules(cf);
