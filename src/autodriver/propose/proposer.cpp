@@ -13,6 +13,8 @@ const std::vector<ProposerEntry>& proposer_table() {
        &make_learned_rewrite},
       {"callback-signature", "callback return type changes read off incompatible-pointer-type errors", &make_callback_signature},
       {"void-result", "a function the kernel made void: the driver's uses of its value become the call and 0", &make_void_result},
+      {"return-fit", "a function declared void whose returns still carry values: each keeps its call and returns nothing",
+       &make_return_fit},
       {"argument-cast", "an argument the driver casts to a parameter's old type is cast to its new one", &make_argument_cast},
       {"entry-points", "an entry point found by its magic name (init_module) is registered with the macro objtool names",
        &make_entry_points},

@@ -111,6 +111,7 @@ std::unique_ptr<Proposer> make_store_kb();
 std::unique_ptr<Proposer> make_learned_rewrite();
 std::unique_ptr<Proposer> make_callback_signature();
 std::unique_ptr<Proposer> make_void_result();
+std::unique_ptr<Proposer> make_return_fit();
 std::unique_ptr<Proposer> make_argument_cast();
 std::unique_ptr<Proposer> make_entry_points();
 std::unique_ptr<Proposer> make_kbuild_vars();
