@@ -1,33 +1,44 @@
 #!/usr/bin/env python3
-"""History-port benchmark (issue 35 item 1, real ports; a benchmark, not a test): the commits in
-which a driver's maintainers followed a kernel release, replayed.
+"""The drivers users bring (issue 35 item 1; a benchmark, not a test): real out-of-tree drivers'
+own ports, replayed, on the five Debian kernel lines (5.10, 6.1, 6.12, 7.2, 7.3). Two kinds of
+case, one table:
 
-A commit that adds an `#if ... KERNEL_VERSION(a,b,c)` boundary the file did not have before is a
-port by the maintainers. Its case: the tree before it (the commit's parent) is the input, the
-commit's tree the answer, and its target the first Debian kernel line (5.10, 6.1, 6.12, 7.2, 7.3)
-at or after the newest boundary it added. Stages, each resumable (one JSONL line per case):
+  history    the commits in which a driver's maintainers followed a kernel release. A commit that
+             adds an `#if ... KERNEL_VERSION(a,b,c)` boundary its file did not have is a port: the
+             tree before it (the parent) is the input, the commit's tree the answer, its target the
+             first Debian line at or after the newest boundary it added. Mined from the git
+             histories (../shared/wild/history/*.bundle, or --bundle), cloned once and walked
+             (`git rev-list --no-merges`); both trees exported (`git archive`). Eligible when the
+             answer builds on the target and the input does not (`autodriver check`, its kbuild
+             default on the driver folder: the shallowest with a dkms.conf, else with a
+             Makefile/Kbuild naming obj-m); the input is also built on the line below, which becomes
+             `--from` when it builds there.
+  collapsed  every `#if LINUX_VERSION_CODE` block of a tree collapsed to its old branch, the
+             maintainers' new branch the answer (`autodriver kb cases --check-build`: the tree as
+             shipped builds on the target, the collapsed one does not), for the blocks whose
+             boundary lies in (line below, target] (5.10: every boundary up to 5.10, the API changes
+             older than the oldest kernel source Debian serves). Trees: the wild trees, the newest
+             commit of each history, and every `*-dkms` source package of bullseye, bookworm,
+             trixie and sid (fetched by autodriver into its cache, as bench/fidelity.py does), at
+             most --cap cases per tree and line.
 
-  mine   every history bundle (../shared/wild/history/*.bundle, or --bundle) cloned once into the
-         work folder and walked (`git rev-list --no-merges`); each case's two trees exported
-         (`git archive`) into WORK/cases/<id>/{before,golden}; WORK/cases.jsonl lists them with
-         their boundaries, target, the driver folder (the shallowest with a dkms.conf, else with a
-         Makefile/Kbuild naming obj-m) and the split.
-  check  eligibility, by `autodriver check --kernel T` (its kbuild default on the driver folder):
-         the answer builds on the target and the input does not. The input is also built on the
-         line below the target, which becomes `--from` when it builds there.
-  port   `autodriver port before/FOLDER --to T [--from F --api-changes] --no-store-kb
-         --budget-s 300`, every compat-KB package named like the repository left out (a case
-         never sees its answer). Graded: builds + integrity (the port's own verdict), identical
-         to the maintainers' change (both trees' `#if` blocks evaluated for the target's
-         LINUX_VERSION_CODE by unifdef, then compared on C tokens, comments and whitespace
-         dropped), seconds; an unsolved case is classed by its first remaining diagnostic
-         (gcc's kind, and apidiff's change kind where --from gave one).
+Each case is ported with `autodriver port INPUT --to T --no-store-kb --budget-s 300` (history
+cases also `--from F --api-changes` when their input builds on the line below; collapsed cases
+are ported from the target alone, as bench/collapsed_blocks.sh ports them), every compat-KB package named like the case's repository or package left out (a
+case never sees its answer), and graded: builds + integrity (the port's own verdict), identical to
+the maintainers' change (history: both trees' version blocks evaluated for the target's
+LINUX_VERSION_CODE by unifdef, then compared on C tokens without comments; collapsed: `kb
+compare`), seconds; an unsolved case is classed by its first remaining diagnostic (gcc's kind, and
+apidiff's change kind where --from gave one), with counts per class and split.
 
-Split by repository (FNV-1a 64 of "history/<name>", even dev, odd test: the rule of
-src/autodriver/corpus/split.hpp), so all of a repository's cases sit in one split. The test
-split is run to report, never to debug.
+Split by repository or package (FNV-1a 64 of "history/<name>", "wild/<name>" or
+"dkms/<package>", even dev, odd test: the rule of src/autodriver/corpus/split.hpp), so all of a
+repository's cases sit in one split. The test split is run to report, never to debug.
 
-  bench/history_ports.py [--stage mine|check|port|all] [--only NAME] [--sample N --seed S] [--report]
+Every stage is resumable (JSONL under <cache>/users-bench/, one run at a time):
+
+  bench/users.py [--kind history|collapsed] [--stage make|check|port|all] [--split dev|test]
+                 [--only SUBSTR] [--sample N --seed S] [--report]
 
 Needs git, unifdef (apt-get install unifdef) and the kernels (`autodriver kernel fetch LINE`).
 """
@@ -55,7 +66,11 @@ K_GENERIC_WORDS = {"linux", "dkms", "compat", "hid", "kernel", "driver", "driver
 
 
 def work_dir():
-    return os.path.join(F.cache_root(), "history-ports")
+    return os.path.join(F.cache_root(), "users-bench")
+
+
+def hist_dir():
+    return os.path.join(work_dir(), "history")
 
 
 def fnv1a_64(text):
@@ -92,7 +107,7 @@ def line_versions():
     for l in K_LINES:
         k = F.kernel_info(l)
         if not k or not k.get("headers_fetched"):
-            F.log(f"history-ports: kernel {l} is not fetched (autodriver kernel fetch {l}); its cases are left out")
+            F.log(f"users: kernel {l} is not fetched (autodriver kernel fetch {l}); its cases are left out")
             continue
         m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", k.get("version", ""))
         if m:
@@ -107,7 +122,12 @@ def target_of(boundary, lines):
     return None
 
 
-# ---- mining --------------------------------------------------------------------------------------
+def prev_line(target, lines):
+    i = K_LINES.index(target)
+    return next((l for l in reversed(K_LINES[:i]) if l in lines), None)
+
+
+# ---- history: mining -----------------------------------------------------------------------------
 
 def new_boundaries(diff_text):
     """Version codes in `#if`/`#elif` lines a commit added to a file and that file's removed lines
@@ -136,7 +156,7 @@ def driver_folder(tree):
     best = None
     for root, dirs, files in os.walk(tree):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        depth = os.path.relpath(root, tree).count(os.sep) + (0 if root == tree else 1)
+        depth = 0 if root == tree else os.path.relpath(root, tree).count(os.sep) + 1
         if "dkms.conf" in files and any(f in files for f in ("Makefile", "Kbuild", "makefile")):
             cand = (0, depth, os.path.relpath(root, tree))
         elif any(f in files and "obj-" in open(os.path.join(root, f), errors="replace").read()
@@ -163,7 +183,7 @@ def export_tree(repo, commit, dest):
 
 def clone(bundle):
     name = os.path.basename(bundle)[:-len(".bundle")]
-    dest = os.path.join(work_dir(), "repos", name)
+    dest = os.path.join(hist_dir(), "repos", name)
     if not os.path.exists(os.path.join(dest, ".git")):
         tmp = dest + ".partial"
         shutil.rmtree(tmp, ignore_errors=True)
@@ -194,20 +214,18 @@ def mine_repo(bundle, lines, known):
         cid = f"{name}-{c[:12]}"
         if cid in known:
             continue
-        d = os.path.join(work_dir(), "cases", cid)
+        d = os.path.join(hist_dir(), "cases", cid)
         export_tree(repo, parents[0], os.path.join(d, "before"))
         export_tree(repo, c, os.path.join(d, "golden"))
         folder = driver_folder(os.path.join(d, "golden")) or driver_folder(os.path.join(d, "before"))
         subj, date = git(repo, "log", "-1", "--format=%s%x00%cs", c).rstrip("\n").split("\0")
         b = lambda v: f"{v >> 16}.{(v >> 8) & 255}.{v & 255}"
-        made.append({"kind": "case", "schema_version": K_SCHEMA, "id": cid, "repository": name, "unit": unit,
-                     "split": split_of(unit), "commit": c, "parent": parents[0], "subject": subj, "date": date,
-                     "boundaries": sorted(b(v) for v in vs), "boundary": b(boundary), "target": target,
+        made.append({"kind": "case", "source": "history", "schema_version": K_SCHEMA, "id": cid, "repository": name,
+                     "unit": unit, "split": split_of(unit), "commit": c, "parent": parents[0], "subject": subj,
+                     "date": date, "boundaries": sorted(b(v) for v in vs), "boundary": b(boundary), "target": target,
                      "folder": folder})
     return made, stats
 
-
-# ---- checking and porting ------------------------------------------------------------------------
 
 def check_build(tree, line, jobs):
     argv = ["nice", "-n", "10", F.ad_bin(), "check", tree, "--kernel", line, "--no-sparse", "--json", "-j", str(jobs),
@@ -223,13 +241,8 @@ def check_build(tree, line, jobs):
     return {"ok": rc == 0, "exit": rc, "seconds": round(secs, 1), "summary": summary[:400]}
 
 
-def prev_line(target, lines):
-    i = K_LINES.index(target)
-    return next((l for l in reversed(K_LINES[:i]) if l in lines), None)
-
-
-def check_case(c, lines, jobs):
-    d = os.path.join(work_dir(), "cases", c["id"])
+def check_history_case(c, lines, jobs):
+    d = os.path.join(hist_dir(), "cases", c["id"])
     if not c["folder"]:
         return {"eligible": False, "why": "no-driver-folder"}
     golden = check_build(os.path.join(d, "golden", c["folder"]), c["target"], jobs)
@@ -247,15 +260,60 @@ def check_case(c, lines, jobs):
     return rec
 
 
-def kb_leave_out(repository):
-    """Compat-KB packages named like the repository (its answer may be among their blocks)."""
-    words = [w for w in re.split(r"[-_.]", repository.lower()) if len(w) > 3 and w not in K_GENERIC_WORDS]
+# ---- collapsed blocks ----------------------------------------------------------------------------
+
+def collapsed_units(wild, no_dkms):
+    """The trees whose blocks are collapsed: the wild trees, the history heads and (unless
+    NO_DKMS) every *-dkms package of the four suites, prepared as bench/fidelity.py prepares them."""
+    units = F.wild_units(wild) + F.history_units(wild)
+    if not no_dkms:
+        units += F.dkms_units()
+    for u in units:
+        parts = u["id"].split("/")
+        u["repo_unit"] = "/".join(parts[:2])  # dkms/<package>/<version> -> dkms/<package>
+        u["slug"] = re.sub(r"[^A-Za-z0-9._+-]", "_", u["id"].replace("/", "__"))
+    return units
+
+
+def make_collapsed(u, line, lines, cap, jobs):
+    """`kb cases` for one tree and one target line; the case records (and the tally) it gave."""
+    out = os.path.join(work_dir(), "collapsed", u["slug"], line)
+    shutil.rmtree(out, ignore_errors=True)
+    argv = [F.ad_bin(), "kb", "cases", "--source", u["path"], "--to", line, "--check-build",
+            "--max-per-package", str(cap), "--max-package-build-s", str(K_BUILD_TIMEOUT_S), "-o", out]
+    f = prev_line(line, lines)
+    argv += ["--from", f] if f else ["--older-than-target"]
+    rc, text, secs = F.run(["nice", "-n", "10"] + argv, 6 * 3600)
     try:
-        kb = json.load(open(os.path.join(F.cache_root(), "kb", "compat-kb.json")))
-        sources = kb.get("sources", [])
+        summary = json.load(open(os.path.join(out, "summary.json")))
+    except (OSError, ValueError):
+        summary = {}
+    recs = []
+    for cj in sorted(glob.glob(os.path.join(out, "*", "case.json"))):
+        c = json.load(open(cj))
+        cid = f"{u['slug']}@{line}/{os.path.basename(os.path.dirname(cj))}"
+        recs.append({"kind": "case", "source": "collapsed", "schema_version": K_SCHEMA, "id": cid,
+                     "repository": u["name"], "unit": u["repo_unit"], "split": split_of(u["repo_unit"]),
+                     "target": line, "from": f, "dir": os.path.relpath(os.path.dirname(cj), work_dir()),
+                     "package": c.get("package", u["name"]), "build_cmd": c.get("build_cmd", ""),
+                     "boundary": c.get("boundary"), "file": c.get("file")})
+    tally = {"kind": "unit", "id": f"{u['id']}@{line}", "exit": rc, "seconds": round(secs, 1), "cases": len(recs),
+             "summary_excluded": summary.get("excluded") if isinstance(summary.get("excluded"), dict) else {},
+             "log": F.tail(text, 5) if rc != 0 else ""}
+    return recs, tally
+
+
+# ---- porting -------------------------------------------------------------------------------------
+
+def kb_leave_out(*names):
+    """Compat-KB packages named like the case's repository or package (its answer may be among
+    their blocks)."""
+    words = {w for n in names if n for w in re.split(r"[-_.]", n.lower()) if len(w) > 3 and w not in K_GENERIC_WORDS}
+    try:
+        sources = json.load(open(os.path.join(F.cache_root(), "kb", "compat-kb.json"))).get("sources", [])
     except (OSError, ValueError):
         sources = []
-    return sorted(s for s in sources if any(w in s.lower() for w in words))
+    return sorted({s for s in sources if any(w in s.lower() for w in words)} | {n for n in names if n})
 
 
 def tokens_for_target(folder, code):
@@ -279,30 +337,43 @@ def tokens_for_target(folder, code):
 
 
 def first_class(verdict):
-    """The class of the first unsolved diagnostic: gcc's kind, and apidiff's change kind if known."""
-    rem = verdict.get("remaining") or []
-    if not rem:
+    """The class of the first unsolved diagnostic: gcc's kind (from the last build step), and
+    apidiff's change kind where --api-changes named one."""
+    errs = []
+    for st in verdict.get("steps") or []:
+        if isinstance(st, dict) and isinstance(st.get("errors"), list):
+            errs = st["errors"]
+    if not errs:
         return verdict.get("status") or "unknown"
-    r = rem[0]
-    kind = r.get("kind", "unknown") if isinstance(r, dict) else "unknown"
-    change = None
-    syms = set(r.get("symbols") or []) if isinstance(r, dict) else set()
+    first = errs[0] if isinstance(errs[0], dict) else {}
+    kind = first.get("kind", "unknown")
+    syms = set(first.get("symbols") or [])
     for ch in verdict.get("changes") or []:
         if isinstance(ch, dict) and syms & set(ch.get("symbols") or [ch.get("symbol")]):
-            change = ch.get("change_type") or ch.get("kind")
-            break
-    return f"{kind}/{change or 'unknown'}"
+            return f"{kind}/{ch.get('change_type') or ch.get('kind')}"
+    return kind
 
 
 def port_case(c, chk, lines, jobs):
-    d = os.path.join(work_dir(), "cases", c["id"])
-    out = os.path.join(work_dir(), "runs", c["id"])
+    out = os.path.join(work_dir(), "runs", c["id"].replace("/", "__"))
     shutil.rmtree(out, ignore_errors=True)
-    argv = ["nice", "-n", "10", F.ad_bin(), "port", os.path.join(d, "before", c["folder"]), "--to", c["target"], "-o", out,
-            "--json", "--no-store-kb", "--budget-s", str(K_PORT_BUDGET_S), "-j", str(jobs)]
-    if chk.get("from"):
-        argv += ["--from", chk["from"], "--api-changes"]
-    for p in kb_leave_out(c["repository"]):
+    if c["source"] == "history":
+        d = os.path.join(hist_dir(), "cases", c["id"])
+        tree, frm, leave = os.path.join(d, "before", c["folder"]), chk.get("from"), kb_leave_out(c["repository"])
+        build_cmd = ""
+    else:
+        d = os.path.join(work_dir(), c["dir"])
+        # Target only, as bench/collapsed_blocks.sh ports: the tree as shipped need not build on
+        # the line below (the newest trees drop old kernels), and `port --from` wants it to.
+        tree, frm, leave = os.path.join(d, "tree"), None, kb_leave_out(c["repository"], c.get("package"))
+        build_cmd = c.get("build_cmd") or ""
+    argv = ["nice", "-n", "10", F.ad_bin(), "port", tree, "--to", c["target"], "-o", out, "--json", "--no-store-kb",
+            "--budget-s", str(K_PORT_BUDGET_S), "-j", str(jobs)]
+    if frm:
+        argv += ["--from", frm, "--api-changes"]
+    if build_cmd:
+        argv += ["--build-cmd", build_cmd]
+    for p in leave:
         argv += ["--kb-leave-out", p]
     rc, text, secs = F.run(argv, K_PORT_BUDGET_S + 300)
     try:
@@ -312,9 +383,12 @@ def port_case(c, chk, lines, jobs):
     ok = bool(v.get("ok")) and rc == 0
     identical = False
     if ok and os.path.isdir(os.path.join(out, "tree")):
-        code = lines[c["target"]][1]
-        identical = tokens_for_target(os.path.join(out, "tree"), code) == tokens_for_target(
-            os.path.join(d, "golden", c["folder"]), code)
+        if c["source"] == "history":
+            code = lines[c["target"]][1]
+            identical = tokens_for_target(os.path.join(out, "tree"), code) == tokens_for_target(
+                os.path.join(d, "golden", c["folder"]), code)
+        else:
+            identical = F.run([F.ad_bin(), "kb", "compare", d, os.path.join(out, "tree")], 120)[0] == 0
     return {"status": v.get("status"), "ok": ok, "identical": identical, "seconds": round(secs, 1),
             "class": None if ok else first_class(v),
             "accepted": [a.get("proposer", "") + ": " + a.get("title", "") for a in v.get("accepted", []) if isinstance(a, dict)][:8],
@@ -343,44 +417,72 @@ def append(path, rec):
         os.fsync(f.fileno())
 
 
+def paths():
+    return {"hist_cases": os.path.join(hist_dir(), "cases.jsonl"), "hist_checks": os.path.join(hist_dir(), "checks.jsonl"),
+            "col_cases": os.path.join(work_dir(), "collapsed.jsonl"), "ports": os.path.join(work_dir(), "ports.jsonl")}
+
+
+def all_cases():
+    p = paths()
+    cases = load(p["hist_cases"], "case")
+    for c in cases.values():
+        c.setdefault("source", "history")
+    cases.update(load(p["col_cases"], "case"))
+    return cases
+
+
+def eligible(c, checks):
+    return c["source"] == "collapsed" or bool(checks.get(c["id"], {}).get("eligible"))
+
+
 def report(binary=None):
-    cases = load(os.path.join(work_dir(), "cases.jsonl"), "case")
-    checks = load(os.path.join(work_dir(), "checks.jsonl"), "check")
-    ports = {k: v for k, v in load(os.path.join(work_dir(), "ports.jsonl"), "port").items()
-             if not binary or v.get("autodriver_binary", "").startswith(binary)}
-    print(f"# History ports ({len(cases)} mined cases)\n")
-    print("| repository | split | mined | eligible | ported | builds + integrity | identical | median s |")
+    p = paths()
+    cases = all_cases()
+    checks = load(p["hist_checks"], "check")
+    units = load(p["col_cases"], "unit")
+    ports = {k: v for k, v in load(p["ports"], "port").items() if not binary or v.get("autodriver_binary", "").startswith(binary)}
+    print(f"# The drivers users bring ({len(cases)} cases)\n")
+    print("| kind | target | split | cases | ported | builds + integrity | identical | median s |")
     print("|---|---|---|---|---|---|---|---|")
-    for repo in sorted({c["repository"] for c in cases.values()}):
-        ids = [i for i, c in cases.items() if c["repository"] == repo]
-        el = [i for i in ids if checks.get(i, {}).get("eligible")]
-        pr = [ports[i] for i in el if i in ports]
-        secs = sorted(p["seconds"] for p in pr)
-        med = f"{secs[len(secs) // 2]:.1f}" if secs else "-"
-        print(f"| {repo} | {cases[ids[0]]['split']} | {len(ids)} | {len(el)} of {sum(i in checks for i in ids)} checked | "
-              f"{len(pr)} | {sum(p['ok'] for p in pr)} | {sum(p['identical'] for p in pr)} | {med} |")
+    for kind in ("history", "collapsed"):
+        for line in K_LINES:
+            for split in ("dev", "test"):
+                el = [i for i, c in cases.items() if c["source"] == kind and c["target"] == line and c["split"] == split
+                      and eligible(c, checks)]
+                pr = [ports[i] for i in el if i in ports]
+                if not el:
+                    continue
+                secs = sorted(x["seconds"] for x in pr)
+                med = f"{secs[len(secs) // 2]:.1f}" if secs else "-"
+                print(f"| {kind} | {line} | {split} | {len(el)} | {len(pr)} | {sum(x['ok'] for x in pr)} | "
+                      f"{sum(x['identical'] for x in pr)} | {med} |")
+    for split in ("dev", "test"):
+        pr = [ports[i] for i, c in cases.items() if c["split"] == split and i in ports]
+        if pr:
+            print(f"\n**{split}**: {sum(x['ok'] for x in pr)}/{len(pr)} build + integrity, "
+                  f"{sum(x['identical'] for x in pr)}/{len(pr)} identical")
     per = {}
     for c in cases.values():
-        per[(c["target"], c["split"])] = per.get((c["target"], c["split"]), 0) + 1
-    print("\nMined cases per target line: " + ", ".join(
+        if c["source"] == "history":
+            per[(c["target"], c["split"])] = per.get((c["target"], c["split"]), 0) + 1
+    print("\nHistory: mined cases per target line: " + ", ".join(
         f"{l} {per.get((l, 'dev'), 0)} dev / {per.get((l, 'test'), 0)} test" for l in K_LINES))
-    print("\n| target | split | eligible | ported | builds + integrity | identical |")
-    print("|---|---|---|---|---|---|")
-    for line in K_LINES:
-        for split in ("dev", "test"):
-            el = [i for i, c in cases.items() if c["target"] == line and c["split"] == split and checks.get(i, {}).get("eligible")]
-            pr = [ports[i] for i in el if i in ports]
-            if el:
-                print(f"| {line} | {split} | {len(el)} | {len(pr)} | {sum(p['ok'] for p in pr)} | {sum(p['identical'] for p in pr)} |")
     why = {}
-    for i, ch in checks.items():
+    for ch in checks.values():
         if not ch.get("eligible"):
             why[ch.get("why")] = why.get(ch.get("why"), 0) + 1
-    print("\nNot eligible: " + (", ".join(f"{k} {v}" for k, v in sorted(why.items())) or "none"))
+    print(f"History: {sum(1 for c in checks.values() if c.get('eligible'))} of {len(checks)} checked are eligible; "
+          "not eligible: " + (", ".join(f"{k} {v}" for k, v in sorted(why.items())) or "none"))
+    ex = {}
+    for u in units.values():
+        for k, v in (u.get("summary_excluded") or {}).items():
+            ex[k] = ex.get(k, 0) + v
+    print(f"Collapsed: {len(units)} (tree, line) pairs made; blocks not made cases: "
+          + (", ".join(f"{k} {v}" for k, v in sorted(ex.items())) or "none"))
     classes = {}
-    for i, p in ports.items():
-        if not p["ok"]:
-            key = (cases.get(i, {}).get("split", "?"), p.get("class") or "unknown")
+    for i, x in ports.items():
+        if not x["ok"]:
+            key = (cases.get(i, {}).get("split", "?"), x.get("class") or "unknown")
             classes[key] = classes.get(key, 0) + 1
     if classes:
         print("\n| failure class (first unsolved diagnostic) | dev | test |")
@@ -391,17 +493,54 @@ def report(binary=None):
 
 # ---- main ----------------------------------------------------------------------------------------
 
+def make_stage(a, lines, cases):
+    p = paths()
+    if a.kind in ("history", "all"):
+        bundles = a.bundle or sorted(glob.glob(os.path.join(a.wild, "history", "*.bundle")))
+        for b in bundles:
+            if a.only and not any(s in os.path.basename(b) for s in a.only):
+                continue
+            made, stats = mine_repo(b, lines, cases)
+            for c in made:
+                append(p["hist_cases"], c)
+                cases[c["id"]] = c
+            F.log(f"users: {os.path.basename(b)}: {stats['commits']} commits, {stats['ports']} add a version "
+                  f"boundary ({stats['no_target']} newer than every fetched line), {len(made)} new cases")
+    if a.kind in ("collapsed", "all"):
+        units = [u for u in collapsed_units(a.wild, a.no_dkms) if not a.only or any(s in u["id"] for s in a.only)]
+        units = [u for u in units if not a.split or split_of(u["repo_unit"]) == a.split]
+        pairs = [(u, l) for u in units for l in K_LINES if l in lines]
+        if a.sample is not None and a.sample < len(pairs):
+            pairs = sorted(random.Random(a.seed).sample(pairs, a.sample), key=lambda x: (x[0]["id"], K_LINES.index(x[1])))
+            F.log(f"users: collapsed: a sample of {a.sample} (tree, line) pairs (seed {a.seed})")
+        done = load(p["col_cases"], "unit")
+        for i, (u, l) in enumerate(pairs, 1):
+            if f"{u['id']}@{l}" in done:
+                continue
+            recs, tally = make_collapsed(u, l, lines, a.cap, a.jobs)
+            for r in recs:
+                append(p["col_cases"], r)
+                cases[r["id"]] = r
+            append(p["col_cases"], tally)
+            F.log(f"[{i}/{len(pairs)}] {u['id']} on {l}: {tally['cases']} case(s) ({tally['seconds']} s)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--stage", choices=["mine", "check", "port", "all"], default="all")
-    ap.add_argument("--wild", default=DEFAULT_WILD, help="folder with history/*.bundle")
+    ap.add_argument("--kind", choices=["history", "collapsed", "all"], default="all")
+    ap.add_argument("--stage", choices=["make", "check", "port", "all"], default="all",
+                    help="make the cases (history: mine; collapsed: kb cases), check history cases' eligibility, port")
+    ap.add_argument("--wild", default=DEFAULT_WILD, help="folder with trees.tsv, *.tar.gz and history/*.bundle")
     ap.add_argument("--bundle", action="append", default=[], help="a git bundle or repository to mine (repeatable; default: WILD/history/*.bundle)")
-    ap.add_argument("--only", action="append", default=[], help="only repositories whose name contains SUBSTR (repeatable)")
+    ap.add_argument("--no-dkms", action="store_true", help="collapsed: leave out Debian's *-dkms packages")
+    ap.add_argument("--cap", type=int, default=6, help="collapsed: at most N cases per tree and line (default 6)")
+    ap.add_argument("--only", action="append", default=[], help="only trees or repositories whose id contains SUBSTR (repeatable)")
     ap.add_argument("--case", action="append", default=[], help="only this case id (repeatable)")
-    ap.add_argument("--split", choices=["dev", "test"], help="only this split's cases")
-    ap.add_argument("--sample", type=int, help="check and port a seeded random sample of N cases (named in the results)")
+    ap.add_argument("--split", choices=["dev", "test"], help="only this split")
+    ap.add_argument("--sample", type=int, help="a seeded random sample of N (tree, line) pairs to make, and of N cases to check and port")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="make -j of each build")
+    ap.add_argument("--rerun", action="store_true", help="port the selected cases again even if a result exists (the newest result counts)")
     ap.add_argument("--report", action="store_true", help="print the markdown report and exit")
     ap.add_argument("--binary", help="with --report: only the ports of the autodriver binary whose identity starts so")
     a = ap.parse_args()
@@ -410,49 +549,39 @@ def main():
         return 0
     for tool in ("git", "tar", "unifdef"):
         if not shutil.which(tool):
-            sys.exit(f"history-ports: {tool} is not installed (apt-get install git tar unifdef)")
-    os.makedirs(work_dir(), exist_ok=True)
+            sys.exit(f"users: {tool} is not installed (apt-get install git tar unifdef)")
+    os.makedirs(hist_dir(), exist_ok=True)
     os.nice(5)
     with F.Locked(os.path.join(work_dir(), "run.lock"), wait=False):
         lines = line_versions()
-        cases_path = os.path.join(work_dir(), "cases.jsonl")
-        cases = load(cases_path, "case")
-        if a.stage in ("mine", "all"):
-            bundles = a.bundle or sorted(glob.glob(os.path.join(a.wild, "history", "*.bundle")))
-            for b in bundles:
-                if a.only and not any(s in os.path.basename(b) for s in a.only):
-                    continue
-                made, stats = mine_repo(b, lines, cases)
-                for c in made:
-                    append(cases_path, c)
-                    cases[c["id"]] = c
-                F.log(f"history-ports: {os.path.basename(b)}: {stats['commits']} commits, {stats['ports']} add a version "
-                      f"boundary ({stats['no_target']} newer than every fetched line), {len(made)} new cases")
-        todo = [c for c in cases.values() if (not a.only or any(s in c["repository"] for s in a.only))
-                and (not a.split or c["split"] == a.split) and (not a.case or c["id"] in a.case)]
+        p = paths()
+        cases = all_cases()
+        if a.stage in ("make", "all"):
+            make_stage(a, lines, cases)
+        todo = [c for c in cases.values() if (a.kind == "all" or c["source"] == a.kind)
+                and (not a.only or any(s in c["unit"] for s in a.only)) and (not a.split or c["split"] == a.split)
+                and (not a.case or c["id"] in a.case)]
         # Newest target lines first (all run; the order only decides what an interrupted run has).
-        todo.sort(key=lambda c: (-K_LINES.index(c["target"]), c["date"], c["id"]))
+        todo.sort(key=lambda c: (-K_LINES.index(c["target"]), c["source"], c.get("date", ""), c["id"]))
         selection = f"{len(todo)} cases"
         if a.sample is not None and a.sample < len(todo):
             todo = sorted(random.Random(a.seed).sample(todo, a.sample), key=lambda c: c["id"])
             selection = f"sample of {a.sample} of {selection} (seed {a.seed})"
-        checks_path = os.path.join(work_dir(), "checks.jsonl")
-        ports_path = os.path.join(work_dir(), "ports.jsonl")
-        checks = load(checks_path, "check")
-        ports = load(ports_path, "port")
+        checks = load(p["hist_checks"], "check")
+        ports = load(p["ports"], "port")
         binary = F.ad_identity()
         for i, c in enumerate(todo, 1):
-            if a.stage in ("check", "all") and c["id"] not in checks and c["target"] in lines:
-                rec = dict(check_case(c, lines, a.jobs), kind="check", id=c["id"], autodriver_binary=binary)
-                append(checks_path, rec)
+            if c["target"] not in lines:
+                continue
+            if a.stage in ("check", "all") and c["source"] == "history" and c["id"] not in checks:
+                rec = dict(check_history_case(c, lines, a.jobs), kind="check", id=c["id"], autodriver_binary=binary)
+                append(p["hist_checks"], rec)
                 checks[c["id"]] = rec
-                F.log(f"[{i}/{len(todo)}] {c['id']} -> {c['target']}: "
-                      + ("eligible" if rec["eligible"] else rec["why"]))
-            chk = checks.get(c["id"])
-            if a.stage in ("port", "all") and chk and chk.get("eligible") and c["id"] not in ports:
-                rec = dict(port_case(c, chk, lines, a.jobs), kind="port", id=c["id"], autodriver_binary=binary,
-                           selection=selection, date=time.strftime("%Y-%m-%d %H:%M"))
-                append(ports_path, rec)
+                F.log(f"[{i}/{len(todo)}] {c['id']} -> {c['target']}: " + ("eligible" if rec["eligible"] else rec["why"]))
+            if a.stage in ("port", "all") and eligible(c, checks) and (a.rerun or c["id"] not in ports):
+                rec = dict(port_case(c, checks.get(c["id"], {}), lines, a.jobs), kind="port", id=c["id"],
+                           autodriver_binary=binary, selection=selection, date=time.strftime("%Y-%m-%d %H:%M"))
+                append(p["ports"], rec)
                 ports[c["id"]] = rec
                 F.log(f"[{i}/{len(todo)}] {c['id']} -> {c['target']}: {rec['status']}"
                       f"{', identical' if rec['identical'] else ''} ({rec['seconds']} s)"
@@ -466,5 +595,5 @@ if __name__ == "__main__":
     try:
         sys.exit(main())
     except KeyboardInterrupt:
-        F.log("history-ports: interrupted; every finished case is in the results")
+        F.log("users: interrupted; every finished step is in the results")
         sys.exit(130)

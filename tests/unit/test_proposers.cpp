@@ -2203,21 +2203,24 @@ TEST(ReturnFit, ReturnsOfAVoidFunctionLoseTheirValues) {
   auto tmp = util::TempDir::create(util::scratch_root(), "return-fit-");
   ASSERT_TRUE(tmp.has_value());
   const fs::path tree = tmp->path() / "tree";
-  const std::string driver = "static void foo_remove(struct platform_device *pdev)\n{\n"
-                             "\tstruct foo *f = platform_get_drvdata(pdev);\n"
-                             "\tif (!f)\n\t\treturn -ENODEV;\n"                                       // 5: unbraced, no effect
-                             "\tif (f->busy)\n\t\treturn foo_stop(f);\n"                              // 7: unbraced, a call
-                             "\tif (f->irq) {\n\t\treturn foo_irq_off(f);\n\t}\n"                     // 9: braced, a call
-                             "\tfoo_free(f);\n\treturn 0;\n}\n\n"                                     // 12: last, constant
-                             "static void bar(int x)\n{\n\tbar_log(x);\n\treturn bar_done(x);\n}\n\n" // 18: last, a call
-                             "static void *baz(void)\n{\n\treturn 0;\n}\n";                           // 23: void *, not ours
+  const std::string driver =
+      "static void foo_remove(struct platform_device *pdev)\n{\n"
+      "\tstruct foo *f = platform_get_drvdata(pdev);\n"
+      "\tif (!f)\n\t\treturn -ENODEV;\n"                                       // 5: unbraced, no effect
+      "\tif (f->busy)\n\t\treturn foo_stop(f);\n"                              // 7: unbraced, a call
+      "\tif (f->irq) {\n\t\treturn foo_irq_off(f);\n\t}\n"                     // 9: braced, a call
+      "\tfoo_free(f);\n\treturn 0;\n}\n\n"                                     // 12: last, constant
+      "static void bar(int x)\n{\n\tbar_log(x);\n\treturn bar_done(x);\n}\n\n" // 18: last, a call
+      "#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 11, 0)\nstatic int baz_remove(struct platform_device *p)\n"
+      "#else\nstatic void baz_remove(struct platform_device *p)\n#endif\n"
+      "{\n\tbaz_stop(p);\n\treturn 0;\n}\n"; // 28: the prototype in two branches
   ASSERT_TRUE(put(tree / "foo.c", driver));
   propose::PortContext ctx;
   ctx.tree = tree;
   ctx.original_tree = tree;
   ctx.scratch = tmp->path() / "s";
   std::vector<core::Diagnostic> ds;
-  for (int line : {5, 7, 9, 12, 18, 23}) {
+  for (int line : {5, 7, 9, 12, 18, 28}) {
     core::Diagnostic d;
     d.file = "foo.c";
     d.line = line;
@@ -2225,7 +2228,7 @@ TEST(ReturnFit, ReturnsOfAVoidFunctionLoseTheirValues) {
     ds.push_back(d);
   }
   auto edits = propose::make_return_fit()->propose(ds, ctx);
-  ASSERT_EQ(edits.size(), 2u) << (edits.empty() ? std::string() : edits[0].title);
+  ASSERT_EQ(edits.size(), 3u);
   for (const auto& e : edits) ASSERT_TRUE(propose::apply_edit(e, tree, ctx.scratch)) << e.title;
   auto after = util::read_file(tree / "foo.c");
   ASSERT_TRUE(after);
@@ -2234,5 +2237,5 @@ TEST(ReturnFit, ReturnsOfAVoidFunctionLoseTheirValues) {
   EXPECT_NE(after->find("\tif (f->irq) {\n\t\tfoo_irq_off(f);\n\t\treturn;\n\t}\n"), std::string::npos) << *after;
   EXPECT_NE(after->find("\tfoo_free(f);\n}\n"), std::string::npos) << *after;
   EXPECT_NE(after->find("\tbar_log(x);\n\tbar_done(x);\n}\n"), std::string::npos) << *after;
-  EXPECT_NE(after->find("static void *baz(void)\n{\n\treturn 0;\n}\n"), std::string::npos) << *after;
+  EXPECT_NE(after->find("#endif\n{\n\tbaz_stop(p);\n}\n"), std::string::npos) << *after;
 }
