@@ -193,7 +193,10 @@ def run(argv, timeout, cwd=None, env=None):
             os.killpg(p.pid, signal.SIGINT)
             p.wait(timeout=10)
         except Exception:
-            os.killpg(p.pid, signal.SIGKILL)
+            try:
+                os.killpg(p.pid, signal.SIGKILL)  # the group may be gone already (Ctrl-C reached it too)
+            except ProcessLookupError:
+                pass
             p.wait()
         raise
     return rc, out.decode("utf-8", "replace"), time.monotonic() - t0

@@ -493,7 +493,9 @@ def report(binary=None):
 
 # ---- main ----------------------------------------------------------------------------------------
 
-def make_stage(a, lines, cases):
+def make_stage(a, lines, cases, port_now):
+    """Makes the cases; with PORT_NOW (stage all) each (tree, line) pair's collapsed cases are
+    ported as soon as they exist, so an interrupted run has results, not only cases."""
     p = paths()
     if a.kind in ("history", "all"):
         bundles = a.bundle or sorted(glob.glob(os.path.join(a.wild, "history", "*.bundle")))
@@ -514,6 +516,7 @@ def make_stage(a, lines, cases):
             pairs = sorted(random.Random(a.seed).sample(pairs, a.sample), key=lambda x: (x[0]["id"], K_LINES.index(x[1])))
             F.log(f"users: collapsed: a sample of {a.sample} (tree, line) pairs (seed {a.seed})")
         done = load(p["col_cases"], "unit")
+        chosen = {f"{u['slug']}@{l}/" for u, l in pairs}
         for i, (u, l) in enumerate(pairs, 1):
             if f"{u['id']}@{l}" in done:
                 continue
@@ -523,6 +526,11 @@ def make_stage(a, lines, cases):
                 cases[r["id"]] = r
             append(p["col_cases"], tally)
             F.log(f"[{i}/{len(pairs)}] {u['id']} on {l}: {tally['cases']} case(s) ({tally['seconds']} s)")
+            if port_now:
+                for r in recs:
+                    port_now(r, f"[{i}/{len(pairs)}]")
+        return chosen
+    return None
 
 
 def main():
@@ -556,20 +564,38 @@ def main():
         lines = line_versions()
         p = paths()
         cases = all_cases()
-        if a.stage in ("make", "all"):
-            make_stage(a, lines, cases)
-        todo = [c for c in cases.values() if (a.kind == "all" or c["source"] == a.kind)
-                and (not a.only or any(s in c["unit"] for s in a.only)) and (not a.split or c["split"] == a.split)
-                and (not a.case or c["id"] in a.case)]
-        # Newest target lines first (all run; the order only decides what an interrupted run has).
-        todo.sort(key=lambda c: (-K_LINES.index(c["target"]), c["source"], c.get("date", ""), c["id"]))
-        selection = f"{len(todo)} cases"
-        if a.sample is not None and a.sample < len(todo):
-            todo = sorted(random.Random(a.seed).sample(todo, a.sample), key=lambda c: c["id"])
-            selection = f"sample of {a.sample} of {selection} (seed {a.seed})"
         checks = load(p["hist_checks"], "check")
         ports = load(p["ports"], "port")
         binary = F.ad_identity()
+        selection = f"sample of {a.sample} (tree, line) pairs (seed {a.seed})" if a.sample is not None else "all cases"
+
+        def port_one(c, where):
+            rec = dict(port_case(c, checks.get(c["id"], {}), lines, a.jobs), kind="port", id=c["id"],
+                       autodriver_binary=binary, selection=selection, date=time.strftime("%Y-%m-%d %H:%M"))
+            append(p["ports"], rec)
+            ports[c["id"]] = rec
+            F.log(f"{where} {c['id']} -> {c['target']}: {rec['status']}"
+                  f"{', identical' if rec['identical'] else ''} ({rec['seconds']} s)"
+                  + ("" if rec["ok"] else f" [{rec['class']}]"))
+
+        if a.stage in ("make", "all"):
+            chosen = make_stage(a, lines, cases, port_one if a.stage == "all" else None)
+        else:
+            chosen = None
+        todo = [c for c in cases.values() if (a.kind == "all" or c["source"] == a.kind)
+                and (not a.only or any(s in c["unit"] for s in a.only)) and (not a.split or c["split"] == a.split)
+                and (not a.case or c["id"] in a.case)]
+        if chosen is not None and a.sample is not None:
+            # The collapsed cases of the sampled (tree, line) pairs; history cases sampled below.
+            todo = [c for c in todo if c["source"] != "collapsed" or any(c["id"].startswith(x) for x in chosen)]
+        # Newest target lines first (all run; the order only decides what an interrupted run has).
+        todo.sort(key=lambda c: (-K_LINES.index(c["target"]), c["source"], c.get("date", ""), c["id"]))
+        selection = f"{len(todo)} cases"
+        hist = [c for c in todo if c["source"] == "history"]
+        if a.sample is not None and a.sample < len(hist):
+            keep = {c["id"] for c in random.Random(a.seed).sample(hist, a.sample)}
+            todo = [c for c in todo if c["source"] != "history" or c["id"] in keep]
+            selection = f"sample of {a.sample} of the history cases (seed {a.seed}); {selection}"
         for i, c in enumerate(todo, 1):
             if c["target"] not in lines:
                 continue
@@ -579,13 +605,7 @@ def main():
                 checks[c["id"]] = rec
                 F.log(f"[{i}/{len(todo)}] {c['id']} -> {c['target']}: " + ("eligible" if rec["eligible"] else rec["why"]))
             if a.stage in ("port", "all") and eligible(c, checks) and (a.rerun or c["id"] not in ports):
-                rec = dict(port_case(c, checks.get(c["id"], {}), lines, a.jobs), kind="port", id=c["id"],
-                           autodriver_binary=binary, selection=selection, date=time.strftime("%Y-%m-%d %H:%M"))
-                append(p["ports"], rec)
-                ports[c["id"]] = rec
-                F.log(f"[{i}/{len(todo)}] {c['id']} -> {c['target']}: {rec['status']}"
-                      f"{', identical' if rec['identical'] else ''} ({rec['seconds']} s)"
-                      + ("" if rec["ok"] else f" [{rec['class']}]"))
+                port_one(c, f"[{i}/{len(todo)}]")
     return 0
 
 
