@@ -286,3 +286,15 @@ TEST(GccParser, ABuildInASubfolderNamesFilesRelativeToTheTree) {
   ASSERT_EQ(ds[2].notes.size(), 1u);
   EXPECT_EQ(ds[2].notes[0].file, "/usr/src/linux/include/linux/timer.h");
 }
+
+// A Makefile passing `M=$(PWD)/` on makes gcc print "/tree//x.c": the file is still the tree's x.c.
+TEST(GccParser, ADoubledSlashInTheTreePathIsTheSameFile) {
+  gate::ParseOptions o;
+  o.tree_root = "/autodriver/tree";
+  auto ds = gate::parse_build_output("/autodriver/tree//kvmfr.c:429:22: error: 'MEMORY_DEVICE_DEVDAX' undeclared (first use in "
+                                     "this function)\n",
+                                     o);
+  ASSERT_EQ(ds.size(), 1u);
+  EXPECT_EQ(ds[0].file, "kvmfr.c");
+  EXPECT_EQ(ds[0].line, 429);
+}

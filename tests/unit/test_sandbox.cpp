@@ -57,6 +57,11 @@ TEST(Sandbox, AsRootTheCommandRunsAsAnUnprivilegedUidWithNoCapabilities) {
   EXPECT_EQ(in_tree[env + 1], "-C");
   EXPECT_EQ(in_tree[env + 2], "/tmp/x/tree");
   EXPECT_EQ(in_tree[env + 4], "PWD=/tmp/x/tree") << "Makefiles build M=$(PWD)";
+  // A working directory given with a trailing '/' (tree / "") is exported without it: a Makefile's
+  // M=$(PWD) would make gcc print "/tmp/x/tree//x.c".
+  auto slash = ad::util::sandbox_argv({}, {"make"}, "/tmp/x/tree/", root);
+  EXPECT_TRUE(has(slash, "PWD=/tmp/x/tree"));
+  EXPECT_TRUE(has(slash, "/tmp/x/tree"));
   // Only the capabilities setpriv needs are kept until it runs.
   for (std::size_t i = 0; i + 1 < argv.size(); ++i)
     if (argv[i] == "--cap-add") {

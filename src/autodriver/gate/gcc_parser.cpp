@@ -131,7 +131,12 @@ std::string relativize(const std::string& file, const std::string& root, const s
   }
   if (!root.empty()) {
     std::string prefix = root.back() == '/' ? root : root + "/";
-    if (file.starts_with(prefix)) return file.substr(prefix.size());
+    // `M=$(PWD)/` or `$(src)/./x.c` print "/tree//x.c": the same file as "/tree/x.c" (".." stays:
+    // "/tree/../common/x.o" is told "../common/x.o").
+    std::string n = file;
+    for (std::size_t at; (at = n.find("//")) != std::string::npos;) n.erase(at, 1);
+    for (std::size_t at; (at = n.find("/./")) != std::string::npos;) n.erase(at, 2);
+    if (n.starts_with(prefix)) return n.substr(prefix.size());
   }
   return file;
 }

@@ -242,6 +242,9 @@ std::vector<std::string> sandbox_argv(const SandboxSpec& spec, const std::vector
       }
     }
   }
+  // No trailing '/' ("tree/" + an empty subdir): Makefiles pass `M=$(PWD)` on, and gcc would
+  // print "/tree//x.c".
+  if (std::string d = dir.lexically_normal().string(); d.size() > 1 && d.back() == '/') dir = d.substr(0, d.size() - 1);
   // As root the working directory is entered by the unprivileged uid that owns it (`env -C`):
   // bubblewrap's own chdir happens as root without capabilities, which may not enter it.
   // PWD names the working directory, as a shell that cd'd there exports it: Makefiles build with
