@@ -59,6 +59,19 @@ bool put(const fs::path& p, const std::string& text) {
   return static_cast<bool>(util::write_file(p, text));
 }
 
+/// One error diagnostic with MESSAGE at each of LINES of FILE.
+std::vector<core::Diagnostic> errors_at(const std::string& file, const std::string& message, std::initializer_list<int> lines) {
+  std::vector<core::Diagnostic> ds;
+  for (int line : lines) {
+    core::Diagnostic d;
+    d.file = file;
+    d.line = line;
+    d.message = message;
+    ds.push_back(d);
+  }
+  return ds;
+}
+
 const propose::Edit* find_edit(const std::vector<propose::Edit>& es, const std::string& change_id) {
   for (const auto& e : es)
     if (e.change_id == change_id && e.rank == 0) return &e;
@@ -1796,14 +1809,7 @@ TEST(VoidResult, UsesOfAValueTheKernelNoLongerReturnsBecomeZero) {
   ctx.tree = tree;
   ctx.original_tree = tree;
   ctx.scratch = tmp->path() / "s";
-  std::vector<core::Diagnostic> ds;
-  for (int line : {5, 9, 14}) {
-    core::Diagnostic d;
-    d.file = "wd.c";
-    d.line = line;
-    d.message = "void value not ignored as it ought to be";
-    ds.push_back(d);
-  }
+  auto ds = errors_at("wd.c", "void value not ignored as it ought to be", {5, 9, 14});
   auto edits = propose::make_void_result()->propose(ds, ctx);
   ASSERT_EQ(edits.size(), 1u);
   EXPECT_EQ(edits[0].change_id, "void-result:ipmi_destroy_user");
@@ -2219,14 +2225,7 @@ TEST(ReturnFit, ReturnsOfAVoidFunctionLoseTheirValues) {
   ctx.tree = tree;
   ctx.original_tree = tree;
   ctx.scratch = tmp->path() / "s";
-  std::vector<core::Diagnostic> ds;
-  for (int line : {5, 7, 9, 12, 18, 28}) {
-    core::Diagnostic d;
-    d.file = "foo.c";
-    d.line = line;
-    d.message = "'return' with a value, in function returning void";
-    ds.push_back(d);
-  }
+  auto ds = errors_at("foo.c", "'return' with a value, in function returning void", {5, 7, 9, 12, 18, 28});
   auto edits = propose::make_return_fit()->propose(ds, ctx);
   ASSERT_EQ(edits.size(), 3u);
   for (const auto& e : edits) ASSERT_TRUE(propose::apply_edit(e, tree, ctx.scratch)) << e.title;

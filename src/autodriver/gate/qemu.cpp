@@ -35,6 +35,9 @@ using namespace std::chrono_literals;
 // the hung-task detector, checked every 5 s, instead of after Debian's 120 s, so the report lands
 // inside the boot timeout. An NMI from the host (a guest still running near the timeout) panics
 // with a trace of where the CPU was.
+/// What the initramfs's /init prints first (gate/initramfs.cpp): the kernel's own boot is over.
+static constexpr const char* k_init_marker = "@@AD init";
+
 static constexpr const char* k_guest_cmdline =
     "console=ttyS0 panic=-1 oops=panic quiet loglevel=4 slub_debug=FZP sysctl.kernel.hung_task_timeout_secs=15 "
     "sysctl.kernel.hung_task_check_interval_secs=5 unknown_nmi_panic=1";
@@ -122,7 +125,6 @@ public:
   struct Outcome {
     bool nmi = false;  ///< the NMI went in
     bool quit = false; ///< QEMU was told to quit at the deadline
-    bool reached_init = false;
   };
   Outcome stop() {
     {
@@ -132,7 +134,7 @@ public:
     m_cv.notify_all();
     if (m_thread.joinable()) m_thread.join();
     std::lock_guard lock(m_mutex);
-    return {m_nmi, m_quit, m_init.has_value()};
+    return {m_nmi, m_quit};
   }
 
 private:
@@ -145,6 +147,8 @@ private:
       if (!nmi_tried && now >= deadline - r.nmi_before) {
         nmi_tried = true;
         lock.unlock();
+        // pvpanic's notifier runs before a panic in NMI context has flushed its console output:
+        // QEMU must not exit on it, the guest's own reboot (panic=-1, -no-reboot) ends the run.
         bool sent = qmp_send(r.qmp_socket, "{\"execute\":\"set-action\",\"arguments\":{\"panic\":\"none\"}}\n"
                                            "{\"execute\":\"inject-nmi\"}\n");
         util::log_debug("qemu: NMI injected: {}", sent);
@@ -219,7 +223,7 @@ std::string choose_accel(const BootRequest& r) {
   BootRequest probe = r;
   probe.device.clear();
   auto res = run_qemu(probe, "kvm", 8s);
-  bool works = res && !res->timed_out && res->out.find("@@AD init") != std::string::npos;
+  bool works = res && !res->timed_out && res->out.find(k_init_marker) != std::string::npos;
   std::string accel = works ? "kvm" : "tcg";
   nlohmann::json j = {{"schema_version", 1}, {"boot_id", id}, {"accel", accel}, {"probe_ms", res ? res->elapsed.count() : -1}};
   (void)util::write_file_atomic(cache, j.dump(2, ' ', false, util::json_bytes) + "\n");
@@ -236,7 +240,7 @@ util::Expected<BootResult> boot_qemu(const BootRequest& r) {
   BootResult out;
   out.accel = choose_accel(r);
   Watchdog dog(r);
-  const std::string marker = "@@AD init";
+  const std::string marker = k_init_marker;
   auto res =
       run_qemu(r, out.accel, r.boot_allowance + r.timeout, [&dog, &marker, tail = std::string()](std::string_view chunk) mutable {
         tail.append(chunk);
@@ -245,7 +249,6 @@ util::Expected<BootResult> boot_qemu(const BootRequest& r) {
       });
   auto watched = dog.stop();
   out.nmi_injected = watched.nmi;
-  out.reached_init = watched.reached_init;
   if (!r.qmp_socket.empty()) {
     std::error_code ec;
     fs::remove(r.qmp_socket, ec);
@@ -253,7 +256,7 @@ util::Expected<BootResult> boot_qemu(const BootRequest& r) {
   if (!res) return util::unexpected(res.error());
   out.run = std::move(*res);
   if (watched.quit) out.run.timed_out = true; // told to quit at the deadline: a timeout like the run's own
-  if (!out.run.timed_out && out.run.exit_code != 0 && out.run.out.find("@@AD init") == std::string::npos &&
+  if (!out.run.timed_out && out.run.exit_code != 0 && out.run.out.find(k_init_marker) == std::string::npos &&
       out.run.out.find("Linux version") == std::string::npos && out.run.out.find("qemu-system") != std::string::npos)
     return util::unexpected(util::ErrorKind::spawn,
                             "qemu failed to start: " + std::string(util::trim(util::tail_capped(out.run.out, 400))));

@@ -36,7 +36,6 @@ struct BootResult {
   std::string accel;         ///< "kvm" or "tcg"
   bool panic_exit = false;   ///< QEMU exited through the pvpanic action
   bool nmi_injected = false; ///< the guest was still running near the timeout and got an NMI
-  bool reached_init = false; ///< "@@AD init" was seen while it ran
 };
 
 /// The qemu-system-x86_64 argv for a request and an accelerator.

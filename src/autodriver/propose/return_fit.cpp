@@ -82,19 +82,18 @@ public:
   std::string_view id() const override { return "return-fit"; }
 
   std::vector<Edit> propose(const std::vector<core::Diagnostic>& diags, const PortContext& ctx) override {
-    // file -> function -> lines gcc named
-    std::map<std::string, std::map<std::string, std::set<int>>> wanted;
+    std::map<std::string, std::set<int>> wanted; // file -> lines gcc named
     for (const auto& d : diags)
       if (d.severity == core::Severity::error && d.message == k_message && !d.file.empty() && d.file.front() != '/' && d.line > 0)
-        wanted[d.file][""].insert(d.line);
+        wanted[d.file].insert(d.line);
     std::vector<Edit> out;
-    for (const auto& [file, by_fn] : wanted) {
+    for (const auto& [file, lines] : wanted) {
       auto text = util::read_file(ctx.tree / file);
       if (!text) continue;
       auto toks = tokenize(*text);
       auto units = find_units(toks);
       std::map<std::string, std::vector<Rewrite>> rewrites; // function -> its rewrites
-      for (int line : by_fn.at("")) {
+      for (int line : lines) {
         auto r = std::find_if(toks.begin(), toks.end(), [&](const Token& t) { return t.line == line && t.text == "return"; });
         if (r == toks.end() || r == toks.begin()) continue;
         const std::size_t ri = static_cast<std::size_t>(r - toks.begin());
