@@ -717,7 +717,7 @@ def main():
                                  epilog="See the header of this script for what the reference build is.")
     ap.add_argument("--kernels", default=",".join(K_LINES), help="comma-separated kernel lines (default: all five)")
     ap.add_argument("--only", action="append", default=[], help="only trees whose id contains SUBSTR (repeatable)")
-    ap.add_argument("--sample", type=int, help="a seeded random sample of N pairs (named in the results and the report)")
+    ap.add_argument("--sample", type=int, help="a seeded random sample of N pairs, run in that random order (N >= all pairs: every pair, shuffled; named in the results and the report)")
     ap.add_argument("--seed", type=int, default=1, help="seed of --sample (default 1)")
     ap.add_argument("--results", default=os.path.join(work_dir(), "results.jsonl"), help="JSONL results file")
     ap.add_argument("--wild", default=DEFAULT_WILD, help="folder with trees.tsv, *.tar.gz and history/*.bundle")
@@ -762,10 +762,11 @@ def main():
         selection = f"{len(units)} trees x kernels {','.join(k['line'] for k in kernels)}"
         if a.only:
             selection += f", --only {','.join(a.only)}"
-        if a.sample is not None and a.sample < len(pairs):
-            pairs = sorted(random.Random(a.seed).sample(pairs, a.sample),
-                           key=lambda p: (units.index(p[0]), lines.index(p[1]["line"])))
-            selection = f"sample of {a.sample} of {len(units) * len(kernels)} pairs (seed {a.seed}) from {selection}"
+        if a.sample is not None:
+            # Kept in the seeded random order: a run stopped early (and resumed later) has run a
+            # prefix of that order, itself a seeded random sample, never the first packages by name.
+            pairs = random.Random(a.seed).sample(pairs, min(a.sample, len(pairs)))
+            selection = f"sample of {len(pairs)} of {len(units) * len(kernels)} pairs in seeded random order (seed {a.seed}) from {selection}"
         roots = {}
         for k in sorted({k["release"]: k for _, k in pairs}.values(), key=lambda k: lines.index(k["line"])):
             root, info = reference_root(k)

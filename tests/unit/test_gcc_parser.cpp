@@ -298,3 +298,18 @@ TEST(GccParser, ADoubledSlashInTheTreePathIsTheSameFile) {
   EXPECT_EQ(ds[0].file, "kvmfr.c");
   EXPECT_EQ(ds[0].line, 429);
 }
+
+// falcosecurity's Makefile prints each feature probe's output with $(info $(shell ...)): one line,
+// "[configure-kmod] make: Entering directory ... test.c:23:30: error: ...". The probe's errors
+// are expected and name no file of the build: not diagnostics.
+TEST(GccParser, TextBeforeTheLocationIsNoDiagnostic) {
+  gate::ParseOptions o;
+  o.tree_root = "/autodriver/tree";
+  auto ds = gate::parse_build_output("[configure-kmod] make: Entering directory '/autodriver/tree/configure/X' "
+                                     "/autodriver/tree/configure/X/test.c:23:30: error: 'class_create' undeclared\n"
+                                     "/autodriver/tree/main.c:163:1: error: unknown type name 'cputime_t'\n",
+                                     o);
+  ASSERT_EQ(ds.size(), 1u);
+  EXPECT_EQ(ds[0].file, "main.c");
+  EXPECT_EQ(ds[0].line, 163);
+}

@@ -1431,6 +1431,47 @@ TEST(TargetApi, FunctionPointerDeclarationAndDefinitionAreSynced) {
   EXPECT_GT(sync[1]->rank, sync[0]->rank);
 }
 
+TEST(TargetApi, PrototypeAndDefinitionSyncedFromTheSourceWhenGccDoesNotPrintTheType) {
+  // gcc 10 (the 5.10 line's compiler) says only "conflicting types for 'f'": the definition's
+  // signature is read from its line. The prototype follows the definition (rank 1), or the
+  // definition's return type follows the prototype (rank 2); the build tells which.
+  MiniPort m("protosync-", {},
+             {{"drv.h", "struct vm_fault;\nint drv_fault(struct vm_fault *vmf);\n"},
+              {"drv.c", "#include \"drv.h\"\n"
+                        "#if KERNEL_VERSION(4, 17, 0) <= LINUX_VERSION_CODE\n"
+                        "static inline vm_fault_t drv_fault(struct vm_fault *vmf)\n"
+                        "{\n"
+                        "#else\n"
+                        "int drv_fault(struct vm_fault *vmf)\n"
+                        "{\n"
+                        "#endif\n"
+                        "\treturn 0;\n}\n"}});
+  ASSERT_TRUE(m.tmp.has_value());
+  TargetOnly port(m.src, m.tree, m.tmp->path() / "s");
+  core::Diagnostic d;
+  d.kind = core::DiagKind::conflicting_types;
+  d.file = "drv.c";
+  d.line = 3;
+  d.message = "conflicting types for 'drv_fault'";
+  d.symbols = {"drv_fault"};
+  d.notes.push_back({"drv.h", 2, 5, "previous declaration of 'drv_fault' was here"});
+  auto edits = propose::make_target_api()->propose({d}, port.ctx);
+  std::vector<const propose::Edit*> sync;
+  for (const auto& e : edits)
+    if (e.change_id == "proto:drv_fault") sync.push_back(&e);
+  std::sort(sync.begin(), sync.end(), [](auto* a, auto* b) { return a->rank < b->rank; });
+  ASSERT_EQ(sync.size(), 2u);
+  ASSERT_EQ(sync[0]->text_edits.size(), 1u);
+  EXPECT_EQ(sync[0]->text_edits[0].file, "drv.h");
+  EXPECT_EQ(sync[0]->text_edits[0].line, 2);
+  EXPECT_EQ(sync[0]->text_edits[0].text, "vm_fault_t drv_fault(struct vm_fault *vmf);\n");
+  ASSERT_EQ(sync[1]->text_edits.size(), 1u);
+  EXPECT_EQ(sync[1]->text_edits[0].file, "drv.c");
+  EXPECT_EQ(sync[1]->text_edits[0].line, 3);
+  EXPECT_EQ(sync[1]->text_edits[0].remove, 1);
+  EXPECT_EQ(sync[1]->text_edits[0].text, "static inline int drv_fault(struct vm_fault *vmf)\n");
+}
+
 namespace {
 core::Diagnostic diag_at(core::DiagKind kind, const char* file, int line, std::vector<std::string> symbols) {
   core::Diagnostic d;

@@ -1,5 +1,6 @@
 // loop::trial_objects: which kbuild single objects judge a trial (issue 16).
 
+#include "autodriver/loop/trial.hpp"
 #include "autodriver/loop/trial_objects.hpp"
 #include "autodriver/util/files.hpp"
 
@@ -110,4 +111,58 @@ TEST_F(TrialObjectsTest, AUnitTheAssemblerRejectedIsCompiled) {
   EXPECT_EQ(loop::compiled_units(work, {d}), (std::set<std::string>{"os/g.c"}));
   d.tool = "modpost";
   EXPECT_TRUE(loop::compiled_units(work, {d}).empty());
+}
+
+namespace {
+
+/// A build that reports "'OLD' undeclared" in every C file it compiles while include/osdep.h
+/// still says OLD, and in core/a.c and core/b.c only (the others do not use it).
+class OldNameBuilder : public loop::Builder {
+public:
+  int full_builds = 0;
+  util::Expected<loop::BuildState> build(const core::Kernel&, const fs::path& tree, const loop::BuildLimit&,
+                                         const std::vector<std::string>& objects) override {
+    if (objects.empty()) ++full_builds;
+    auto header = util::read_file(tree / "include/osdep.h");
+    std::vector<core::Diagnostic> diags;
+    for (const char* u : {"core/a.c", "core/b.c"}) {
+      std::string obj = fs::path(u).replace_extension(".o").string();
+      if (!objects.empty() && std::find(objects.begin(), objects.end(), obj) == objects.end()) continue;
+      if (header && header->find("OLD") != std::string::npos) {
+        auto d = error_in(u);
+        d.tool = "gcc";
+        d.severity = core::Severity::error;
+        d.message = "'OLD' undeclared (first use in this function)";
+        diags.push_back(d);
+      }
+    }
+    return loop::state_of(diags, diags.empty());
+  }
+  bool single_objects() const override { return true; }
+};
+
+} // namespace
+
+// evdi on 5.10: the fix is in a header (its prototype), the errors in two of the C files that
+// include it. The trial compiles those two alone; their old errors must not be carried over
+// beside the new (none), or a header fix never looks like progress.
+TEST_F(TrialObjectsTest, AHeaderFixClearsTheErrorsOfTheFilesItRecompiled) {
+  put("include/osdep.h", "int OLD;\n");
+  OldNameBuilder builder;
+  core::Kernel k;
+  auto cur = builder.build(k, work, loop::BuildLimit{}, {});
+  ASSERT_TRUE(cur);
+  ASSERT_EQ(cur->errors.size(), 2u);
+  propose::Edit e;
+  e.change_id = "proto:x";
+  e.text_edits.push_back({"include/osdep.h", 1, 1, "int NEW;\n", std::nullopt});
+  propose::ApplyOptions options;
+  const fs::path scratch = tmp->path() / "scratch";
+  fs::create_directories(scratch);
+  loop::TrialSetup setup{work, scratch, k, builder, options, {}};
+  auto t = loop::try_edits({&e}, setup, loop::BuildLimit{}, *cur);
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_TRUE(t->state.errors.empty());
+  EXPECT_TRUE(t->state.ok); // no error left after the two objects: the whole module was built
+  EXPECT_EQ(builder.full_builds, 2);
 }

@@ -107,6 +107,10 @@ bool parse_location_line(std::string_view line, Loc& loc) {
   static const std::regex k_re(R"(^(.+?):(\d+):(?:(\d+):)? (fatal error|error|warning|note): (.*)$)");
   std::match_results<std::string_view::const_iterator> m;
   if (!std::regex_match(line.begin(), line.end(), m, k_re)) return false;
+  // A path holding ": " is a line with text before gcc's own ("[probe] make: Entering ...
+  // test.c:23:30: error: ..."): a Makefile's $(info $(shell ...)) prints a feature probe's whole
+  // output on one line; those errors are the probe's, expected, and name no file of the build.
+  if (m[1].str().find(": ") != std::string::npos) return false;
   loc.file = m[1].str();
   loc.line = location_number(m[2].str());
   loc.column = m[3].matched ? location_number(m[3].str()) : 0;

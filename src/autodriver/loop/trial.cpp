@@ -79,9 +79,11 @@ util::Expected<Trial> try_edits(const std::vector<const propose::Edit*>& edits, 
       merged.signatures.clear();
       for (const auto& d : merged.errors) merged.signatures.insert(error_signature(d));
       // The other files' diagnostics as the current build has them; the changed files' (and a
-      // changed header's, whoever reported them) come from the objects just compiled.
+      // changed header's, whoever reported them) and those of the C files just compiled (a
+      // header's users: their errors may be gone) come from the objects just compiled.
       for (const auto& d : cur.all) {
         if (changed.count(tree_relative(d.file, gate::k_sandbox_tree))) continue;
+        if (picked.units.count(reporting_unit(d, gate::k_sandbox_tree, setup.subdir))) continue;
         merged.all.push_back(d);
         count_diagnostic(merged, d);
       }

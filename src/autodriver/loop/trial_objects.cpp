@@ -175,6 +175,7 @@ TrialObjects trial_objects(const std::set<std::string>& changed, const std::vect
     }
     out.objects.push_back((p.parent_path() / (p.stem().string() + ".o")).string());
   }
+  out.units = std::move(units);
   return out;
 }
 

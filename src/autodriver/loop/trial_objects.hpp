@@ -16,6 +16,8 @@ struct TrialObjects {
   /// A changed header is judged by a sample of the C files that include it, not all of them:
   /// the files outside the sample keep their diagnostics until a full build refreshes them.
   bool sampled = false;
+  /// The C files those objects compile (relative to the tree): their diagnostics all come anew.
+  std::set<std::string> units;
 };
 
 /// The objects a trial that changed `changed` (paths relative to the tree) can be judged by, given

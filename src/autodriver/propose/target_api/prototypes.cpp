@@ -111,6 +111,89 @@ void pointer_sync(const PortContext& ctx, const core::Diagnostic& d, const core:
   }
 }
 
+/// A declaration's return type: the tokens before `name` back to the previous statement,
+/// directive or file start, without storage words. Its first token index, or npos.
+std::size_t return_type_start(const std::vector<Token>& toks, std::size_t name) {
+  std::size_t b = name;
+  while (b > 0) {
+    const Token& t = toks[b - 1];
+    if (t.kind == TokKind::pp_line || (t.kind == TokKind::punct && (t.text == ";" || t.text == "}" || t.text == "{"))) break;
+    --b;
+  }
+  static const std::set<std::string> k_storage = {"static",     "extern",          "inline",  "__inline",
+                                                  "__inline__", "__always_inline", "noinline"};
+  while (b < name && k_storage.contains(toks[b].text)) ++b;
+  return b < name ? b : std::string::npos;
+}
+
+/// The signature of `name` declared or defined on `line` of `text`, read from the source (gcc
+/// before 11 says only "conflicting types for 'f'", without the "; have '...'" of its type):
+/// the return type's and the parameter list's text, and the return type's first token.
+struct SourceSignature {
+  std::string ret, params;
+  std::size_t ret_first = 0, name_tok = 0;
+};
+std::optional<SourceSignature> signature_at(const std::string& text, const std::vector<Token>& toks, int line,
+                                            const std::string& name) {
+  // The source's own spelling, blanks and line breaks folded to one space.
+  auto spelled = [&](std::size_t from, std::size_t to) {
+    std::string out;
+    for (char c : text.substr(from, to - from)) {
+      bool blank = c == ' ' || c == '\t' || c == '\n' || c == '\r';
+      if (blank && (out.empty() || out.back() == ' ')) continue;
+      out += blank ? ' ' : c;
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out;
+  };
+  for (std::size_t i = 0; i + 1 < toks.size(); ++i) {
+    if (toks[i].line != line || toks[i].kind != TokKind::ident || toks[i].text != name || toks[i + 1].text != "(") continue;
+    std::size_t close = matching_close(toks, i + 1);
+    std::size_t b = return_type_start(toks, i);
+    if (close == std::string::npos || b == std::string::npos) return std::nullopt;
+    for (std::size_t k = i + 2; k < close; ++k)
+      if (toks[k].kind == TokKind::pp_line) return std::nullopt; // a parameter list split by #if
+    return SourceSignature{spelled(toks[b].begin, toks[i - 1].end), spelled(toks[i + 1].end, toks[close].begin), b, i};
+  }
+  return std::nullopt;
+}
+
+/// The other direction of prototype_sync, for a return type only: the definition of `name` at
+/// d.file:d.line returns what the driver's own prototype says (a port retyped the prototype,
+/// or a maintainer's block held only the definition). Parameters are left alone.
+void definition_follows(const PortContext& ctx, const core::Diagnostic& d, const core::DiagNote& prev, const std::string& name,
+                        std::vector<Edit>& out) {
+  auto def_text = util::read_file(ctx.tree / d.file);
+  auto decl_text = util::read_file(ctx.tree / prev.file);
+  if (!def_text || !decl_text) return;
+  auto dt = tokenize(*def_text), pt = tokenize(*decl_text);
+  auto def = signature_at(*def_text, dt, d.line, name);
+  auto decl = signature_at(*decl_text, pt, prev.line, name);
+  if (!def || !decl || type_key(def->ret) == type_key(decl->ret)) return;
+  const Token& first = dt[def->ret_first];
+  const Token& at = dt[def->name_tok];
+  std::size_t ls = def_text->rfind('\n', first.begin);
+  ls = ls == std::string::npos ? 0 : ls + 1;
+  std::size_t le = def_text->find('\n', at.begin);
+  le = le == std::string::npos ? def_text->size() : le + 1;
+  std::string lines = def_text->substr(ls, first.begin - ls) + decl->ret + (decl->ret.ends_with("*") ? "" : " ") +
+                      def_text->substr(at.begin, le - at.begin);
+  if (!lines.ends_with("\n")) lines += "\n";
+  Edit e;
+  e.proposer = "target-api";
+  e.change_id = "proto:" + name;
+  e.label = "other";
+  e.title = fmt::format("the definition of {} returns {} as its prototype says", name, decl->ret);
+  e.description = fmt::format("{}() is declared in {}:{} returning '{}' and defined in {}:{} returning '{}'; the "
+                              "definition's return type is rewritten to the declaration's.",
+                              name, prev.file, prev.line, decl->ret, d.file, d.line, def->ret);
+  e.text_edits.push_back({d.file, first.line, at.line - first.line + 1, lines, std::nullopt});
+  e.symbols = {name};
+  e.support = 1;
+  e.rank = 2;
+  out.push_back(std::move(e));
+}
+
 } // namespace
 
 /// "conflicting types for 'f'" where both the definition and the earlier prototype are the
@@ -130,21 +213,34 @@ void prototype_sync(const PortContext& ctx, const core::Diagnostic& d, std::vect
     pointer_sync(ctx, d, *prev, name, out);
     return;
   }
+  definition_follows(ctx, d, *prev, name, out);
   // The definition's type as gcc prints it: "have 'int(struct dm_target *, struct bio *)'" (read
-  // from the message, since a definition whose header sits in its own #if has no plain text).
+  // from the message, since a definition whose header sits in its own #if has no plain text);
+  // gcc before 11 does not print it: then the definition's own text on its line.
   static const std::regex k_have(R"(; have '([^'(]+)\(([^']*)\)')");
   std::smatch hm;
-  if (!std::regex_search(d.message, hm, k_have)) return;
+  std::string ret, params;
+  const bool from_message = std::regex_search(d.message, hm, k_have);
+  if (from_message) {
+    ret = std::string(util::trim(hm[1].str()));
+    params = hm[2].str();
+  } else if (auto def_text = util::read_file(ctx.tree / d.file)) {
+    auto sig = signature_at(*def_text, tokenize(*def_text), d.line, name);
+    if (!sig) return;
+    ret = sig->ret;
+    params = sig->params;
+  } else {
+    return;
+  }
   // Function-pointer parameters keep their parentheses; a function returning a function
   // pointer ("void (*(int))(int)") leaves them unbalanced and is not rewritten.
-  std::string params = std::regex_replace(hm[2].str(), std::regex(" {2,}"), " ");
+  params = std::regex_replace(params, std::regex(" {2,}"), " ");
   int depth = 0;
   for (char ch : params) {
     depth += ch == '(' ? 1 : ch == ')' ? -1 : 0;
     if (depth < 0) return;
   }
   if (depth != 0) return;
-  std::string ret(util::trim(hm[1].str()));
   auto decl_text = util::read_file(ctx.tree / prev->file);
   if (!decl_text) return;
   // The prototype: the tokens of the statement that starts on the note's line, up to its ';'.
@@ -196,7 +292,7 @@ void prototype_sync(const PortContext& ctx, const core::Diagnostic& d, std::vect
       proto_params = split_top(inner);
       break;
     }
-  {
+  if (from_message) {
     std::vector<std::string> gtoks;
     for (const auto& t : tokenize(params)) gtoks.push_back(t.text);
     auto gparams = split_top(gtoks);
