@@ -22,6 +22,18 @@ py "$WORK/kb.json" 'any(e["kind"] == "call-args" and e["old"] == "blk_alloc_disk
 py "$WORK/kb.json" 'any(e["kind"] == "ident-rename" and e["old"] == "prandom_u32_max" and e["new"] == "get_random_u32_below" and e["boundary"] == "6.2.0" for e in d["entries"])' "prandom_u32_max entry"
 py "$WORK/summary.json" 'd["entry_count"] >= 10 and d["stats"]["blocks"] > d["stats"]["complex"] >= 0' "summary"
 
+# Two Debian releases: each one's version of the package is read (xtables-addons 3.13 in bullseye,
+# 3.31 in sid), the package named once among the sources; a release without it is a warning.
+"$AD" kb build --package xtables-addons-dkms --suite bullseye,sid -o "$WORK/kb-two.json" >/dev/null 2>"$WORK/two.err" \
+  || fail "kb build --suite bullseye,sid failed: $(tail -3 "$WORK/two.err")"
+py "$WORK/kb-two.json" 'd["sources"] == ["xtables-addons-dkms"] and len({e["provenance"]["version"] for e in d["entries"]}) == 2' "two releases"
+set +e
+"$AD" kb build --package xtables-addons-dkms --suite nosuchrelease -o "$WORK/none2.json" 2>"$WORK/none2.err"
+rc=$?
+set -e
+[ $rc -eq 2 ] || fail "kb build --suite nosuchrelease exited $rc, want 2"
+grep -q "nosuchrelease" "$WORK/none2.err" || fail "an unknown release is not named: $(cat "$WORK/none2.err")"
+
 "$AD" kb build --package rapiddisk-dkms --package xtables-addons-dkms --leave-out rapiddisk-dkms -o "$WORK/kb-lo.json" >/dev/null
 py "$WORK/kb-lo.json" 'd["sources"] == ["xtables-addons-dkms"] and d["entries"] and all(e["provenance"]["package"] == "xtables-addons-dkms" for e in d["entries"])' "leave-out"
 

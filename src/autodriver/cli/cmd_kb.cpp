@@ -14,9 +14,11 @@
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
+#include "autodriver/util/strings.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 #include <map>
 #include <regex>
@@ -33,8 +35,9 @@ void add_source_options(CLI::App& sub, SourceOptions& o) {
   sub.add_option("--package", o.packages, "A Debian *-dkms package, fetched into the cache (repeatable)");
   sub.add_flag("--dkms", o.dkms, "Every *-dkms package of the Debian release (downloaded into the cache, never installed)");
   sub.add_option("--suite", o.suite,
-                 "The Debian release whose *-dkms packages --package/--dkms mean (bookworm, trixie, sid; default: the "
-                 "target kernel's release, else the host's)");
+                 "The Debian release(s) whose *-dkms packages --package/--dkms mean: one (bullseye, bookworm, trixie, "
+                 "sid), several comma-separated, or 'all' (the four; a package version two suites share is read once); "
+                 "default: the target kernel's release, else the host's");
 }
 
 namespace {
@@ -55,24 +58,36 @@ util::Expected<std::vector<KbSource>> gather(const SourceOptions& o, const std::
       return util::unexpected(util::ErrorKind::not_found, fmt::format("--source {}: no such directory", d));
     out.push_back({package_of(d), "", d});
   }
-  std::vector<std::string> pkgs = o.packages;
-  std::string suite = !o.suite.empty() ? o.suite : corpus::dkms_suite(default_suite);
-  if ((o.dkms || !pkgs.empty()) && suite.empty())
-    return util::unexpected(util::ErrorKind::config, "no Debian release for the DKMS packages: give --suite");
-  if (o.dkms) {
-    auto all = corpus::list_dkms_packages(suite);
-    if (!all) return util::unexpected(all.error());
-    pkgs.insert(pkgs.end(), all->begin(), all->end());
-  }
-  for (const auto& p : pkgs) {
-    util::log_info("fetching {}", p);
-    auto s = corpus::fetch_dkms_source(p, suite);
-    if (!s) {
-      // One unavailable package does not spoil the others; say which and go on.
-      std::fprintf(stderr, "autodriver: warning: %s: %s\n", p.c_str(), s.error().message.c_str());
-      continue;
+  if (!o.dkms && o.packages.empty()) return out;
+  std::vector<std::string> suites;
+  if (o.suite == "all") suites = {"bullseye", "bookworm", "trixie", "sid"};
+  else if (!o.suite.empty())
+    for (std::size_t at = 0; at <= o.suite.size();) {
+      std::size_t comma = std::min(o.suite.find(',', at), o.suite.size());
+      suites.emplace_back(util::trim(std::string_view(o.suite).substr(at, comma - at)));
+      at = comma + 1;
     }
-    out.push_back({s->package, s->version, s->source});
+  else suites = {corpus::dkms_suite(default_suite)};
+  std::erase_if(suites, [](const std::string& s) { return s.empty(); });
+  if (suites.empty()) return util::unexpected(util::ErrorKind::config, "no Debian release for the DKMS packages: give --suite");
+  std::set<std::pair<std::string, std::string>> seen; // (package, version): read once
+  for (const auto& suite : suites) {
+    std::vector<std::string> pkgs = o.packages;
+    if (o.dkms) {
+      auto all = corpus::list_dkms_packages(suite);
+      if (!all) return util::unexpected(all.error());
+      pkgs.insert(pkgs.end(), all->begin(), all->end());
+    }
+    for (const auto& p : pkgs) {
+      util::log_info("fetching {} ({})", p, suite);
+      auto s = corpus::fetch_dkms_source(p, suite);
+      if (!s) {
+        // One unavailable package does not spoil the others; say which and go on.
+        std::fprintf(stderr, "autodriver: warning: %s (%s): %s\n", p.c_str(), suite.c_str(), s.error().message.c_str());
+        continue;
+      }
+      if (seen.insert({s->package, s->version}).second) out.push_back({s->package, s->version, s->source});
+    }
   }
   return out;
 }

@@ -54,7 +54,8 @@ std::vector<KbEntry> kb_entries_of(std::string_view text, const KbProvenance& wh
 Kb build_kb(const std::vector<KbSource>& sources) {
   Kb kb;
   for (const auto& src : sources) {
-    kb.sources.push_back(src.package);
+    // Two versions of a package (two Debian releases) are one source by name.
+    if (std::find(kb.sources.begin(), kb.sources.end(), src.package) == kb.sources.end()) kb.sources.push_back(src.package);
     for (const auto& rel : util::list_files(src.root)) {
       if (!is_c_source(rel)) continue;
       auto text = util::read_file(src.root / rel);
