@@ -494,6 +494,46 @@ TEST(CrashRepair, TheSecondOfTwoIdenticalReleasesGoes) {
   EXPECT_NE(h2[0].kind, "double-release");
 }
 
+// Releases are mostly of members (`kfree(adapter->ring)`): a repeated one is a double release,
+// and when the driver allocates another member it never releases (a copied line that kept the
+// wrong member), that member is released first; dropping the second call is the other candidate.
+TEST(CrashRepair, ARepeatedReleaseOfAMemberReleasesTheMemberLeftBehind) {
+  const std::string probe = "static int pr(struct pci_dev *pdev)\n{\n\tstruct t *a = thing_new();\n"
+                            "\ta->x = thing_new();\n\ta->y = thing_new();\n\tpci_set_drvdata(pdev, a);\n\treturn 0;\n}\n";
+  const std::string rm = "static void rm(struct pci_dev *pdev)\n{\n\tstruct t *a = pci_get_drvdata(pdev);\n\n"
+                         "\tthing_free(a->x);\n\tthing_free(a->x);\n\tthing_free(a);\n}\n";
+  Tree t(probe + rm);
+  auto r = null_report("rm", 14);
+  r.kind = crash::CrashKind::bug_on;
+  auto h = crash::hypothesize(r, crash::localize(r, {"drv"}, t.path(), "/autodriver/tree"), t.path(), frees_only);
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "double-release");
+  EXPECT_EQ(h[0].variable, "a->x");
+  auto reps = crash::propose_repairs(h, t.path(), {});
+  ASSERT_EQ(reps.size(), 2u);
+  EXPECT_NE(reps[0].new_text.find("\tthing_free(a->x);\n\tthing_free(a->y);\n\tthing_free(a);\n"), std::string::npos)
+      << reps[0].new_text;
+  EXPECT_NE(reps[1].new_text.find("\tthing_free(a->x);\n\tthing_free(a);\n}"), std::string::npos) << reps[1].new_text;
+  // Every member released somewhere: only the drop.
+  Tree all(probe + "static void rm(struct pci_dev *pdev)\n{\n\tstruct t *a = pci_get_drvdata(pdev);\n\n"
+                   "\tthing_free(a->x);\n\tthing_free(a->x);\n\tthing_free(a->y);\n}\n");
+  auto ha = crash::hypothesize(r, crash::localize(r, {"drv"}, all.path(), "/autodriver/tree"), all.path(), frees_only);
+  ASSERT_FALSE(ha.empty());
+  EXPECT_EQ(crash::propose_repairs(ha, all.path(), {}).size(), 1u);
+  // A member used after its release is a use after release, moved after the use.
+  Tree u("static void rm(struct t *a)\n{\n\tthing_free(a->ring);\n\ta->ring->n = 0;\n\tthing_stop(a);\n}\n");
+  auto ru = null_report("rm", 4);
+  auto hu = crash::hypothesize(ru, crash::localize(ru, {"drv"}, u.path(), "/autodriver/tree"), u.path(), frees_only);
+  ASSERT_FALSE(hu.empty());
+  EXPECT_EQ(hu[0].kind, "use-after-release");
+  EXPECT_EQ(hu[0].variable, "a->ring");
+  // Setting the member anew is no use (`a->ring = NULL;` after the release).
+  Tree n("static void rm(struct t *a)\n{\n\tthing_free(a->ring);\n\ta->ring = NULL;\n\ta->n = 0;\n}\n");
+  auto rn = null_report("rm", 4);
+  auto hn = crash::hypothesize(rn, crash::localize(rn, {"drv"}, n.path(), "/autodriver/tree"), n.path(), frees_only);
+  EXPECT_TRUE(hn.empty() || hn[0].kind != "use-after-release");
+}
+
 TEST(CrashLocalize, AFrameLostToATailCallIsFoundThroughTheMemberTheKernelCalls) {
   auto k = util::TempDir::create(std::filesystem::temp_directory_path(), "ad-crash-kernel");
   ASSERT_TRUE(k);

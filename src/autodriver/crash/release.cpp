@@ -10,13 +10,49 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool member_or_target(const std::vector<csrc::Token>& t, std::size_t i) {
-  if (i > 0 && (t[i - 1].text == "->" || t[i - 1].text == ".")) return true;
-  return i + 1 < t.size() && t[i + 1].text == "=";
+bool is_member_access(const std::string& s) { return s == "->" || s == "."; }
+
+/// The object path that starts at token i (`a`, `a->b`, `a.b->c`: identifiers joined by -> or .,
+/// `a` not itself a member of something) as written without spaces, and the index of its last
+/// token; empty when none starts there.
+std::pair<std::string, std::size_t> path_at(const std::vector<csrc::Token>& t, std::size_t i) {
+  if (i >= t.size() || t[i].kind != csrc::TokKind::ident || (i > 0 && is_member_access(t[i - 1].text))) return {"", i};
+  std::string path = t[i].text;
+  std::size_t end = i;
+  while (end + 2 < t.size() && is_member_access(t[end + 1].text) && t[end + 2].kind == csrc::TokKind::ident) {
+    path += t[end + 1].text + t[end + 2].text;
+    end += 2;
+  }
+  return {path, end};
 }
 
-/// After the call statement ending at `semi`: is the variable read again on a path from it?
-/// No when the enclosing block returns or jumps away first, or the variable is assigned anew.
+/// `path` is `x` or reaches a member through it (`x->y` for x, not `xy`).
+bool through(const std::string& path, const std::string& x) {
+  if (!path.starts_with(x)) return false;
+  std::string_view rest = std::string_view(path).substr(x.size());
+  return rest.empty() || rest.starts_with("->") || rest.starts_with(".");
+}
+
+/// Token i reads `x` (a variable or an object path): the path starting there is x or goes through
+/// it, and is not x itself being assigned (`x = ...`).
+bool reads_at(const std::vector<csrc::Token>& t, std::size_t i, const std::string& x) {
+  auto [path, end] = path_at(t, i);
+  if (path.empty() || !through(path, x)) return false;
+  return !(path.size() == x.size() && end + 1 < t.size() && t[end + 1].text == "=");
+}
+
+/// Tokens [first, last] assign `x` or one of the objects it goes through (`a = ...` for `a->b`):
+/// after that, x names another object.
+bool assigns_path(const std::vector<csrc::Token>& t, std::size_t first, std::size_t last, const std::string& x) {
+  for (std::size_t i = first; i <= last && i < t.size(); ++i) {
+    auto [path, end] = path_at(t, i);
+    if (!path.empty() && end + 1 <= last && t[end + 1].text == "=" && through(x, path)) return true;
+  }
+  return false;
+}
+
+/// After the call statement ending at `semi`: is the object read again on a path from it?
+/// No when the enclosing block returns or jumps away first, or the object is assigned anew.
 bool read_after(const std::vector<csrc::Token>& t, std::size_t semi, std::size_t unit_last, const std::string& x) {
   int depth = 0;
   bool left_block = false;
@@ -27,12 +63,12 @@ bool read_after(const std::vector<csrc::Token>& t, std::size_t semi, std::size_t
     if (!left_block && depth == 0 && (s == "return" || s == "goto")) {
       // The path ends unless the return statement itself reads x.
       for (std::size_t k = i; k < unit_last && t[k].text != ";"; ++k)
-        if (t[k].text == x && !member_or_target(t, k)) return true;
+        if (reads_at(t, k, x)) return true;
       return false;
     }
-    if (s != x) continue;
-    if (i > 0 && (t[i - 1].text == "->" || t[i - 1].text == ".")) continue;
-    return !(i + 1 < t.size() && t[i + 1].text == "=");
+    auto [path, end] = path_at(t, i);
+    if (path.empty() || !through(path, x)) continue;
+    return reads_at(t, i, x);
   }
   return false;
 }
@@ -56,13 +92,14 @@ bool starts_statement(const std::vector<csrc::Token>& t, std::size_t i) {
 
 std::optional<CallStatement> call_statement(const std::vector<csrc::Token>& t, std::size_t first, std::size_t last) {
   if (last >= t.size() || first + 4 > last || t[last].text != ";") return std::nullopt;
-  if (t[first].kind != csrc::TokKind::ident || t[first + 1].text != "(" || t[first + 2].kind != csrc::TokKind::ident)
-    return std::nullopt;
-  if (t[first + 3].text != "," && t[first + 3].text != ")") return std::nullopt;
+  if (t[first].kind != csrc::TokKind::ident || t[first + 1].text != "(") return std::nullopt;
+  // The first argument: a variable or an object path (`kfree(adapter->ring)`, `iounmap(priv->regs)`).
+  auto [var, end] = path_at(t, first + 2);
+  if (var.empty() || end + 1 >= last || (t[end + 1].text != "," && t[end + 1].text != ")")) return std::nullopt;
   static const std::set<std::string> k_keywords = {"if", "while", "for", "switch", "return", "sizeof", "do"};
   if (k_keywords.count(t[first].text)) return std::nullopt;
   if (csrc::matching_close(t, first + 1) + 1 != last) return std::nullopt;
-  return CallStatement{first, last, t[first].text, t[first + 2].text};
+  return CallStatement{first, last, t[first].text, var};
 }
 
 ReleaseEvidence release_evidence(const fs::path& kernel_src, const std::string& callee) {
@@ -104,7 +141,7 @@ std::set<std::string> derived_names(const std::vector<csrc::Token>& t, const csr
     if (!declared_pointer(t, fn, t[i].text)) continue;
     if (i > 0 && (t[i - 1].text == "->" || t[i - 1].text == ".")) continue;
     for (std::size_t k = i + 2; k < fn.last && t[k].text != ";" && t[k].text != ","; ++k)
-      if (t[k].text == x && !(t[k - 1].text == "->" || t[k - 1].text == ".")) {
+      if (reads_at(t, k, x)) {
         out.insert(t[i].text);
         break;
       }
@@ -114,7 +151,8 @@ std::set<std::string> derived_names(const std::vector<csrc::Token>& t, const csr
 
 bool reads_any(const std::vector<csrc::Token>& t, std::size_t first, std::size_t last, const std::set<std::string>& names) {
   for (std::size_t i = first; i <= last && i < t.size(); ++i)
-    if (t[i].kind == csrc::TokKind::ident && names.count(t[i].text) && !member_or_target(t, i)) return true;
+    for (const auto& n : names)
+      if (reads_at(t, i, n)) return true;
   return false;
 }
 
@@ -157,7 +195,7 @@ std::optional<RepeatedCall> repeated_call(const std::vector<csrc::Token>& t, con
   for (std::size_t k = at; k-- > 0;) {
     const auto [a, b] = sts[k];
     // Set again in between: a new object, not a second release of the first.
-    if (!csrc::assignments_of(t, a, b, again->var).empty()) return std::nullopt;
+    if (assigns_path(t, a, b, again->var)) return std::nullopt;
     if (csrc::join_tokens(t, a, b) == text) return RepeatedCall{*again, t[a].line, t[sts[at].first].line};
   }
   return std::nullopt;

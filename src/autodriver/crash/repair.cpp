@@ -10,8 +10,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <regex>
+#include <set>
 
 namespace autodriver::crash {
 
@@ -232,6 +234,61 @@ std::optional<RepairEdit> drop_repeat(const Hypothesis& h, const std::string& te
   return std::nullopt;
 }
 
+/// A copy-pasted release (`kfree(a->x); kfree(a->x);` where the second meant `a->y`): deleting the
+/// second call ends the crash and keeps the leak. When the repeated argument is a member and the
+/// file assigns exactly one other member from a call (`->y = alloc(...)`) that it never passes to
+/// the same release anywhere, the second call releases that member instead. nullopt otherwise.
+std::optional<RepairEdit> retarget_repeat(const Hypothesis& h, const std::string& text) {
+  const std::size_t dot = std::max(h.variable.rfind("->") == std::string::npos ? 0 : h.variable.rfind("->") + 2,
+                                   h.variable.rfind('.') == std::string::npos ? 0 : h.variable.rfind('.') + 1);
+  if (dot == 0) return std::nullopt;
+  const std::string base = h.variable.substr(0, dot), member = h.variable.substr(dot);
+  auto toks = csrc::tokenize(text);
+  std::set<std::string> allocated, released;
+  std::map<std::string, int> first_set;
+  for (std::size_t i = 1; i + 3 < toks.size(); ++i) {
+    if (toks[i].kind != csrc::TokKind::ident || (toks[i - 1].text != "->" && toks[i - 1].text != ".")) continue;
+    // `->y = f(` : y holds what a call returned.
+    if (toks[i + 1].text == "=" && toks[i + 2].kind == csrc::TokKind::ident && toks[i + 3].text == "(") {
+      allocated.insert(toks[i].text);
+      first_set.emplace(toks[i].text, toks[i].line);
+    }
+  }
+  for (const auto& u : csrc::find_units(toks)) {
+    if (u.kind != csrc::UnitKind::function) continue;
+    for (const auto& c : csrc::find_calls(toks, u.body, u.last))
+      if (c.callee == h.callee && !c.arg_toks.empty()) {
+        const auto [a, b] = c.arg_toks[0];
+        if (b > a && (toks[b - 1].text == "->" || toks[b - 1].text == ".")) released.insert(toks[b].text);
+      }
+  }
+  std::vector<std::string> leaked;
+  for (const auto& m : allocated)
+    if (m != member && !released.count(m)) leaked.push_back(m);
+  if (leaked.size() != 1) return std::nullopt;
+  for (const auto& u : csrc::find_units(toks)) {
+    if (u.kind != csrc::UnitKind::function || toks[u.first].line > h.line || toks[u.last].line < h.line) continue;
+    auto rc = repeated_call(toks, u, h.line);
+    if (!rc || rc->call.callee != h.callee || rc->call.var != h.variable) return std::nullopt;
+    // The member token of the second call's first argument.
+    std::size_t at = rc->call.first + 2;
+    while (at < rc->call.last && toks[at].text != member) ++at;
+    if (at >= rc->call.last) return std::nullopt;
+    RepairEdit e;
+    e.kind = h.kind;
+    e.file = h.file;
+    e.new_text = text.substr(0, toks[at].begin) + leaked[0] + text.substr(toks[at].end);
+    e.description = fmt::format("{}() called {}({}) a second time at {}:{} (first at line {}), and the driver never releases "
+                                "{}{}, which it sets from a call at line {}: the second call releases {}{} (a copied "
+                                "line that kept the wrong member)",
+                                h.function, h.callee, h.variable, h.file, rc->again_line, rc->first_line, base, leaked[0],
+                                first_set[leaked[0]], base, leaked[0]);
+    e.evidence = h.evidence;
+    return e;
+  }
+  return std::nullopt;
+}
+
 /// The leading blanks of the line holding byte `at`.
 std::string indent_at(const std::string& text, std::size_t at) {
   std::size_t b = text.rfind('\n', at == 0 ? 0 : at - 1);
@@ -403,8 +460,11 @@ std::vector<RepairEdit> propose_repairs(const std::vector<Hypothesis>& hyps, con
     std::optional<RepairEdit> e;
     if (h.kind == "use-before-set") e = move_assignment(h, *text);
     else if (h.kind == "use-after-release") e = move_release(h, *text);
-    else if (h.kind == "double-release") e = drop_repeat(h, *text);
-    else if (h.kind == "missing-unlock" || h.kind == "missing-cleanup") e = add_release(h, *text, kernel_src);
+    else if (h.kind == "double-release") {
+      // The member the copied line should have named first; dropping the second call after it.
+      if (auto r = retarget_repeat(h, *text); r && r->new_text != *text) out.push_back(std::move(*r));
+      e = drop_repeat(h, *text);
+    } else if (h.kind == "missing-unlock" || h.kind == "missing-cleanup") e = add_release(h, *text, kernel_src);
     else if (h.kind == "unchecked-result") e = add_test(h, *text, kernel_src);
     if (e && e->new_text != *text) out.push_back(std::move(*e));
   }
