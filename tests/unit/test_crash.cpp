@@ -534,6 +534,46 @@ TEST(CrashRepair, ARepeatedReleaseOfAMemberReleasesTheMemberLeftBehind) {
   EXPECT_TRUE(hn.empty() || hn[0].kind != "use-after-release");
 }
 
+// 8139cp's remove with iounmap() moved before unregister_netdev(): the crash is in .ndo_stop,
+// reached through unregister_netdev(), reading the registers through the driver's own macro.
+// The release sits in the caller: the hypothesis names it, the repair moves it after the call.
+TEST(CrashRepair, AReleaseBeforeTheCallThatReachesTheUseMovesAfterIt) {
+  Tree t("#define cpr8(reg) readb(cp->regs + (reg))\n"
+         "static int cp_close(struct net_device *dev)\n{\n\tstruct cp_private *cp = netdev_priv(dev);\n\n"
+         "\tcpr8(Cmd);\n\treturn 0;\n}\n"
+         "static void cp_remove(struct pci_dev *pdev)\n{\n\tstruct net_device *dev = pci_get_drvdata(pdev);\n"
+         "\tstruct cp_private *cp = netdev_priv(dev);\n\n\tthing_free(cp->regs);\n\tunregister_netdev(dev);\n"
+         "\tfree_netdev(dev);\n}\n");
+  auto r = null_report("cp_close", 6);
+  r.kind = crash::CrashKind::paging_request;
+  r.trace = {crash::Frame{"__dev_close_many", 0x45, 0xa0, "", true, false, "", 0},
+             crash::Frame{"unregister_netdev", 0x20, 0x30, "", true, false, "", 0},
+             crash::Frame{"cp_remove", 0x31, 0x90, "drv", true, false, "/autodriver/tree/drv.c", 15}};
+  auto where = crash::localize(r, {"drv"}, t.path(), "/autodriver/tree");
+  ASSERT_EQ(where.size(), 2u);
+  auto h = crash::hypothesize(r, where, t.path(), frees_only);
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "use-after-release");
+  EXPECT_EQ(h[0].function, "cp_remove");
+  EXPECT_EQ(h[0].variable, "cp->regs");
+  EXPECT_EQ(h[0].set_line, 14);
+  EXPECT_EQ(h[0].statement, "cp_remove() releases cp->regs with thing_free() at drv.c:14 and then calls what reaches "
+                            "cp_close() at drv.c:15, which still reads it at drv.c:6");
+  auto reps = crash::propose_repairs(h, t.path(), {});
+  ASSERT_EQ(reps.size(), 1u);
+  EXPECT_NE(reps[0].new_text.find("\tunregister_netdev(dev);\n\tthing_free(cp->regs);\n\tfree_netdev(dev);\n"), std::string::npos)
+      << reps[0].new_text;
+  // A member the callback does not read: no claim.
+  Tree o("static int cp_close(struct net_device *dev)\n{\n\tstruct cp_private *cp = netdev_priv(dev);\n\n"
+         "\tcp->n = 0;\n\treturn 0;\n}\n"
+         "static void cp_remove(struct pci_dev *pdev)\n{\n\tstruct net_device *dev = pci_get_drvdata(pdev);\n"
+         "\tstruct cp_private *cp = netdev_priv(dev);\n\n\tthing_free(cp->regs);\n\tunregister_netdev(dev);\n}\n");
+  auto ro = null_report("cp_close", 5);
+  ro.trace = {crash::Frame{"cp_remove", 0x31, 0x90, "drv", true, false, "/autodriver/tree/drv.c", 14}};
+  auto ho = crash::hypothesize(ro, crash::localize(ro, {"drv"}, o.path(), "/autodriver/tree"), o.path(), frees_only);
+  EXPECT_TRUE(ho.empty() || ho[0].kind != "use-after-release");
+}
+
 TEST(CrashLocalize, AFrameLostToATailCallIsFoundThroughTheMemberTheKernelCalls) {
   auto k = util::TempDir::create(std::filesystem::temp_directory_path(), "ad-crash-kernel");
   ASSERT_TRUE(k);

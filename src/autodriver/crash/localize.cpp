@@ -466,6 +466,44 @@ void rank_by_hypotheses(std::vector<Location>& where, const std::vector<Hypothes
   where.insert(where.begin(), std::move(cause));
 }
 
+namespace {
+
+/// A use after release through a call: the faulting function reads a member (`cp->regs`, also
+/// through the file's macros) that a caller further down the trace released before the call
+/// that led here (`iounmap(cp->regs); unregister_netdev(dev);` -> .ndo_stop reads the registers).
+std::optional<Hypothesis> release_through_call(const std::vector<Location>& where, const Location& fault, const SourceView& src,
+                                               const fs::path& tree, const ReleaseOracle& releases) {
+  auto members = members_read_on(src.toks, fault.line);
+  if (members.empty() || !releases) return std::nullopt;
+  bool below = false;
+  for (const auto& c : where) {
+    below = below || &c == &fault || (c.function == fault.function && c.line == fault.line && c.file == fault.file);
+    if (!below || c.role != "caller" || c.line <= 0 || (c.function == fault.function && c.file == fault.file)) continue;
+    auto cv = view(tree, c);
+    if (!cv || !cv->fn) continue;
+    auto rb = release_before_call(cv->toks, *cv->fn, c.line, members, releases);
+    if (!rb) continue;
+    const std::string name = cv->fn->name.empty() ? c.function : cv->fn->name;
+    Hypothesis h{"use-after-release", "", name, c.file, c.line, {}};
+    h.variable = rb->release.var;
+    h.set_line = rb->release_line;
+    h.callee = rb->release.callee;
+    h.statement =
+        fmt::format("{}() releases {} with {}() at {}:{} and then calls what reaches {}() at {}:{}, which still "
+                    "reads it at {}:{}",
+                    name, h.variable, h.callee, c.file, rb->release_line, fault.function, c.file, c.line, fault.file, fault.line);
+    h.evidence.push_back(fmt::format("{}:{}: {}", c.file, rb->release_line, trimmed(cv->line_text(rb->release_line))));
+    h.evidence.push_back(fmt::format("{}:{}: {}", c.file, c.line, trimmed(cv->line_text(c.line))));
+    h.evidence.push_back(fmt::format("{}:{}: {}", fault.file, fault.line, trimmed(src.line_text(fault.line))));
+    h.evidence.push_back(fmt::format("the target kernel's drivers do not use the argument of {}() after {} of {} calls", h.callee,
+                                     rb->evidence.last_use, rb->evidence.calls));
+    return h;
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
 std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Location>& where, const fs::path& tree,
                                     const ReleaseOracle& releases, const PairOracle& pairs, const PairOracle& undos) {
   std::vector<Hypothesis> out;
@@ -511,6 +549,8 @@ std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Loca
                                        h.callee, rb->evidence.last_use, rb->evidence.calls));
       out.push_back(std::move(h));
     }
+  if (src && src->fn && exact && out.empty())
+    if (auto h = release_through_call(where, *fault, *src, tree, releases)) out.push_back(std::move(*h));
   if (src && exact && out.empty() &&
       (r.kind == CrashKind::hung_task || r.kind == CrashKind::soft_lockup || r.kind == CrashKind::rcu_stall ||
        r.kind == CrashKind::lockdep || r.nmi_hang()))

@@ -4,6 +4,8 @@
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/memo.hpp"
 
+#include <algorithm>
+
 namespace autodriver::crash {
 
 namespace fs = std::filesystem;
@@ -181,6 +183,60 @@ std::optional<ReleaseBeforeUse> release_before_use(const std::vector<csrc::Token
     if (!c || !reads_any(t, sts[at].first, sts[at].second, derived_names(t, fn, c->var))) continue;
     auto ev = releases(c->callee);
     if (ev.releases()) return found(k, at, *c, ev);
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+/// The body of `#define name(...) body` in the file, as tokens; empty when the file has none.
+std::vector<csrc::Token> macro_body(const std::vector<csrc::Token>& t, const std::string& name) {
+  for (const auto& tok : t) {
+    if (tok.kind != csrc::TokKind::pp_line) continue;
+    auto d = csrc::tokenize(tok.text.substr(tok.text.find('#') + 1));
+    if (d.size() < 3 || d[0].text != "define" || d[1].text != name || d[2].text != "(" || d[2].begin != d[1].end) continue;
+    std::size_t close = csrc::matching_close(d, 2);
+    if (close == std::string::npos) return {};
+    return std::vector<csrc::Token>(d.begin() + static_cast<std::ptrdiff_t>(close) + 1, d.end());
+  }
+  return {};
+}
+
+void members_in(const std::vector<csrc::Token>& file, const std::vector<csrc::Token>& toks, int depth,
+                std::set<std::string>& out) {
+  for (std::size_t i = 0; i < toks.size(); ++i) {
+    if (toks[i].kind != csrc::TokKind::ident) continue;
+    if (i > 0 && is_member_access(toks[i - 1].text)) out.insert(toks[i].text);
+    else if (depth > 0 && i + 1 < toks.size() && toks[i + 1].text == "(")
+      if (auto body = macro_body(file, toks[i].text); !body.empty()) members_in(file, body, depth - 1, out);
+  }
+}
+
+} // namespace
+
+std::set<std::string> members_read_on(const std::vector<csrc::Token>& t, int line) {
+  std::vector<csrc::Token> on;
+  for (const auto& tok : t)
+    if (tok.line == line && tok.kind != csrc::TokKind::pp_line) on.push_back(tok);
+  std::set<std::string> out;
+  members_in(t, on, 2, out);
+  return out;
+}
+
+std::optional<ReleaseBeforeUse> release_before_call(const std::vector<csrc::Token>& t, const csrc::Unit& fn, int line,
+                                                    const std::set<std::string>& members, const ReleaseOracle& releases) {
+  if (!releases || members.empty()) return std::nullopt;
+  auto sts = csrc::block_statements(t, fn.body);
+  const std::size_t at = statement_holding(t, sts, line);
+  if (at == sts.size()) return std::nullopt;
+  for (std::size_t k = at; k-- > 0;) {
+    auto c = call_statement(t, sts[k].first, sts[k].second);
+    if (!c) continue;
+    const std::size_t cut = std::max(c->var.rfind("->") == std::string::npos ? 0 : c->var.rfind("->") + 2,
+                                     c->var.rfind('.') == std::string::npos ? 0 : c->var.rfind('.') + 1);
+    if (cut == 0 || !members.count(c->var.substr(cut))) continue;
+    auto ev = releases(c->callee);
+    if (ev.releases()) return ReleaseBeforeUse{*c, t[sts[k].first].line, t[sts[at].first].line, std::move(ev)};
   }
   return std::nullopt;
 }

@@ -63,6 +63,17 @@ struct ReleaseBeforeUse {
 std::optional<ReleaseBeforeUse> release_before_use(const std::vector<csrc::Token>& t, const csrc::Unit& fn, int line,
                                                    const ReleaseOracle& releases);
 
+/// The members line `line` of a file reads (`->m`, `.m`), also through the function-like macros
+/// of the same file it calls (`cpr8(Cmd)` reading `cp->regs` in its body; two levels deep).
+std::set<std::string> members_read_on(const std::vector<csrc::Token>& t, int line);
+
+/// In `fn`, a release before the top-level statement holding `line` (a call the crash went
+/// through: `unregister_netdev(dev)` -> .ndo_stop) of a member path whose last member is one of
+/// `members` (what the faulting function read: `iounmap(cp->regs)` before, `cp->regs` read in
+/// the callback): the nearest such release the kernel's drivers confirm.
+std::optional<ReleaseBeforeUse> release_before_call(const std::vector<csrc::Token>& t, const csrc::Unit& fn, int line,
+                                                    const std::set<std::string>& members, const ReleaseOracle& releases);
+
 /// The same call statement `callee(var, ...)` twice on one path of a function's body: the one at
 /// `line` (top-level) and an earlier top-level one, `var` not assigned in between.
 struct RepeatedCall {

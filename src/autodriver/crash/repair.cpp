@@ -173,7 +173,9 @@ std::optional<RepairEdit> move_release(const Hypothesis& h, const std::string& t
     auto names = derived_names(toks, u, call->var);
     std::size_t last_use = rel;
     for (std::size_t k = rel + 1; k < sts.size(); ++k)
-      if (reads_any(toks, sts[k].first, sts[k].second, names)) last_use = k;
+      if (reads_any(toks, sts[k].first, sts[k].second, names) ||
+          (toks[sts[k].first].line <= h.line && h.line <= toks[sts[k].second].line)) // the use, or the call reaching it
+        last_use = k;
     if (last_use == rel || toks[sts[last_use].first].text == "return") return std::nullopt;
     // A label or a jump between them would change which paths release.
     for (std::size_t k = rel + 1; k <= last_use; ++k)
