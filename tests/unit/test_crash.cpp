@@ -574,6 +574,37 @@ TEST(CrashRepair, AReleaseBeforeTheCallThatReachesTheUseMovesAfterIt) {
   EXPECT_TRUE(ho.empty() || ho[0].kind != "use-after-release");
 }
 
+// A member the probe sets only after the call that uses it: the crash is in the callee with its
+// parameter valid (not "its caller passed NULL"); the assignment and its test move before the call.
+TEST(CrashRepair, AMemberSetAfterTheCallThatUsesItMovesBeforeTheCall) {
+  Tree t("static void ring_init(struct priv *p)\n{\n\tp->ring->head = 0;\n}\n"
+         "static int pr(struct pci_dev *pdev)\n{\n\tstruct priv *p = devm_kzalloc(&pdev->dev, sizeof(*p), GFP_KERNEL);\n\n"
+         "\tring_init(p);\n\tp->ring = devm_kzalloc(&pdev->dev, 64, GFP_KERNEL);\n\tif (!p->ring)\n\t\treturn -ENOMEM;\n"
+         "\treturn 0;\n}\n");
+  auto r = null_report("ring_init", 3);
+  r.trace = {crash::Frame{"pr", 0x31, 0x90, "drv", true, false, "/autodriver/tree/drv.c", 9}};
+  auto h = crash::hypothesize(r, crash::localize(r, {"drv"}, t.path(), "/autodriver/tree"), t.path());
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "use-before-set");
+  EXPECT_EQ(h[0].function, "pr");
+  EXPECT_EQ(h[0].variable, "p->ring");
+  EXPECT_EQ(h[0].set_line, 10);
+  EXPECT_EQ(h[0].statement, "ring_init() dereferences ring at drv.c:3 while it is still unset: pr() sets it only at drv.c:10, "
+                            "after the call at drv.c:9 that led there");
+  auto reps = crash::propose_repairs(h, t.path(), {});
+  ASSERT_EQ(reps.size(), 1u);
+  EXPECT_NE(reps[0].new_text.find("\tp->ring = devm_kzalloc(&pdev->dev, 64, GFP_KERNEL);\n\tif (!p->ring)\n\t\treturn -ENOMEM;\n"
+                                  "\tring_init(p);\n\treturn 0;\n"),
+            std::string::npos)
+      << reps[0].new_text;
+  // Set (not to NULL) before the call too: not this.
+  Tree b("static void ring_init(struct priv *p)\n{\n\tp->ring->head = 0;\n}\n"
+         "static int pr(struct pci_dev *pdev)\n{\n\tstruct priv *p = devm_kzalloc(&pdev->dev, sizeof(*p), GFP_KERNEL);\n"
+         "\tp->ring = &p->ring0;\n\tring_init(p);\n\tp->ring = devm_kzalloc(&pdev->dev, 64, GFP_KERNEL);\n\treturn 0;\n}\n");
+  auto hb = crash::hypothesize(r, crash::localize(r, {"drv"}, b.path(), "/autodriver/tree"), b.path());
+  EXPECT_TRUE(hb.empty() || hb[0].kind != "use-before-set" || hb[0].function != "pr");
+}
+
 TEST(CrashLocalize, AFrameLostToATailCallIsFoundThroughTheMemberTheKernelCalls) {
   auto k = util::TempDir::create(std::filesystem::temp_directory_path(), "ad-crash-kernel");
   ASSERT_TRUE(k);

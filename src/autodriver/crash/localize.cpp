@@ -502,6 +502,67 @@ std::optional<Hypothesis> release_through_call(const std::vector<Location>& wher
   return std::nullopt;
 }
 
+/// Members the line dereferences through a path (`priv->ring->head`, `priv->ring[i]`: ring).
+std::set<std::string> dereferenced_members(const SourceView& v, int line) {
+  std::set<std::string> out;
+  const auto& t = v.toks;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (t[i].line != line) continue;
+    auto [path, end] = csrc::object_path(t, i);
+    // Every member of the path that is itself followed by -> or [ (the last one only by [).
+    for (std::size_t k = i + 2; k <= end + 0 && k < t.size(); k += 2)
+      if (k + 1 < t.size() && (t[k + 1].text == "->" || t[k + 1].text == "[")) out.insert(t[k].text);
+    if (!path.empty()) i = end;
+  }
+  return out;
+}
+
+/// A member the faulting function dereferences while it is still NULL because a caller down the
+/// trace sets it only after the call that led there (`x->ring = ...` after `register_netdev()` or
+/// after a direct call): the assignment is the cause, use-before-set in the caller.
+std::optional<Hypothesis> field_set_after_call(const std::vector<Location>& where, const Location& fault, const SourceView& src,
+                                               const fs::path& tree) {
+  auto members = dereferenced_members(src, fault.line);
+  if (members.empty()) return std::nullopt;
+  bool below = false;
+  for (const auto& c : where) {
+    below = below || (c.function == fault.function && c.line == fault.line && c.file == fault.file);
+    if (!below || c.role != "caller" || c.line <= 0 || (c.function == fault.function && c.file == fault.file)) continue;
+    auto cv = view(tree, c);
+    if (!cv || !cv->fn) continue;
+    const auto& t = cv->toks;
+    int set_before = 0, set_after = 0;
+    std::string var, rhs;
+    for (std::size_t i = cv->fn->body; i < cv->fn->last; ++i) {
+      auto [path, end] = csrc::object_path(t, i);
+      if (path.empty()) continue;
+      const std::size_t m = end;
+      if (end > i && members.count(t[m].text) && end + 2 < t.size() && t[end + 1].text == "=") {
+        std::size_t e = end + 2;
+        while (e < cv->fn->last && t[e].text != ";") ++e;
+        std::string value = csrc::join_tokens(t, end + 2, e - 1);
+        if (t[i].line < c.line && !null_value(value)) set_before = t[i].line; // set (not to NULL) before the call
+        else if (t[i].line > c.line && !set_after && !null_value(value)) set_after = t[i].line, var = path, rhs = value;
+      }
+      i = end;
+    }
+    if (set_before || !set_after) continue;
+    const std::string name = cv->fn->name.empty() ? c.function : cv->fn->name;
+    Hypothesis h{"use-before-set", "", name, c.file, c.line, {}};
+    h.variable = var;
+    h.set_line = set_after;
+    h.statement = fmt::format("{}() dereferences {} at {}:{} while it is still unset: {}() sets it only at {}:{}, after the "
+                              "call at {}:{} that led there",
+                              fault.function, var.substr(var.rfind("->") == std::string::npos ? 0 : var.rfind("->") + 2),
+                              fault.file, fault.line, name, c.file, set_after, c.file, c.line);
+    h.evidence.push_back(fmt::format("{}:{}: {}", fault.file, fault.line, trimmed(src.line_text(fault.line))));
+    h.evidence.push_back(fmt::format("{}:{}: {}", c.file, c.line, trimmed(cv->line_text(c.line))));
+    h.evidence.push_back(fmt::format("{}:{}: {}", c.file, set_after, trimmed(cv->line_text(set_after))));
+    return h;
+  }
+  return std::nullopt;
+}
+
 } // namespace
 
 std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Location>& where, const fs::path& tree,
@@ -551,6 +612,10 @@ std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Loca
     }
   if (src && src->fn && exact && out.empty())
     if (auto h = release_through_call(where, *fault, *src, tree, releases)) out.push_back(std::move(*h));
+  if (src && src->fn && exact && out.empty() &&
+      (r.kind == CrashKind::null_deref || r.kind == CrashKind::paging_request || r.kind == CrashKind::general_protection ||
+       r.kind == CrashKind::kasan_other || r.kind == CrashKind::oops))
+    if (auto h = field_set_after_call(where, *fault, *src, tree)) out.push_back(std::move(*h));
   if (src && exact && out.empty() &&
       (r.kind == CrashKind::hung_task || r.kind == CrashKind::soft_lockup || r.kind == CrashKind::rcu_stall ||
        r.kind == CrashKind::lockdep || r.nmi_hang()))

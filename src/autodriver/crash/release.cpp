@@ -14,19 +14,7 @@ namespace {
 
 bool is_member_access(const std::string& s) { return s == "->" || s == "."; }
 
-/// The object path that starts at token i (`a`, `a->b`, `a.b->c`: identifiers joined by -> or .,
-/// `a` not itself a member of something) as written without spaces, and the index of its last
-/// token; empty when none starts there.
-std::pair<std::string, std::size_t> path_at(const std::vector<csrc::Token>& t, std::size_t i) {
-  if (i >= t.size() || t[i].kind != csrc::TokKind::ident || (i > 0 && is_member_access(t[i - 1].text))) return {"", i};
-  std::string path = t[i].text;
-  std::size_t end = i;
-  while (end + 2 < t.size() && is_member_access(t[end + 1].text) && t[end + 2].kind == csrc::TokKind::ident) {
-    path += t[end + 1].text + t[end + 2].text;
-    end += 2;
-  }
-  return {path, end};
-}
+std::pair<std::string, std::size_t> path_at(const std::vector<csrc::Token>& t, std::size_t i) { return csrc::object_path(t, i); }
 
 /// `path` is `x` or reaches a member through it (`x->y` for x, not `xy`).
 bool through(const std::string& path, const std::string& x) {

@@ -25,6 +25,20 @@ namespace {
 std::optional<std::pair<std::size_t, std::size_t>> statement_at(const std::vector<csrc::Token>& t, int line,
                                                                 const std::string& var) {
   if (t.empty()) return std::nullopt;
+  if (var.find("->") != std::string::npos || var.find('.') != std::string::npos) {
+    // A member path (`priv->ring = ...`): the statement on the line that assigns it.
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      if (t[i].line != line) continue;
+      auto [path, end] = csrc::object_path(t, i);
+      if (path != var || end + 1 >= t.size() || t[end + 1].text != "=") continue;
+      std::size_t b = i, e = end + 1;
+      while (b > 0 && t[b - 1].text != ";" && t[b - 1].text != "{" && t[b - 1].text != "}") --b;
+      while (e < t.size() && t[e].text != ";") ++e;
+      if (e == t.size()) return std::nullopt;
+      return std::make_pair(b, e);
+    }
+    return std::nullopt;
+  }
   for (const auto& a : csrc::assignments_of(t, 0, t.size() - 1, var)) {
     if (t[a.var_tok].line != line || t[a.end_tok].text != ";") continue;
     std::size_t b = a.var_tok;
@@ -41,7 +55,7 @@ std::optional<std::size_t> test_after(const std::vector<csrc::Token>& t, std::si
   std::size_t c = csrc::matching_close(t, i + 1);
   if (c == std::string::npos || c + 1 >= t.size()) return std::nullopt;
   bool tests = false;
-  for (std::size_t k = i + 2; k < c; ++k) tests = tests || t[k].text == var;
+  for (std::size_t k = i + 2; k < c; ++k) tests = tests || t[k].text == var || csrc::object_path(t, k).first == var;
   if (!tests) return std::nullopt;
   if (t[c + 1].text == "{") {
     std::size_t e = csrc::matching_close(t, c + 1);

@@ -584,4 +584,16 @@ std::optional<std::pair<std::string, std::string>> define_alias(std::string_view
   return std::make_pair(m[1].str(), m[2].str());
 }
 
+std::pair<std::string, std::size_t> object_path(const std::vector<Token>& toks, std::size_t i) {
+  auto member = [](const std::string& s) { return s == "->" || s == "."; };
+  if (i >= toks.size() || toks[i].kind != TokKind::ident || (i > 0 && member(toks[i - 1].text))) return {"", i};
+  std::string path = toks[i].text;
+  std::size_t end = i;
+  while (end + 2 < toks.size() && member(toks[end + 1].text) && toks[end + 2].kind == TokKind::ident) {
+    path += toks[end + 1].text + toks[end + 2].text;
+    end += 2;
+  }
+  return {path, end};
+}
+
 } // namespace autodriver::csrc

@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace autodriver::csrc {
@@ -114,6 +115,11 @@ std::string c_text(const std::vector<std::string>& toks);
 
 /// Tokens [first, last] joined with single spaces.
 std::string join_tokens(const std::vector<Token>& toks, std::size_t first, std::size_t last);
+
+/// The object path that starts at token i (`a`, `a->b`, `a.b->c`: identifiers joined by -> or .,
+/// `a` not itself a member of something) as written without spaces, and the index of its last
+/// token; an empty path when none starts there.
+std::pair<std::string, std::size_t> object_path(const std::vector<Token>& toks, std::size_t i);
 
 /// `#include <x>` / `#include "x"` targets of the file, in order.
 std::vector<std::string> includes_of(const std::vector<Token>& toks);
