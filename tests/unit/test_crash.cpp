@@ -991,6 +991,11 @@ TEST(BootCrash, TheSameBugUnderAnotherKernelFunctionIsTheSameCrash) {
   auto null = report("BUG: kernel NULL pointer dereference in platform_remove", "platform_remove", "vhba_exit");
   null.kind = crash::CrashKind::null_deref;
   EXPECT_FALSE(loop::same_crash(c, {null}));
+  // A report that printed no stack names no function: the same crash as one that did.
+  EXPECT_TRUE(loop::same_crash_title("INFO: task hung", "INFO: task hung in cp_init_one"));
+  EXPECT_TRUE(loop::same_crash_title("INFO: task hung in cp_init_one", "INFO: task hung in cp_init_one"));
+  EXPECT_FALSE(loop::same_crash_title("INFO: task hung in cp_init_one", "INFO: task hung in cp_remove_one"));
+  EXPECT_FALSE(loop::same_crash_title("INFO: task hung", "INFO: task hung up"));
   EXPECT_FALSE(loop::same_crash(c, {}));
   // The same title is the same crash whatever the frames.
   EXPECT_TRUE(loop::same_crash(c, {report(c.report.title, "x", "y")}));

@@ -18,6 +18,10 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 echo "@@AD init"
+# The kernel booted quietly (loglevel=4); from here on every message reaches the console: the
+# hung-task detector prints a blocked task's stack at KERN_INFO, and without it a mutex left held
+# in probe names no function.
+echo 7 > /proc/sys/kernel/printk
 pci() {
   for d in /sys/bus/pci/devices/*; do
     [ -e "$d/driver" ] || continue

@@ -40,6 +40,13 @@ bool same_crash(const BootCrash& c, const std::vector<crash::CrashReport>& other
   return false;
 }
 
+bool same_crash_title(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  const std::string& shorter = a.size() < b.size() ? a : b;
+  const std::string& longer = a.size() < b.size() ? b : a;
+  return shorter.find(" in ") == std::string::npos && longer.starts_with(shorter + " in ");
+}
+
 std::optional<BootCrash> analyse_boot_crash(const nlohmann::json& gates, const std::string& release, const fs::path& tree,
                                             const fs::path& kernel_src) {
   auto reports = crash::parse_reports(boot_console(gates, release));

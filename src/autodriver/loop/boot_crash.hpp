@@ -45,4 +45,9 @@ std::vector<crash::CrashReport> boot_crash_reports(const nlohmann::json& gates, 
 /// device_release_driver_internal" on 7.3, both under vhba_exit).
 bool same_crash(const BootCrash& c, const std::vector<crash::CrashReport>& others);
 
+/// Two crash titles name the same crash: equal, or one of the two names no function where the
+/// other does ("INFO: task hung" and "INFO: task hung in foo_probe": a report whose stack was not
+/// printed).
+bool same_crash_title(const std::string& a, const std::string& b);
+
 } // namespace autodriver::loop

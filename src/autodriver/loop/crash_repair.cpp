@@ -59,7 +59,7 @@ util::Expected<Run> boot_once(const CrashRepairRequest& req, const core::Kernel&
 }
 
 bool crashed_with(const Run& r, const std::string& title) {
-  return std::find(r.titles.begin(), r.titles.end(), title) != r.titles.end();
+  return std::any_of(r.titles.begin(), r.titles.end(), [&](const std::string& t) { return same_crash_title(t, title); });
 }
 
 /// The crash's places as the diagnostics the integrity gate weighs edits against: a repair may
