@@ -525,9 +525,11 @@ def make_stage(a, lines, cases, port_now):
         units = [u for u in collapsed_units(a.wild, a.no_dkms) if not a.only or any(s in u["id"] for s in a.only)]
         units = [u for u in units if not a.split or split_of(u["repo_unit"]) == a.split]
         pairs = [(u, l) for u in units for l in K_LINES if l in lines]
-        if a.sample is not None and a.sample < len(pairs):
-            pairs = sorted(random.Random(a.seed).sample(pairs, a.sample), key=lambda x: (x[0]["id"], K_LINES.index(x[1])))
-            F.log(f"users: collapsed: a sample of {a.sample} (tree, line) pairs (seed {a.seed})")
+        if a.sample is not None:
+            # Kept in the seeded random order: a run stopped early (and resumed later) has made a
+            # prefix of that order, itself a seeded random sample, never the first trees by name.
+            pairs = random.Random(a.seed).sample(pairs, min(a.sample, len(pairs)))
+            F.log(f"users: collapsed: a sample of {len(pairs)} (tree, line) pairs in seeded random order (seed {a.seed})")
         done = load(p["col_cases"], "unit")
         chosen = {f"{u['slug']}@{l}/" for u, l in pairs}
         for i, (u, l) in enumerate(pairs, 1):
@@ -558,7 +560,7 @@ def main():
     ap.add_argument("--only", action="append", default=[], help="only trees or repositories whose id contains SUBSTR (repeatable)")
     ap.add_argument("--case", action="append", default=[], help="only this case id (repeatable)")
     ap.add_argument("--split", choices=["dev", "test"], help="only this split")
-    ap.add_argument("--sample", type=int, help="a seeded random sample of N (tree, line) pairs to make, and of N cases to check and port")
+    ap.add_argument("--sample", type=int, help="a seeded random sample of N (tree, line) pairs to make, in that random order (N >= all: every pair, shuffled), and of N cases to check and port")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="make -j of each build")
     ap.add_argument("--rerun", action="store_true", help="port the selected cases again even if a result exists (the newest result counts)")
