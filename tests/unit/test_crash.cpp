@@ -5,6 +5,7 @@
 #include "autodriver/crash/report.hpp"
 #include "autodriver/crash/symbolize.hpp"
 #include "autodriver/crash/tail_call.hpp"
+#include "autodriver/crash/teardown.hpp"
 #include "autodriver/loop/boot_crash.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/subprocess.hpp"
@@ -603,6 +604,61 @@ TEST(CrashRepair, AMemberSetAfterTheCallThatUsesItMovesBeforeTheCall) {
          "\tp->ring = &p->ring0;\n\tring_init(p);\n\tp->ring = devm_kzalloc(&pdev->dev, 64, GFP_KERNEL);\n\treturn 0;\n}\n");
   auto hb = crash::hypothesize(r, crash::localize(r, {"drv"}, b.path(), "/autodriver/tree"), b.path());
   EXPECT_TRUE(hb.empty() || hb[0].kind != "use-before-set" || hb[0].function != "pr");
+}
+
+// A timer armed in probe and never stopped in remove fires after rmmod into the module's freed
+// text (softirq, no driver frame). What ends timer_setup() on a teardown path is learned from the
+// kernel's drivers; the driver's remove gets it first, with its own variable for the object.
+TEST(CrashRepair, ATimerRemoveNeverStopsIsStoppedFirstInRemove) {
+  auto k = util::TempDir::create(std::filesystem::temp_directory_path(), "ad-crash-kernel");
+  ASSERT_TRUE(k);
+  std::filesystem::create_directories(k->path() / "drivers/a");
+  for (int i = 0; i < 12; ++i)
+    ASSERT_TRUE(util::write_file(
+        k->path() / ("drivers/a/d" + std::to_string(i) + ".c"),
+        "static int d_probe(struct platform_device *pdev)\n{\n\tstruct d_priv *p = devm_kzalloc(&pdev->dev, 8, 0);\n"
+        "\ttimer_setup(&p->timer, d_tick, 0);\n\tmod_timer(&p->timer, 1);\n\treturn 0;\n}\n"
+        "static void d_remove(struct platform_device *pdev)\n{\n\tstruct d_priv *p = platform_get_drvdata(pdev);\n\n" +
+            std::string(i < 9 ? "\ttimer_delete_sync(&p->timer);\n" : "") +
+            "}\nstatic struct platform_driver d = {\n\t.probe = d_probe,\n\t.remove = d_remove,\n};\n"));
+  auto pair = crash::teardown_pair(k->path(), "timer_setup");
+  EXPECT_EQ(pair.release, "timer_delete_sync");
+  EXPECT_EQ(pair.calls, 12);
+  EXPECT_EQ(pair.released, 9);
+  EXPECT_TRUE(crash::torn_down(pair));
+  // Arming it is ended the same way; an allocation on &pdev->dev by nothing that names its member.
+  EXPECT_EQ(crash::teardown_pair(k->path(), "mod_timer").release, "timer_delete_sync");
+  EXPECT_FALSE(crash::torn_down(crash::teardown_pair(k->path(), "devm_kzalloc")));
+  Tree t("static int w_probe(struct platform_device *pdev)\n{\n\tstruct w_priv *wp = devm_kzalloc(&pdev->dev, 8, 0);\n"
+         "\ttimer_setup(&wp->timer, w_tick, 0);\n\tplatform_set_drvdata(pdev, wp);\n\treturn 0;\n}\n"
+         "static void w_remove(struct platform_device *pdev)\n{\n\tstruct w_priv *priv = platform_get_drvdata(pdev);\n\n"
+         "\tw_stop(priv);\n}\n"
+         "static struct platform_driver w = {\n\t.probe = w_probe,\n\t.remove = w_remove,\n};\n");
+  crash::CrashReport r;
+  r.kind = crash::CrashKind::paging_request;
+  r.headline = "BUG: unable to handle page fault for address: ffffffffc0a01040";
+  r.registers["CR2"] = "ffffffffc0a01040";
+  r.trace = {crash::Frame{"call_timer_fn", 0x2b, 0x160, "", true, false, "", 0}};
+  auto where = crash::localize(r, {"drv"}, t.path(), "/autodriver/tree");
+  ASSERT_TRUE(where.empty());
+  auto h = crash::hypothesize(r, where, t.path(), {}, {}, {}, crash::teardown_oracle(k->path()));
+  ASSERT_EQ(h.size(), 1u);
+  EXPECT_EQ(h[0].kind, "missing-teardown");
+  EXPECT_EQ(h[0].function, "w_remove");
+  EXPECT_EQ(h[0].call, "timer_delete_sync(&priv->timer)");
+  auto reps = crash::propose_repairs(h, t.path(), {});
+  ASSERT_EQ(reps.size(), 1u);
+  EXPECT_NE(reps[0].new_text.find("\tstruct w_priv *priv = platform_get_drvdata(pdev);\n\n\ttimer_delete_sync(&priv->timer);\n"
+                                  "\tw_stop(priv);\n"),
+            std::string::npos)
+      << reps[0].new_text;
+  // A remove that stops it (under any name): nothing to add.
+  Tree ok("static int w_probe(struct platform_device *pdev)\n{\n\tstruct w_priv *wp = devm_kzalloc(&pdev->dev, 8, 0);\n"
+          "\ttimer_setup(&wp->timer, w_tick, 0);\n\treturn 0;\n}\n"
+          "static void w_remove(struct platform_device *pdev)\n{\n\tstruct w_priv *priv = platform_get_drvdata(pdev);\n"
+          "\tdel_timer_sync(&priv->timer);\n}\n"
+          "static struct platform_driver w = {\n\t.probe = w_probe,\n\t.remove = w_remove,\n};\n");
+  EXPECT_TRUE(crash::hypothesize(r, where, ok.path(), {}, {}, {}, crash::teardown_oracle(k->path())).empty());
 }
 
 TEST(CrashLocalize, AFrameLostToATailCallIsFoundThroughTheMemberTheKernelCalls) {

@@ -5,6 +5,7 @@
 #include "autodriver/crash/localize.hpp"
 #include "autodriver/crash/report.hpp"
 #include "autodriver/crash/symbolize.hpp"
+#include "autodriver/crash/teardown.hpp"
 #include "autodriver/gate/kbuild.hpp"
 #include "autodriver/gate/scratch.hpp"
 #include "autodriver/kernel/source.hpp"
@@ -225,7 +226,7 @@ int run_crash(const CrashOptions& o) {
   const fs::path kernel_src = kernel ? kernel::cached_source(*kernel) : fs::path();
   auto cands = crash::localize(primary, driver_modules, o.driver, gate::k_sandbox_tree, kernel_src);
   auto hyps = crash::hypothesize(primary, cands, o.driver, crash::release_oracle(kernel_src), crash::pair_oracle(kernel_src),
-                                 crash::undo_oracle(kernel_src));
+                                 crash::undo_oracle(kernel_src), crash::teardown_oracle(kernel_src));
   crash::rank_by_hypotheses(cands, hyps);
   const bool in_driver = !cands.empty();
 

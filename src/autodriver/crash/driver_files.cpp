@@ -28,9 +28,10 @@ std::vector<DriverFile> read_driver(const fs::path& tree) {
   return out;
 }
 
-void for_each_kernel_function(const fs::path& kernel_src, const std::string& word,
-                              const std::function<void(const std::vector<csrc::Token>&, const csrc::Unit&)>& fn,
-                              const std::string& also) {
+namespace {
+
+void each_file(const fs::path& kernel_src, const std::string& word, const std::string& also,
+               const std::function<void(const std::vector<csrc::Token>&, const std::vector<csrc::Unit>&)>& fn) {
   static const std::regex k_name(R"(^[A-Za-z_]\w*$)");
   if (kernel_src.empty() || !std::regex_match(word, k_name)) return;
   auto files = kernel::c_files_naming(kernel_src, word, kernel::k_driver_dirs, std::chrono::seconds(120));
@@ -39,9 +40,24 @@ void for_each_kernel_function(const fs::path& kernel_src, const std::string& wor
     auto text = util::read_file(kernel_src / rel);
     if (!text || (!also.empty() && text->find(also) == std::string::npos)) continue;
     auto t = csrc::tokenize(*text);
-    for (const auto& u : csrc::find_units(t))
-      if (u.kind == csrc::UnitKind::function) fn(t, u);
+    fn(t, csrc::find_units(t));
   }
+}
+
+} // namespace
+
+void for_each_kernel_function(const fs::path& kernel_src, const std::string& word,
+                              const std::function<void(const std::vector<csrc::Token>&, const csrc::Unit&)>& fn,
+                              const std::string& also) {
+  each_file(kernel_src, word, also, [&](const auto& t, const auto& units) {
+    for (const auto& u : units)
+      if (u.kind == csrc::UnitKind::function) fn(t, u);
+  });
+}
+
+void for_each_kernel_file(const fs::path& kernel_src, const std::string& word,
+                          const std::function<void(const std::vector<csrc::Token>&, const std::vector<csrc::Unit>&)>& fn) {
+  each_file(kernel_src, word, "", fn);
 }
 
 } // namespace autodriver::crash

@@ -28,4 +28,9 @@ void for_each_kernel_function(const std::filesystem::path& kernel_src, const std
                               const std::function<void(const std::vector<csrc::Token>&, const csrc::Unit&)>& fn,
                               const std::string& also = "");
 
+/// Each of the target kernel's driver files naming `word` (as for_each_kernel_function) given to
+/// `fn` with its tokens and top-level units.
+void for_each_kernel_file(const std::filesystem::path& kernel_src, const std::string& word,
+                          const std::function<void(const std::vector<csrc::Token>&, const std::vector<csrc::Unit>&)>& fn);
+
 } // namespace autodriver::crash

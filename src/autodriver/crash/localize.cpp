@@ -2,6 +2,7 @@
 
 #include "autodriver/crash/driver_files.hpp"
 #include "autodriver/crash/tail_call.hpp"
+#include "autodriver/crash/teardown.hpp"
 #include "autodriver/csrc/tokens.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/strings.hpp"
@@ -355,6 +356,34 @@ std::vector<Hypothesis> cleanup_hypotheses(const CrashReport& r, const fs::path&
   return out;
 }
 
+/// Missing teardown on remove or exit: the crash touched memory of a module that is gone (a timer
+/// or work still armed after rmmod runs the module's freed code), and the driver's setup begins
+/// something (`timer_setup(&p->timer, ...)`) that the kernel's drivers end in their teardown
+/// functions and the driver's teardown functions never end (`teardowns`, see teardown.hpp).
+std::vector<Hypothesis> teardown_hypotheses(const CrashReport& r, const fs::path& tree, const PairOracle& teardowns) {
+  std::vector<Hypothesis> out;
+  if (!teardowns || tree.empty() || !module_address(r)) return out;
+  for (const auto& m : missing_teardowns(read_driver(tree), teardowns)) {
+    Hypothesis h;
+    h.kind = "missing-teardown";
+    h.function = m.teardown;
+    h.file = m.file;
+    h.line = m.insert_line;
+    h.set_line = m.setup_line;
+    h.variable = m.call.substr(m.call.find('(') + 1, m.call.size() - m.call.find('(') - 2);
+    h.callee = m.release;
+    h.call = m.call;
+    h.statement = fmt::format("{}() never ends what {}() at {}:{} began ({}: the kernel's drivers end it with {}() when "
+                              "they tear down); the crash runs code of a module that is gone ({})",
+                              m.teardown, m.setup, m.file, m.setup_line, h.variable, m.release, r.headline);
+    h.evidence = {r.headline, fmt::format("the target kernel's drivers call {}() in a teardown function after {} of {} {}() "
+                                          "calls",
+                                          m.release, m.evidence.released, m.evidence.calls, m.setup)};
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
 const Location* first_with(const std::vector<Location>& where, std::string_view role) {
   for (const auto& l : where)
     if (l.role == role) return &l;
@@ -566,11 +595,16 @@ std::optional<Hypothesis> field_set_after_call(const std::vector<Location>& wher
 } // namespace
 
 std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Location>& where, const fs::path& tree,
-                                    const ReleaseOracle& releases, const PairOracle& pairs, const PairOracle& undos) {
+                                    const ReleaseOracle& releases, const PairOracle& pairs, const PairOracle& undos,
+                                    const PairOracle& teardowns) {
   std::vector<Hypothesis> out;
   const Location* fault = first_with(where, "fault");
   if (!fault) fault = first_with(where, "caller");
-  if (!fault) return where.empty() ? cleanup_hypotheses(r, tree, undos) : out;
+  if (!fault && where.empty()) {
+    out = cleanup_hypotheses(r, tree, undos);
+    if (out.empty()) out = teardown_hypotheses(r, tree, teardowns);
+  }
+  if (!fault) return out;
   auto src = view(tree, *fault);
   // The frame names the symbol; an inlined function's line lies in the function the source names.
   Location named = *fault;

@@ -72,7 +72,7 @@ nlohmann::json to_json(const Location& l);
 /// functions that leave something registered.
 std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Location>& where, const std::filesystem::path& tree,
                                     const ReleaseOracle& releases = {}, const PairOracle& pairs = {},
-                                    const PairOracle& undos = {});
+                                    const PairOracle& undos = {}, const PairOracle& teardowns = {});
 
 /// The places ranked again with what the hypotheses found in the source: the line a release
 /// before its use happened, or the exit that left a lock held (the cause) goes first when the

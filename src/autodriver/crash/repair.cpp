@@ -466,6 +466,33 @@ FailureHandling failure_handling(const fs::path& kernel_src, const std::string& 
   return out;
 }
 
+/// Missing teardown: the call the kernel's drivers make (h.call, with the teardown function's own
+/// names) goes first in the teardown function, after its declarations (line h.line).
+std::optional<RepairEdit> add_teardown(const Hypothesis& h, const std::string& text) {
+  if (h.call.empty() || h.line <= 0) return std::nullopt;
+  auto lines = util::split_lines(text);
+  if (static_cast<std::size_t>(h.line) > lines.size()) return std::nullopt;
+  // The indentation of the statement it goes before (or of the last declaration before it).
+  std::string like(lines[static_cast<std::size_t>(h.line) - 1]);
+  if (like.find_first_not_of(" \t") == std::string::npos || util::trim(like) == "}")
+    like = std::string(lines[static_cast<std::size_t>(h.line) - 2]);
+  const std::string indent = like.substr(0, like.find_first_not_of(" \t"));
+  std::vector<std::string> keep;
+  for (int l = 1; l <= static_cast<int>(lines.size()); ++l) {
+    if (l == h.line) keep.push_back(indent + h.call + ";");
+    keep.emplace_back(lines[static_cast<std::size_t>(l) - 1]);
+  }
+  std::vector<std::string_view> views(keep.begin(), keep.end());
+  RepairEdit e;
+  e.kind = h.kind;
+  e.file = h.file;
+  e.new_text = join_lines(views, !text.empty() && text.back() == '\n');
+  e.description = fmt::format("{}() did not end what line {} began: {} goes first in it (as the kernel's drivers tear it down)",
+                              h.function, h.set_line, h.call);
+  e.evidence = h.evidence;
+  return e;
+}
+
 std::vector<RepairEdit> propose_repairs(const std::vector<Hypothesis>& hyps, const fs::path& tree, const fs::path& kernel_src) {
   std::vector<RepairEdit> out;
   for (const auto& h : hyps) {
@@ -482,6 +509,7 @@ std::vector<RepairEdit> propose_repairs(const std::vector<Hypothesis>& hyps, con
       e = drop_repeat(h, *text);
     } else if (h.kind == "missing-unlock" || h.kind == "missing-cleanup") e = add_release(h, *text, kernel_src);
     else if (h.kind == "unchecked-result") e = add_test(h, *text, kernel_src);
+    else if (h.kind == "missing-teardown") e = add_teardown(h, *text);
     if (e && e->new_text != *text) out.push_back(std::move(*e));
   }
   return out;

@@ -3,6 +3,7 @@
 #include "autodriver/crash/localize.hpp"
 #include "autodriver/crash/report.hpp"
 #include "autodriver/crash/symbolize.hpp"
+#include "autodriver/crash/teardown.hpp"
 #include "autodriver/gate/kbuild.hpp"
 #include "autodriver/util/json_text.hpp"
 
@@ -65,7 +66,7 @@ std::optional<BootCrash> analyse_boot_crash(const nlohmann::json& gates, const s
   for (const auto& [n, _] : modules) names.insert(n);
   auto where = crash::localize(r, names, tree, gate::k_sandbox_tree, kernel_src);
   auto hyps = crash::hypothesize(r, where, tree, crash::release_oracle(kernel_src), crash::pair_oracle(kernel_src),
-                                 crash::undo_oracle(kernel_src));
+                                 crash::undo_oracle(kernel_src), crash::teardown_oracle(kernel_src));
   crash::rank_by_hypotheses(where, hyps);
   nlohmann::json j = {{"title", r.title},
                       {"kind", crash::to_string(r.kind)},
