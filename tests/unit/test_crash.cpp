@@ -1052,6 +1052,9 @@ TEST(BootCrash, TheSameBugUnderAnotherKernelFunctionIsTheSameCrash) {
   EXPECT_TRUE(loop::same_crash_title("INFO: task hung in cp_init_one", "INFO: task hung in cp_init_one"));
   EXPECT_FALSE(loop::same_crash_title("INFO: task hung in cp_init_one", "INFO: task hung in cp_remove_one"));
   EXPECT_FALSE(loop::same_crash_title("INFO: task hung", "INFO: task hung up"));
+  EXPECT_TRUE(loop::same_crash_title("Oops in __run_timers", "BUG: unable to handle page fault in __run_timers"));
+  EXPECT_FALSE(loop::same_crash_title("Oops in __run_timers", "BUG: unable to handle page fault in call_timer_fn"));
+  EXPECT_FALSE(loop::same_crash_title("kernel BUG in f", "BUG: unable to handle page fault in f"));
   EXPECT_FALSE(loop::same_crash(c, {}));
   // The same title is the same crash whatever the frames.
   EXPECT_TRUE(loop::same_crash(c, {report(c.report.title, "x", "y")}));

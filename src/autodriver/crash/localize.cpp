@@ -477,6 +477,10 @@ void rank_by_hypotheses(std::vector<Location>& where, const std::vector<Hypothes
     if (h.kind == "missing-cleanup")
       where.push_back(Location{h.function, "", h.file, h.line, fmt::format("fails without {} (the driver's source)", h.call),
                                "cause", false});
+    if (h.kind == "missing-teardown")
+      where.push_back(Location{h.function, "", h.file, h.line,
+                               fmt::format("ends without {} (begun at line {}; the driver's source)", h.call, h.set_line),
+                               "cause", false});
     return;
   }
   Location cause{h.function, where.front().module, h.file, 0, "", "cause", false};

@@ -476,7 +476,8 @@ std::optional<RepairEdit> add_teardown(const Hypothesis& h, const std::string& t
   std::string like(lines[static_cast<std::size_t>(h.line) - 1]);
   if (like.find_first_not_of(" \t") == std::string::npos || util::trim(like) == "}")
     like = std::string(lines[static_cast<std::size_t>(h.line) - 2]);
-  const std::string indent = like.substr(0, like.find_first_not_of(" \t"));
+  std::string indent = like.substr(0, like.find_first_not_of(" \t"));
+  if (util::trim(like) == "{" || util::trim(like) == "}") indent += "\t"; // an empty body
   std::vector<std::string> keep;
   for (int l = 1; l <= static_cast<int>(lines.size()); ++l) {
     if (l == h.line) keep.push_back(indent + h.call + ";");

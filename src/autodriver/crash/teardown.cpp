@@ -81,7 +81,8 @@ std::string variable_of_type(const std::vector<csrc::Token>& t, const csrc::Unit
 /// The line after the leading declarations of `fn`'s body (where a first statement goes), or 0.
 int after_declarations(const std::vector<csrc::Token>& t, const csrc::Unit& fn) {
   auto sts = csrc::block_statements(t, fn.body);
-  if (sts.empty()) return 0;
+  // An empty body: before its closing brace, when that has a line of its own.
+  if (sts.empty()) return t[fn.last].line > t[fn.body].line ? t[fn.last].line : 0;
   for (const auto& [a, b] : sts) {
     // A declaration: a type word first, or `name *var` / `name var` followed by `=` or `;`.
     const auto& w = t[a].text;
@@ -178,12 +179,12 @@ std::vector<MissingTeardown> missing_teardowns(const std::vector<DriverFile>& fi
     const auto setup = functions_in(f.units, entry_functions(t, f.units, false));
     const auto down = functions_in(f.units, entry_functions(t, f.units, true));
     if (setup.empty() || down.empty()) continue;
-    std::set<std::string> asked;
+    std::set<std::string> asked, found; // (setup, member) asked; members given a teardown
     for (const auto* s : setup)
       for (const auto& c : csrc::find_calls(t, s->body, s->last)) {
         const std::string arg = first_arg(c);
         const std::string m = last_member(arg);
-        if (!addressed(arg) || m.empty() || !asked.insert(c.callee + "|" + m).second) continue;
+        if (!addressed(arg) || m.empty() || found.count(m) || !asked.insert(c.callee + "|" + m).second) continue;
         // Torn down already (by the kernel's call or any other naming the member).
         if (named_in(t, down, m, c.callee)) continue;
         auto p = teardowns(c.callee);
@@ -207,6 +208,7 @@ std::vector<MissingTeardown> missing_teardowns(const std::vector<DriverFile>& fi
           mt.insert_line = at;
           mt.evidence = p;
           out.push_back(std::move(mt));
+          found.insert(m); // timer_setup() and mod_timer() of one timer: one teardown
           break;
         }
       }

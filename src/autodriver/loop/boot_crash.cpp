@@ -45,7 +45,12 @@ bool same_crash_title(const std::string& a, const std::string& b) {
   if (a == b) return true;
   const std::string& shorter = a.size() < b.size() ? a : b;
   const std::string& longer = a.size() < b.size() ? b : a;
-  return shorter.find(" in ") == std::string::npos && longer.starts_with(shorter + " in ");
+  if (shorter.find(" in ") == std::string::npos && longer.starts_with(shorter + " in ")) return true;
+  // "Oops" is the report of a fault whose first line (the page fault's own "BUG: unable to handle
+  // page fault") the console lost among other output: the same crash when the place is the same.
+  const auto in_a = a.rfind(" in "), in_b = b.rfind(" in ");
+  if (in_a == std::string::npos || in_b == std::string::npos || a.substr(in_a) != b.substr(in_b)) return false;
+  return a.starts_with("Oops in ") || b.starts_with("Oops in ");
 }
 
 std::optional<BootCrash> analyse_boot_crash(const nlohmann::json& gates, const std::string& release, const fs::path& tree,

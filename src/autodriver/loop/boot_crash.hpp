@@ -47,7 +47,8 @@ bool same_crash(const BootCrash& c, const std::vector<crash::CrashReport>& other
 
 /// Two crash titles name the same crash: equal, or one of the two names no function where the
 /// other does ("INFO: task hung" and "INFO: task hung in foo_probe": a report whose stack was not
-/// printed).
+/// printed), or one is the generic "Oops in f" of the other's fault in the same f (its first line
+/// lost among the console's other output).
 bool same_crash_title(const std::string& a, const std::string& b);
 
 } // namespace autodriver::loop
