@@ -300,6 +300,8 @@ std::vector<Hypothesis> lock_hypotheses(const CrashReport& r, const Location& at
 
 /// The address the report faulted on lies where x86-64 maps modules (0xffffffffa0000000 and up,
 /// below the fixmap): with no module frame in the trace, memory of a module that is gone.
+} // namespace
+
 bool module_address(const CrashReport& r) {
   static const std::regex k_addr(R"(address: ([0-9a-f]{16}))");
   std::string a;
@@ -310,6 +312,8 @@ bool module_address(const CrashReport& r) {
   const unsigned long long v = std::strtoull(a.c_str(), nullptr, 16);
   return v >= 0xffffffffa0000000ULL && v < 0xffffffffff000000ULL;
 }
+
+namespace {
 
 /// Missing cleanup on a failed init or probe: the crash touched memory of a module that is gone,
 /// and an error exit of the driver's module_init or .probe function leaves something registered

@@ -38,6 +38,10 @@ std::vector<Location> localize(const CrashReport& r, const std::set<std::string>
                                const std::filesystem::path& tree, const std::string& build_root,
                                const std::filesystem::path& kernel_src = {});
 
+/// The fault address (CR2, else the headline's "address:") lies where the kernel maps modules:
+/// memory of a module, or of one that is gone.
+bool module_address(const CrashReport& r);
+
 /// A checkable statement about one location.
 struct Hypothesis {
   std::string

@@ -25,6 +25,7 @@ namespace {
 struct Run {
   std::string outcome;
   std::vector<std::string> titles;
+  bool gone_module_fault = false; ///< a report faulted where modules are mapped
   bool ok = false;
   bool loaded = false; ///< every module's insmod succeeded
 };
@@ -46,7 +47,10 @@ util::Expected<Run> boot_once(const CrashRepairRequest& req, const core::Kernel&
   r.ok = chk->ok;
   if (bk.is_object() && bk.contains(k.release)) {
     r.outcome = boot_outcome(j, k.release);
-    for (const auto& rep : boot_crash_reports(j, k.release)) r.titles.push_back(rep.title);
+    for (const auto& rep : boot_crash_reports(j, k.release)) {
+      r.titles.push_back(rep.title);
+      r.gone_module_fault = r.gone_module_fault || crash::module_address(rep);
+    }
     const auto details = util::json_get(bk[k.release], "details", nlohmann::json::object());
     const auto insmod = util::json_get(details, "insmod", nlohmann::json::object());
     r.loaded = insmod.is_object() && !insmod.empty();
@@ -107,7 +111,11 @@ util::Expected<nlohmann::json> repair_crash(const CrashRepairRequest& req, const
   auto before = boot_once(req, *k, req.driver);
   if (!before) return util::unexpected(before.error());
   j["before"] = {{"outcome", before->outcome}, {"titles", before->titles}};
-  if (!crashed_with(*before, report.title)) {
+  // A crash in code or data of a module that is gone (what a missing cleanup or teardown leaves)
+  // faults wherever the freed memory is next touched: any such fault reproduces it.
+  const bool gone_module = crash::module_address(report) && !hyps.empty() &&
+                           (hyps.front().kind == "missing-cleanup" || hyps.front().kind == "missing-teardown");
+  if (!crashed_with(*before, report.title) && !(gone_module && before->gone_module_fault)) {
     j["status"] = "does-not-reproduce";
     j["reason"] = fmt::format("the unchanged driver booted on {} did not crash with '{}' (outcome {}): nothing to validate "
                               "a repair against",
