@@ -33,7 +33,8 @@ apidiff's change kind where --from gave one), with counts per class and split.
 
 Split by repository or package (FNV-1a 64 of "history/<name>", "wild/<name>" or
 "dkms/<package>", even dev, odd test: the rule of src/autodriver/corpus/split.hpp), so all of a
-repository's cases sit in one split. The test split is run to report, never to debug.
+repository's cases sit in one split. The test split is run to report, never to debug; a repository
+whose cases were debugged on moves to dev (MOVED_TO_DEV, with the reason) and its records follow.
 
 Every stage is resumable (JSONL under <cache>/users-bench/, one run at a time):
 
