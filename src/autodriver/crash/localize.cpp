@@ -318,17 +318,11 @@ namespace {
 /// Missing cleanup on a failed init or probe: the crash touched memory of a module that is gone,
 /// and an error exit of the driver's module_init or .probe function leaves something registered
 /// that the kernel's drivers undo on their error paths (`undos`, see lock.hpp).
-std::vector<Hypothesis> cleanup_hypotheses(const CrashReport& r, const fs::path& tree, const PairOracle& undos) {
+std::vector<Hypothesis> cleanup_hypotheses(const CrashReport& r, const std::vector<DriverFile>& files, const PairOracle& undos) {
   std::vector<Hypothesis> out;
-  if (!undos || tree.empty() || !module_address(r)) return out;
-  for (const auto& f : read_driver(tree)) {
-    std::set<std::string> entry; // module_init(f) and `.probe = f`
-    for (std::size_t i = 0; i + 3 < f.toks.size(); ++i)
-      if (f.toks[i].text == "module_init" && f.toks[i + 1].text == "(") entry.insert(f.toks[i + 2].text);
-    for (const auto& init : f.units)
-      if (init.kind == csrc::UnitKind::initializer)
-        for (const auto& d : csrc::designated_members(f.toks, init))
-          if (d.member == "probe") entry.insert(d.value);
+  if (!undos) return out;
+  for (const auto& f : files) {
+    const auto entry = entry_functions(f.toks, f.units, false, 0); // module_init(f) and `.probe = f`
     for (const auto& u : f.units) {
       if (u.kind != csrc::UnitKind::function || !entry.count(u.name)) continue;
       std::set<std::string> asked;
@@ -364,10 +358,10 @@ std::vector<Hypothesis> cleanup_hypotheses(const CrashReport& r, const fs::path&
 /// or work still armed after rmmod runs the module's freed code), and the driver's setup begins
 /// something (`timer_setup(&p->timer, ...)`) that the kernel's drivers end in their teardown
 /// functions and the driver's teardown functions never end (`teardowns`, see teardown.hpp).
-std::vector<Hypothesis> teardown_hypotheses(const CrashReport& r, const fs::path& tree, const PairOracle& teardowns) {
+std::vector<Hypothesis> teardown_hypotheses(const CrashReport& r, const std::vector<DriverFile>& files,
+                                            const PairOracle& teardowns) {
   std::vector<Hypothesis> out;
-  if (!teardowns || tree.empty() || !module_address(r)) return out;
-  for (const auto& m : missing_teardowns(read_driver(tree), teardowns)) {
+  for (const auto& m : missing_teardowns(files, teardowns)) {
     Hypothesis h;
     h.kind = "missing-teardown";
     h.function = m.teardown;
@@ -608,9 +602,12 @@ std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Loca
   std::vector<Hypothesis> out;
   const Location* fault = first_with(where, "fault");
   if (!fault) fault = first_with(where, "caller");
-  if (!fault && where.empty()) {
-    out = cleanup_hypotheses(r, tree, undos);
-    if (out.empty()) out = teardown_hypotheses(r, tree, teardowns);
+  if (!fault && where.empty() && !tree.empty() && module_address(r)) {
+    // The crash touched memory of a module that is gone: what a failed init or probe, or a
+    // remove or exit, left behind. The driver's files are read once for both.
+    const auto files = read_driver(tree);
+    out = cleanup_hypotheses(r, files, undos);
+    if (out.empty()) out = teardown_hypotheses(r, files, teardowns);
   }
   if (!fault) return out;
   auto src = view(tree, *fault);

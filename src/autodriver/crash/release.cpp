@@ -14,8 +14,6 @@ namespace {
 
 bool is_member_access(const std::string& s) { return s == "->" || s == "."; }
 
-std::pair<std::string, std::size_t> path_at(const std::vector<csrc::Token>& t, std::size_t i) { return csrc::object_path(t, i); }
-
 /// `path` is `x` or reaches a member through it (`x->y` for x, not `xy`).
 bool through(const std::string& path, const std::string& x) {
   if (!path.starts_with(x)) return false;
@@ -26,7 +24,7 @@ bool through(const std::string& path, const std::string& x) {
 /// Token i reads `x` (a variable or an object path): the path starting there is x or goes through
 /// it, and is not x itself being assigned (`x = ...`).
 bool reads_at(const std::vector<csrc::Token>& t, std::size_t i, const std::string& x) {
-  auto [path, end] = path_at(t, i);
+  auto [path, end] = csrc::object_path(t, i);
   if (path.empty() || !through(path, x)) return false;
   return !(path.size() == x.size() && end + 1 < t.size() && t[end + 1].text == "=");
 }
@@ -35,7 +33,7 @@ bool reads_at(const std::vector<csrc::Token>& t, std::size_t i, const std::strin
 /// after that, x names another object.
 bool assigns_path(const std::vector<csrc::Token>& t, std::size_t first, std::size_t last, const std::string& x) {
   for (std::size_t i = first; i <= last && i < t.size(); ++i) {
-    auto [path, end] = path_at(t, i);
+    auto [path, end] = csrc::object_path(t, i);
     if (!path.empty() && end + 1 <= last && t[end + 1].text == "=" && through(x, path)) return true;
   }
   return false;
@@ -56,7 +54,7 @@ bool read_after(const std::vector<csrc::Token>& t, std::size_t semi, std::size_t
         if (reads_at(t, k, x)) return true;
       return false;
     }
-    auto [path, end] = path_at(t, i);
+    auto [path, end] = csrc::object_path(t, i);
     if (path.empty() || !through(path, x)) continue;
     return reads_at(t, i, x);
   }
@@ -84,7 +82,7 @@ std::optional<CallStatement> call_statement(const std::vector<csrc::Token>& t, s
   if (last >= t.size() || first + 4 > last || t[last].text != ";") return std::nullopt;
   if (t[first].kind != csrc::TokKind::ident || t[first + 1].text != "(") return std::nullopt;
   // The first argument: a variable or an object path (`kfree(adapter->ring)`, `iounmap(priv->regs)`).
-  auto [var, end] = path_at(t, first + 2);
+  auto [var, end] = csrc::object_path(t, first + 2);
   if (var.empty() || end + 1 >= last || (t[end + 1].text != "," && t[end + 1].text != ")")) return std::nullopt;
   static const std::set<std::string> k_keywords = {"if", "while", "for", "switch", "return", "sizeof", "do"};
   if (k_keywords.count(t[first].text)) return std::nullopt;
@@ -220,9 +218,8 @@ std::optional<ReleaseBeforeUse> release_before_call(const std::vector<csrc::Toke
   for (std::size_t k = at; k-- > 0;) {
     auto c = call_statement(t, sts[k].first, sts[k].second);
     if (!c) continue;
-    const std::size_t cut = std::max(c->var.rfind("->") == std::string::npos ? 0 : c->var.rfind("->") + 2,
-                                     c->var.rfind('.') == std::string::npos ? 0 : c->var.rfind('.') + 1);
-    if (cut == 0 || !members.count(c->var.substr(cut))) continue;
+    // A member path only (a plain variable names no member the callee could read).
+    if (c->var.find_first_of(".-") == std::string::npos || !members.count(csrc::last_member(c->var))) continue;
     auto ev = releases(c->callee);
     if (ev.releases()) return ReleaseBeforeUse{*c, t[sts[k].first].line, t[sts[at].first].line, std::move(ev)};
   }

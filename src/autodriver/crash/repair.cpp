@@ -255,10 +255,10 @@ std::optional<RepairEdit> drop_repeat(const Hypothesis& h, const std::string& te
 /// file assigns exactly one other member from a call (`->y = alloc(...)`) that it never passes to
 /// the same release anywhere, the second call releases that member instead. nullopt otherwise.
 std::optional<RepairEdit> retarget_repeat(const Hypothesis& h, const std::string& text) {
-  const std::size_t dot = std::max(h.variable.rfind("->") == std::string::npos ? 0 : h.variable.rfind("->") + 2,
-                                   h.variable.rfind('.') == std::string::npos ? 0 : h.variable.rfind('.') + 1);
-  if (dot == 0) return std::nullopt;
-  const std::string base = h.variable.substr(0, dot), member = h.variable.substr(dot);
+  if (h.variable.find_first_of(".-") == std::string::npos) return std::nullopt; // a member path only
+  const std::string member = csrc::last_member(h.variable);
+  if (member.empty()) return std::nullopt;
+  const std::string base = h.variable.substr(0, h.variable.size() - member.size());
   auto toks = csrc::tokenize(text);
   std::set<std::string> allocated, released;
   std::map<std::string, int> first_set;

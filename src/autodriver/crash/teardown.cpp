@@ -46,7 +46,7 @@ bool named_in(const std::vector<csrc::Token>& t, const std::vector<const csrc::U
   bool any = false;
   for (const auto* f : fns)
     for (const auto& c : csrc::find_calls(t, f->body, f->last))
-      if (c.callee != except && last_member(first_arg(c)) == member) {
+      if (c.callee != except && csrc::last_member(first_arg(c)) == member) {
         any = true;
         if (callees) callees->insert(c.callee);
       }
@@ -98,7 +98,8 @@ int after_declarations(const std::vector<csrc::Token>& t, const csrc::Unit& fn) 
 
 } // namespace
 
-std::set<std::string> entry_functions(const std::vector<csrc::Token>& t, const std::vector<csrc::Unit>& units, bool teardown) {
+std::set<std::string> entry_functions(const std::vector<csrc::Token>& t, const std::vector<csrc::Unit>& units, bool teardown,
+                                      int levels) {
   std::set<std::string> out;
   const char* registrar = teardown ? "module_exit" : "module_init";
   for (std::size_t i = 0; i + 2 < t.size(); ++i)
@@ -111,8 +112,8 @@ std::set<std::string> entry_functions(const std::vector<csrc::Token>& t, const s
         if (function_named(units, w)) out.insert(w);
     }
   }
-  // Two levels down: the file's own functions they call (remove -> stop -> the timer's end).
-  for (int level = 0; level < 2; ++level) {
+  // Levels down: the file's own functions they call (remove -> stop -> the timer's end).
+  for (int level = 0; level < levels; ++level) {
     std::set<std::string> more;
     for (const auto* f : functions_in(units, out))
       for (const auto& c : csrc::find_calls(t, f->body, f->last))
@@ -120,19 +121,6 @@ std::set<std::string> entry_functions(const std::vector<csrc::Token>& t, const s
     out.insert(more.begin(), more.end());
   }
   return out;
-}
-
-std::string last_member(const std::string& arg) {
-  std::string a;
-  for (char ch : arg)
-    if (ch != ' ') a += ch;
-  if (a.find_first_of("([+") != std::string::npos) return {};
-  std::size_t cut = 0;
-  if (auto p = a.rfind("->"); p != std::string::npos) cut = p + 2;
-  if (auto p = a.rfind('.'); p != std::string::npos && p + 1 > cut) cut = p + 1;
-  std::string m = a.substr(cut);
-  while (!m.empty() && (m[0] == '&' || m[0] == '*')) m.erase(0, 1);
-  return csrc::starts_ident(m) ? m : std::string();
 }
 
 ScopedPair teardown_pair(const fs::path& kernel_src, const std::string& setup) {
@@ -151,7 +139,7 @@ ScopedPair teardown_pair(const fs::path& kernel_src, const std::string& setup) {
         for (const auto& c : csrc::find_calls(t, u.body, u.last)) {
           const std::string arg = first_arg(c);
           if (c.callee != setup || !addressed(arg)) continue;
-          const std::string m = last_member(arg);
+          const std::string m = csrc::last_member(arg);
           if (m.empty()) continue;
           ++p.calls;
           std::set<std::string> callees;
@@ -183,7 +171,7 @@ std::vector<MissingTeardown> missing_teardowns(const std::vector<DriverFile>& fi
     for (const auto* s : setup)
       for (const auto& c : csrc::find_calls(t, s->body, s->last)) {
         const std::string arg = first_arg(c);
-        const std::string m = last_member(arg);
+        const std::string m = csrc::last_member(arg);
         if (!addressed(arg) || m.empty() || found.count(m) || !asked.insert(c.callee + "|" + m).second) continue;
         // Torn down already (by the kernel's call or any other naming the member).
         if (named_in(t, down, m, c.callee)) continue;

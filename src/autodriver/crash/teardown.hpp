@@ -18,11 +18,9 @@
 namespace autodriver::crash {
 
 /// The file's entry functions of one side: module_init(f) / .probe (`setup`) or module_exit(f) /
-/// .remove* (teardown), with the file's own functions they call, two levels down.
-std::set<std::string> entry_functions(const std::vector<csrc::Token>& t, const std::vector<csrc::Unit>& units, bool teardown);
-
-/// The member (or variable) an argument names last: `&p->timer` and `&dev.timer` -> timer.
-std::string last_member(const std::string& arg);
+/// .remove* (teardown), with the file's own functions they call, `levels` levels down.
+std::set<std::string> entry_functions(const std::vector<csrc::Token>& t, const std::vector<csrc::Unit>& units, bool teardown,
+                                      int levels = 2);
 
 /// How the target kernel's drivers tear down what `setup(x, ...)` begins in their setup functions
 /// (x taking an address: `&p->timer`): `release` the call most often made in a teardown function

@@ -596,4 +596,17 @@ std::pair<std::string, std::size_t> object_path(const std::vector<Token>& toks, 
   return {path, end};
 }
 
+std::string last_member(std::string_view expr) {
+  std::string a;
+  for (char ch : expr)
+    if (ch != ' ') a += ch;
+  if (a.find_first_of("([+") != std::string::npos) return {};
+  std::size_t cut = 0;
+  if (auto p = a.rfind("->"); p != std::string::npos) cut = p + 2;
+  if (auto p = a.rfind('.'); p != std::string::npos && p + 1 > cut) cut = p + 1;
+  std::string m = a.substr(cut);
+  while (!m.empty() && (m[0] == '&' || m[0] == '*')) m.erase(0, 1);
+  return starts_ident(m) ? m : std::string();
+}
+
 } // namespace autodriver::csrc

@@ -121,6 +121,10 @@ std::string join_tokens(const std::vector<Token>& toks, std::size_t first, std::
 /// token; an empty path when none starts there.
 std::pair<std::string, std::size_t> object_path(const std::vector<Token>& toks, std::size_t i);
 
+/// The member (or variable) an expression names last: `&p->timer`, `&dev.timer` and `timer` ->
+/// timer (blanks, `&` and `*` ignored); empty for anything with a call, index or sum in it.
+std::string last_member(std::string_view expr);
+
 /// `#include <x>` / `#include "x"` targets of the file, in order.
 std::vector<std::string> includes_of(const std::vector<Token>& toks);
 
