@@ -1059,3 +1059,159 @@ TEST(BootCrash, TheSameBugUnderAnotherKernelFunctionIsTheSameCrash) {
   // The same title is the same crash whatever the frames.
   EXPECT_TRUE(loop::same_crash(c, {report(c.report.title, "x", "y")}));
 }
+
+// "Modules linked in:" marks a module the kernel is unloading with `-` after its taint letters.
+TEST(CrashReport, TheModulesBeingUnloaded) {
+  auto rs = crash::parse_reports("[    6.95] BUG: unable to handle page fault for address: ffffc900000550d9\n"
+                                 "[    6.96] RIP: 0010:cp_start_xmit+0x30f/0x980 [8139cp]\n"
+                                 "[    6.97] Call Trace:\n[    6.97]  <TASK>\n[    6.97]  dev_hard_start_xmit+0x64/0x1d0\n"
+                                 "[    6.97]  </TASK>\n"
+                                 "[    6.98] Modules linked in: 8139cp(OE-) mii(+) pvpanic_pci pvpanic snd(E)\n"
+                                 "[    6.98] CR2: ffffc900000550d9\n[    6.99] ---[ end trace 0000000000000000 ]---\n");
+  ASSERT_EQ(rs.size(), 1u);
+  EXPECT_EQ(rs[0].unloading, std::vector<std::string>{"8139cp"});
+  EXPECT_EQ(rs[0].trace.size(), 1u);
+  EXPECT_EQ(rs[0].registers["CR2"], "ffffc900000550d9");
+}
+
+namespace {
+
+/// A kernel tree whose drivers register a net_device in probe and unregister it first in remove
+/// (9 of 12), freeing it last in both remove and probe's error path.
+util::Expected<util::TempDir> netdev_kernel() {
+  auto k = util::TempDir::create(std::filesystem::temp_directory_path(), "ad-crash-kernel");
+  if (!k) return k;
+  std::filesystem::create_directories(k->path() / "drivers/n");
+  for (int i = 0; i < 12; ++i)
+    (void)util::write_file(
+        k->path() / ("drivers/n/n" + std::to_string(i) + ".c"),
+        "static int n_probe(struct pci_dev *pdev)\n{\n\tstruct net_device *dev = alloc_etherdev(8);\n\tint err;\n\n"
+        "\tSET_NETDEV_DEV(dev, &pdev->dev);\n\terr = register_netdev(dev);\n\tif (err)\n\t\tgoto out;\n\treturn 0;\n"
+        "out:\n\tfree_netdev(dev);\n\treturn err;\n}\n"
+        "static void n_remove(struct pci_dev *pdev)\n{\n\tstruct net_device *ndev = pci_get_drvdata(pdev);\n\n" +
+            std::string(i < 9 ? "\tunregister_netdev(ndev);\n" : "") +
+            "\tfree_netdev(ndev);\n}\nstatic struct pci_driver n = {\n\t.probe = n_probe,\n\t.remove = n_remove,\n};\n");
+  return k;
+}
+
+const char* k_netdev_driver =
+    "static netdev_tx_t x_xmit(struct sk_buff *skb, struct net_device *dev)\n{\n\tstruct x_priv *p = netdev_priv(dev);\n\n"
+    "\twritel(1, p->regs);\n\treturn 0;\n}\n"
+    "static int x_probe(struct pci_dev *pdev)\n{\n\tstruct net_device *dev = alloc_etherdev(8);\n\tint rc;\n\n"
+    "\trc = register_netdev(dev);\n\tif (rc)\n\t\tgoto err;\n\treturn 0;\nerr:\n\tfree_netdev(dev);\n\treturn rc;\n}\n"
+    "static void x_remove(struct pci_dev *pdev)\n{\n\tstruct net_device *dev = pci_get_drvdata(pdev);\n"
+    "\tstruct x_priv *p = netdev_priv(dev);\n\n\tiounmap(p->regs);\n\tfree_netdev(dev);\n}\n"
+    "static struct pci_driver x = {\n\t.probe = x_probe,\n\t.remove = x_remove,\n};\n";
+
+} // namespace
+
+// A registration of an object (register_netdev(dev)) is learned by the object's type; free_netdev(),
+// after which nothing names the object, ends the object itself and is not what ends the
+// registration; and a call the teardown makes too (probe's free_netdev() on its error path) begins
+// nothing.
+TEST(CrashRepair, ADeviceRemoveNeverUnregistersIsUnregisteredFirst) {
+  auto k = netdev_kernel();
+  ASSERT_TRUE(k);
+  auto pair = crash::teardown_pair(k->path(), "register_netdev");
+  EXPECT_EQ(pair.release, "unregister_netdev");
+  EXPECT_EQ(pair.calls, 12);
+  EXPECT_EQ(pair.released, 9);
+  EXPECT_FALSE(crash::torn_down(crash::teardown_pair(k->path(), "free_netdev")));
+  Tree t(k_netdev_driver);
+  // The kernel transmits through the device remove left registered, into unmapped registers.
+  crash::CrashReport r;
+  r.kind = crash::CrashKind::paging_request;
+  r.headline = "BUG: unable to handle page fault for address: ffffc900000550d9";
+  r.unloading = {"drv"};
+  crash::Location fault{"x_xmit", "drv", "drv.c", 5, "faulting instruction", "fault", true};
+  auto h = crash::hypothesize(r, {fault}, t.path(), {}, {}, {}, crash::teardown_oracle(k->path()));
+  ASSERT_GE(h.size(), 2u);
+  EXPECT_EQ(h[0].kind, "missing-teardown");
+  EXPECT_EQ(h[0].function, "x_remove");
+  EXPECT_EQ(h[0].call, "unregister_netdev(dev)");
+  EXPECT_NE(h[0].statement.find("register_netdev() at drv.c:13"), std::string::npos) << h[0].statement;
+  auto reps = crash::propose_repairs({h[0]}, t.path(), {});
+  ASSERT_EQ(reps.size(), 1u);
+  EXPECT_NE(reps[0].new_text.find("netdev_priv(dev);\n\n\tunregister_netdev(dev);\n\tiounmap(p->regs);"), std::string::npos)
+      << reps[0].new_text;
+  // Not while the module stays loaded: a bad pointer, no teardown to add.
+  r.unloading.clear();
+  auto loaded = crash::hypothesize(r, {fault}, t.path(), {}, {}, {}, crash::teardown_oracle(k->path()));
+  ASSERT_FALSE(loaded.empty());
+  EXPECT_NE(loaded[0].kind, "missing-teardown");
+  // The kernel's BUG_ON in free_netdev() called by remove: the object that call is given.
+  r.kind = crash::CrashKind::bug_on;
+  r.unloading = {"drv"};
+  crash::Location in_remove{"x_remove", "drv", "drv.c", 27, "caller", "fault", true};
+  auto bug = crash::hypothesize(r, {in_remove}, t.path(), {}, {}, {}, crash::teardown_oracle(k->path()));
+  ASSERT_FALSE(bug.empty());
+  EXPECT_EQ(bug[0].kind, "missing-teardown");
+  EXPECT_EQ(bug[0].call, "unregister_netdev(dev)");
+}
+
+// A lock taken twice on one path (scripts/coccinelle/locks/double_lock.cocci's bug): the second
+// acquisition waits for itself; it goes.
+TEST(CrashRepair, ALockTakenTwiceLosesTheSecondAcquisition) {
+  Tree t("static int d_close(struct net_device *dev)\n{\n\tstruct d_priv *p = netdev_priv(dev);\n\tunsigned long flags;\n\n"
+         "\tspin_lock_irqsave(&p->lock, flags);\n\tspin_lock_irqsave(&p->lock, flags);\n\td_stop(p);\n"
+         "\tspin_unlock_irqrestore(&p->lock, flags);\n\treturn 0;\n}\n");
+  crash::CrashReport r;
+  r.kind = crash::CrashKind::panic;
+  r.detail = "NMI: Not continuing";
+  crash::Location at{"d_close", "drv", "drv.c", 7, "caller 7 in the call trace", "fault", true};
+  auto h = crash::hypothesize(r, {at}, t.path(), {}, mutex_pair);
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "double-acquire");
+  auto reps = crash::propose_repairs({h[0]}, t.path(), {});
+  ASSERT_EQ(reps.size(), 1u);
+  EXPECT_NE(reps[0].new_text.find("flags;\n\n\tspin_lock_irqsave(&p->lock, flags);\n\td_stop(p);"), std::string::npos)
+      << reps[0].new_text;
+}
+
+// Constant expressions with the file's macros and the kernel's (an oracle here).
+TEST(CrashBounds, ConstantExpressionsWithMacros) {
+  auto t = csrc::tokenize("(ETH_ALEN / 2) + 1 << 1");
+  auto v = crash::evaluate(t, 0, t.size() - 1, [](const std::string& n) -> std::optional<long long> {
+    return n == "ETH_ALEN" ? std::optional<long long>(6) : std::nullopt;
+  });
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(*v, 8);
+  auto junk = csrc::tokenize("3 / 0 + UNKNOWN");
+  EXPECT_FALSE(crash::evaluate(junk, 0, junk.size() - 1, {}).has_value());
+  auto sfx = csrc::tokenize("0x10UL - 1");
+  EXPECT_EQ(crash::evaluate(sfx, 0, sfx.size() - 1, {}), std::optional<long long>(15));
+}
+
+// A stack overwritten in a function: its loop that runs one past a local array (the kernel's
+// stack protector panics when it returns); the bound stops inside the array again.
+TEST(CrashRepair, ALoopPastALocalArrayStopsInsideIt) {
+  const std::string c = "#define WORDS (ETH_ALEN / 2)\n"
+                        "static int p_probe(struct pci_dev *pdev)\n{\n\t__le16 addr[WORDS];\n\tu8 buf[8], x = 0;\n\tint i;\n\n"
+                        "\tfor (i = 0; i <= 3; i++)\n\t\taddr[i] = read_word(i);\n"
+                        "\tfor (i = 0; i < 8; i++)\n\t\tbuf[i] = x;\n"
+                        "\tfor (i = 0; i < 9; i++) {\n\t\tx += 1;\n\t\tbuf[i] = x;\n\t}\n\treturn 0;\n}\n";
+  Tree t(c);
+  crash::CrashReport r;
+  r.kind = crash::CrashKind::panic;
+  r.detail = "stack-protector: Kernel stack is corrupted in: p_probe+0x48d/0x490 [drv]";
+  crash::Location at{"p_probe", "drv", "drv.c", 17, "caller", "fault", false};
+  auto eth = [](const std::string& n) -> std::optional<long long> {
+    return n == "ETH_ALEN" ? std::optional<long long>(6) : std::nullopt;
+  };
+  auto h = crash::hypothesize(r, {at}, t.path(), {}, {}, {}, {}, eth);
+  ASSERT_GE(h.size(), 2u);
+  EXPECT_EQ(h[0].kind, "loop-bound");
+  EXPECT_EQ(h[0].line, 8);
+  EXPECT_EQ(h[0].call, "i < 3");
+  EXPECT_EQ(h[1].kind, "loop-bound");
+  EXPECT_EQ(h[1].line, 12);
+  EXPECT_EQ(h[1].call, "i < 8");
+  auto reps = crash::propose_repairs({h[0], h[1]}, t.path(), {});
+  ASSERT_EQ(reps.size(), 2u);
+  EXPECT_NE(reps[0].new_text.find("\tfor (i = 0; i < 3; i++)\n\t\taddr[i]"), std::string::npos) << reps[0].new_text;
+  EXPECT_NE(reps[1].new_text.find("\tfor (i = 0; i < 8; i++) {\n"), std::string::npos) << reps[1].new_text;
+  // Without the kernel's ETH_ALEN the first array's size is unknown: no claim about it.
+  auto blind = crash::hypothesize(r, {at}, t.path());
+  ASSERT_FALSE(blind.empty());
+  EXPECT_EQ(blind[0].line, 12);
+}

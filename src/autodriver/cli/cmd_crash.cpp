@@ -225,8 +225,9 @@ int run_crash(const CrashOptions& o) {
   const auto& primary = reports.front();
   const fs::path kernel_src = kernel ? kernel::cached_source(*kernel) : fs::path();
   auto cands = crash::localize(primary, driver_modules, o.driver, gate::k_sandbox_tree, kernel_src);
-  auto hyps = crash::hypothesize(primary, cands, o.driver, crash::release_oracle(kernel_src), crash::pair_oracle(kernel_src),
-                                 crash::undo_oracle(kernel_src), crash::teardown_oracle(kernel_src));
+  auto hyps =
+      crash::hypothesize(primary, cands, o.driver, crash::release_oracle(kernel_src), crash::pair_oracle(kernel_src),
+                         crash::undo_oracle(kernel_src), crash::teardown_oracle(kernel_src), crash::value_oracle(kernel_src));
   crash::rank_by_hypotheses(cands, hyps);
   const bool in_driver = !cands.empty();
 
@@ -315,7 +316,8 @@ Command crash_command() {
                 ->check(CLI::ExistingFile);
             sub.add_flag("--json", o->json, "Print the versioned JSON document");
             sub.add_flag("--repair", o->repair,
-                         "Try repairs for the hypotheses (use-before-set, use-after-release, double-release, unchecked-result): "
+                         "Try repairs for the hypotheses (use-before-set, use-after-release, double-release, double-acquire, "
+                         "missing-unlock, missing-cleanup, missing-teardown, unchecked-result): "
                          "reproduce the crash with the "
                          "unchanged driver, then keep a repair only when --runs boots of it are all clean; needs --driver, "
                          "--kernel and -o");

@@ -359,9 +359,15 @@ std::vector<Hypothesis> cleanup_hypotheses(const CrashReport& r, const std::vect
 /// something (`timer_setup(&p->timer, ...)`) that the kernel's drivers end in their teardown
 /// functions and the driver's teardown functions never end (`teardowns`, see teardown.hpp).
 std::vector<Hypothesis> teardown_hypotheses(const CrashReport& r, const std::vector<DriverFile>& files,
-                                            const PairOracle& teardowns) {
+                                            const PairOracle& teardowns, const std::set<std::string>& types = {},
+                                            const std::string& why = "the crash runs code of a module that is gone") {
   std::vector<Hypothesis> out;
-  for (const auto& m : missing_teardowns(files, teardowns)) {
+  auto found = missing_teardowns(files, teardowns, types);
+  // A registration of an object the faulting function is handed goes first, one the driver ends
+  // nowhere before one it ends elsewhere (a timer its .ndo_stop deletes).
+  std::stable_partition(found.begin(), found.end(), [](const MissingTeardown& m) { return !m.ended_elsewhere; });
+  std::stable_partition(found.begin(), found.end(), [](const MissingTeardown& m) { return !m.object_type.empty(); });
+  for (const auto& m : found) {
     Hypothesis h;
     h.kind = "missing-teardown";
     h.function = m.teardown;
@@ -372,11 +378,78 @@ std::vector<Hypothesis> teardown_hypotheses(const CrashReport& r, const std::vec
     h.callee = m.release;
     h.call = m.call;
     h.statement = fmt::format("{}() never ends what {}() at {}:{} began ({}: the kernel's drivers end it with {}() when "
-                              "they tear down); the crash runs code of a module that is gone ({})",
-                              m.teardown, m.setup, m.file, m.setup_line, h.variable, m.release, r.headline);
+                              "they tear down); {} ({})",
+                              m.teardown, m.setup, m.file, m.setup_line, h.variable, m.release, why, r.headline);
     h.evidence = {r.headline, fmt::format("the target kernel's drivers call {}() in a teardown function after {} of {} {}() "
                                           "calls",
                                           m.release, m.evidence.released, m.evidence.calls, m.setup)};
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+/// A fault in a driver function while the module is being unloaded, in a function its teardown
+/// (remove, exit and what they call) does not reach: the kernel still called into the driver
+/// through something the teardown left registered. The registrations of objects the faulting
+/// function is handed (`struct net_device *` of an `.ndo_start_xmit`) are asked first. A kernel
+/// check (BUG_ON, WARN) failing in a call the teardown itself makes (free_netdev(dev) of a device
+/// still registered) asks the same of the objects that call is given.
+std::vector<Hypothesis> going_hypotheses(const CrashReport& r, const Location& fault, const SourceView& src, const fs::path& tree,
+                                         const PairOracle& teardowns) {
+  const auto files = read_driver(tree);
+  bool in_teardown = false;
+  for (const auto& f : files)
+    if (f.rel == fault.file && entry_functions(f.toks, f.units, true).count(src.fn->name)) in_teardown = true;
+  if (!in_teardown)
+    return teardown_hypotheses(r, files, teardowns, parameter_types(src.toks, *src.fn),
+                               fmt::format("{}() ran while the module was being unloaded", src.fn->name));
+  if (r.kind != CrashKind::bug_on && r.kind != CrashKind::warning) return {};
+  return teardown_hypotheses(
+      r, files, teardowns, object_types_at(src.toks, *src.fn, fault.line),
+      fmt::format("the kernel's check failed in what {}() calls at {}:{}", src.fn->name, fault.file, fault.line));
+}
+
+/// The faulting line repeats an earlier call on the same object (`h` names the place): a double
+/// release, or, for a call the kernel's drivers pair with a release in the same function, a lock
+/// taken twice whose second acquisition waits for itself (scripts/coccinelle/locks/double_lock.cocci).
+std::optional<Hypothesis> repeated_hypothesis(Hypothesis h, const SourceView& src, const PairOracle& pairs) {
+  auto rc = repeated_call(src.toks, *src.fn, h.line);
+  if (!rc) return std::nullopt;
+  const bool acquire = pairs && pairs(rc->call.callee).scoped();
+  if (acquire) h.kind = "double-acquire";
+  h.variable = rc->call.var;
+  h.set_line = rc->first_line;
+  h.callee = rc->call.callee;
+  h.statement = acquire
+                    ? fmt::format("{}() takes {} with {}() at {}:{} while it holds it since {}:{}: the second acquisition "
+                                  "waits for itself",
+                                  h.function, h.variable, h.callee, h.file, rc->again_line, h.file, rc->first_line)
+                    : fmt::format("{}() calls {}({}) at {}:{} after calling it at {}:{} on the same path ({} is not set "
+                                  "again in between)",
+                                  h.function, h.callee, h.variable, h.file, rc->again_line, h.file, rc->first_line, h.variable);
+  h.evidence.push_back(fmt::format("{}:{}: {}", h.file, rc->first_line, trimmed(src.line_text(rc->first_line))));
+  return h;
+}
+
+/// A stack overwritten in the function (`proto` names it): its loops that index a local array
+/// past its end (bounds.hpp), each with the condition that stops inside the array.
+std::vector<Hypothesis> loop_hypotheses(const CrashReport& r, const Hypothesis& proto, const SourceView& src,
+                                        const ValueOracle& values) {
+  std::vector<Hypothesis> out;
+  for (const auto& o : loop_overruns(src.toks, *src.fn, src.text, values)) {
+    Hypothesis h = proto;
+    h.line = o.loop_line;
+    h.set_line = o.array_line;
+    h.variable = o.array;
+    h.callee = o.index;
+    // `<=` one past the end: `<`; any other bound: the array's own size.
+    h.call = o.op == "<=" && o.last == o.size ? o.index + " < " + o.bound : o.index + " < " + o.size_text;
+    h.statement = fmt::format("the loop at {}:{} ({} {} {}) indexes {}[{}] up to {}, and {}() declares {} with {} elements at "
+                              "line {}: it writes past the array into the stack ({})",
+                              h.file, o.loop_line, o.index, o.op, o.bound, o.array, o.index, o.last, src.fn->name, o.array,
+                              o.size, o.array_line, r.detail);
+    h.evidence.push_back(fmt::format("{}:{}: {}", h.file, o.array_line, trimmed(src.line_text(o.array_line))));
+    h.evidence.push_back(fmt::format("{}:{}: {}", h.file, o.loop_line, trimmed(src.line_text(o.loop_line))));
     out.push_back(std::move(h));
   }
   return out;
@@ -486,6 +559,12 @@ void rank_by_hypotheses(std::vector<Location>& where, const std::vector<Hypothes
     cause.line = h.set_line;
     cause.why =
         fmt::format("releases {} with {}() before the use at line {} (the driver's source)", h.variable, h.callee, h.line);
+  } else if (h.kind == "loop-bound") {
+    cause.line = h.line;
+    cause.why = fmt::format("indexes {} past its end (the driver's source)", h.variable);
+  } else if (h.kind == "missing-teardown") {
+    cause.line = h.line;
+    cause.why = fmt::format("ends without {} (begun at line {}; the driver's source)", h.call, h.set_line);
   } else if (h.kind == "missing-unlock") {
     cause.line = h.line;
     cause.why = fmt::format("leaves {} held (taken at line {}; the driver's source)",
@@ -598,16 +677,18 @@ std::optional<Hypothesis> field_set_after_call(const std::vector<Location>& wher
 
 std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Location>& where, const fs::path& tree,
                                     const ReleaseOracle& releases, const PairOracle& pairs, const PairOracle& undos,
-                                    const PairOracle& teardowns) {
+                                    const PairOracle& teardowns, const ValueOracle& values) {
   std::vector<Hypothesis> out;
   const Location* fault = first_with(where, "fault");
   if (!fault) fault = first_with(where, "caller");
   if (!fault && where.empty() && !tree.empty() && module_address(r)) {
     // The crash touched memory of a module that is gone: what a failed init or probe, or a
     // remove or exit, left behind. The driver's files are read once for both.
+    // Both are asked: the log rarely tells whether the module's init failed or its exit ran. A
+    // teardown missing outright goes first; a missing undo on an error path after it.
     const auto files = read_driver(tree);
-    out = cleanup_hypotheses(r, files, undos);
-    if (out.empty()) out = teardown_hypotheses(r, files, teardowns);
+    out = teardown_hypotheses(r, files, teardowns);
+    for (auto& h : cleanup_hypotheses(r, files, undos)) out.push_back(std::move(h));
   }
   if (!fault) return out;
   auto src = view(tree, *fault);
@@ -623,18 +704,7 @@ std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Loca
     return h;
   };
   if (src && src->fn && exact)
-    if (auto rc = repeated_call(src->toks, *src->fn, fault->line)) {
-      Hypothesis h = base("double-release", "");
-      h.variable = rc->call.var;
-      h.set_line = rc->first_line;
-      h.callee = rc->call.callee;
-      h.statement =
-          fmt::format("{}() calls {}({}) at {}:{} after calling it at {}:{} on the same path ({} is not set again "
-                      "in between)",
-                      fault->function, h.callee, h.variable, h.file, rc->again_line, h.file, rc->first_line, h.variable);
-      h.evidence.push_back(fmt::format("{}:{}: {}", h.file, rc->first_line, trimmed(src->line_text(rc->first_line))));
-      out.push_back(std::move(h));
-    }
+    if (auto h = repeated_hypothesis(base("double-release", ""), *src, pairs)) out.push_back(std::move(*h));
   if (src && src->fn && exact && out.empty())
     if (auto rb = release_before_use(src->toks, *src->fn, fault->line, releases)) {
       Hypothesis h = base("use-after-release", "");
@@ -659,6 +729,11 @@ std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Loca
       (r.kind == CrashKind::hung_task || r.kind == CrashKind::soft_lockup || r.kind == CrashKind::rcu_stall ||
        r.kind == CrashKind::lockdep || r.nmi_hang()))
     for (auto& h : lock_hypotheses(r, *fault, *src, tree, pairs)) out.push_back(std::move(h));
+  if (src && src->fn && out.empty() && r.kind == CrashKind::panic && r.detail.find("stack-protector") != std::string::npos)
+    for (auto& h : loop_hypotheses(r, base("loop-bound", ""), *src, values)) out.push_back(std::move(h));
+  if (src && src->fn && exact && out.empty() && !tree.empty() && !fault->module.empty() &&
+      std::find(r.unloading.begin(), r.unloading.end(), fault->module) != r.unloading.end())
+    for (auto& h : going_hypotheses(r, *fault, *src, tree, teardowns)) out.push_back(std::move(h));
   switch (r.kind) {
   case CrashKind::null_deref:
   case CrashKind::paging_request:

@@ -4,6 +4,7 @@
 // place a short statement grounded in the trace and the driver's source ("p is set to NULL at
 // x.c:17 and dereferenced at x.c:20 in x_probe"), each one a thing a reader can check in the code.
 
+#include "autodriver/crash/bounds.hpp"
 #include "autodriver/crash/lock.hpp"
 #include "autodriver/crash/release.hpp"
 #include "autodriver/crash/report.hpp"
@@ -62,6 +63,8 @@ struct Hypothesis {
   std::string callee;
   /// missing-unlock: the lock's variable, set_line the acquire, line the exit that leaves it held,
   /// callee the release, and the call that releases it as C ("mutex_unlock(&st->lock)").
+  /// loop-bound: the array (variable), the loop's line (line) and the array's (set_line), the
+  /// index (callee) and the loop condition that stays inside the array ("i < 3").
   std::string call;
 };
 
@@ -73,10 +76,14 @@ nlohmann::json to_json(const Location& l);
 /// back, see lock.hpp), a task blocked or spinning on a lock another exit left held comes first.
 /// With no place in the driver and `undos` (how the kernel's drivers undo a call on error paths),
 /// a crash on memory of a module that is gone gives the error exits of the driver's init and probe
-/// functions that leave something registered.
+/// functions that leave something registered; with `teardowns`, what the driver's remove or exit
+/// never ends (also when a fault while the module unloads shows the kernel still calling in).
+/// With `values` (the kernel's macros, see bounds.hpp), a stack overwritten in a function gives
+/// its loops that index a local array past its end.
 std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Location>& where, const std::filesystem::path& tree,
                                     const ReleaseOracle& releases = {}, const PairOracle& pairs = {},
-                                    const PairOracle& undos = {}, const PairOracle& teardowns = {});
+                                    const PairOracle& undos = {}, const PairOracle& teardowns = {},
+                                    const ValueOracle& values = {});
 
 /// The places ranked again with what the hypotheses found in the source: the line a release
 /// before its use happened, or the exit that left a lock held (the cause) goes first when the

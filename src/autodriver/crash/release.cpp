@@ -78,11 +78,15 @@ bool starts_statement(const std::vector<csrc::Token>& t, std::size_t i) {
 
 } // namespace
 
-std::optional<CallStatement> call_statement(const std::vector<csrc::Token>& t, std::size_t first, std::size_t last) {
+std::optional<CallStatement> call_statement(const std::vector<csrc::Token>& t, std::size_t first, std::size_t last,
+                                            bool address) {
   if (last >= t.size() || first + 4 > last || t[last].text != ";") return std::nullopt;
   if (t[first].kind != csrc::TokKind::ident || t[first + 1].text != "(") return std::nullopt;
-  // The first argument: a variable or an object path (`kfree(adapter->ring)`, `iounmap(priv->regs)`).
-  auto [var, end] = csrc::object_path(t, first + 2);
+  // The first argument: a variable or an object path (`kfree(adapter->ring)`, `iounmap(priv->regs)`),
+  // with `address` also its address (`spin_lock(&p->lock)`).
+  const bool amp = address && t[first + 2].text == "&";
+  auto [var, end] = csrc::object_path(t, first + (amp ? 3 : 2));
+  if (amp && !var.empty()) var = "&" + var;
   if (var.empty() || end + 1 >= last || (t[end + 1].text != "," && t[end + 1].text != ")")) return std::nullopt;
   static const std::set<std::string> k_keywords = {"if", "while", "for", "switch", "return", "sizeof", "do"};
   if (k_keywords.count(t[first].text)) return std::nullopt;
@@ -230,14 +234,15 @@ std::optional<RepeatedCall> repeated_call(const std::vector<csrc::Token>& t, con
   auto sts = csrc::block_statements(t, fn.body);
   const std::size_t at = statement_holding(t, sts, line);
   if (at == sts.size()) return std::nullopt;
-  auto again = call_statement(t, sts[at].first, sts[at].second);
+  auto again = call_statement(t, sts[at].first, sts[at].second, true);
   if (!again) return std::nullopt;
   const std::string text = csrc::join_tokens(t, sts[at].first, sts[at].second);
   for (std::size_t k = at; k-- > 0;) {
     const auto [a, b] = sts[k];
+    // The same statement (before asking whether it sets the path: a lock call is handed its address).
+    if (csrc::join_tokens(t, a, b) == text) return RepeatedCall{*again, t[a].line, t[sts[at].first].line};
     // Set again in between: a new object, not a second release of the first.
     if (assigns_path(t, a, b, again->var)) return std::nullopt;
-    if (csrc::join_tokens(t, a, b) == text) return RepeatedCall{*again, t[a].line, t[sts[at].first].line};
   }
   return std::nullopt;
 }

@@ -40,7 +40,8 @@ struct CallStatement {
   std::string callee;
   std::string var;
 };
-std::optional<CallStatement> call_statement(const std::vector<csrc::Token>& t, std::size_t first, std::size_t last);
+std::optional<CallStatement> call_statement(const std::vector<csrc::Token>& t, std::size_t first, std::size_t last,
+                                            bool address = false);
 
 /// `x` and the variables the function assigns from an expression naming x (`p = netdev_priv(x)`),
 /// once removed: what a release of x leaves dangling.

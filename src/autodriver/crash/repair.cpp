@@ -494,6 +494,28 @@ std::optional<RepairEdit> add_teardown(const Hypothesis& h, const std::string& t
   return e;
 }
 
+/// loop-bound: the loop's condition at h.line (`i <= 3`) becomes h.call (`i < 3`).
+std::optional<RepairEdit> bound_loop(const Hypothesis& h, const std::string& text) {
+  auto t = csrc::tokenize(text);
+  for (std::size_t i = 0; i + 1 < t.size(); ++i) {
+    if (t[i].line != h.line || t[i].text != "for" || t[i + 1].text != "(") continue;
+    const std::size_t close = csrc::matching_close(t, i + 1);
+    std::size_t semi = i + 2;
+    while (semi < close && t[semi].text != ";") ++semi;
+    std::size_t semi2 = semi + 1;
+    while (semi2 < close && t[semi2].text != ";") ++semi2;
+    if (close == std::string::npos || semi2 >= close || semi + 1 >= semi2 || t[semi + 1].text != h.callee) return std::nullopt;
+    RepairEdit e;
+    e.kind = h.kind;
+    e.file = h.file;
+    e.new_text = text.substr(0, t[semi + 1].begin) + h.call + text.substr(t[semi2 - 1].end);
+    e.description = fmt::format("the loop at {}:{} stops inside {}: {}", h.file, h.line, h.variable, h.call);
+    e.evidence = h.evidence;
+    return e;
+  }
+  return std::nullopt;
+}
+
 std::vector<RepairEdit> propose_repairs(const std::vector<Hypothesis>& hyps, const fs::path& tree, const fs::path& kernel_src) {
   std::vector<RepairEdit> out;
   for (const auto& h : hyps) {
@@ -504,6 +526,7 @@ std::vector<RepairEdit> propose_repairs(const std::vector<Hypothesis>& hyps, con
     std::optional<RepairEdit> e;
     if (h.kind == "use-before-set") e = move_assignment(h, *text);
     else if (h.kind == "use-after-release") e = move_release(h, *text);
+    else if (h.kind == "double-acquire") e = drop_repeat(h, *text);
     else if (h.kind == "double-release") {
       // The member the copied line should have named first; dropping the second call after it.
       if (auto r = retarget_repeat(h, *text); r && r->new_text != *text) out.push_back(std::move(*r));
@@ -511,6 +534,7 @@ std::vector<RepairEdit> propose_repairs(const std::vector<Hypothesis>& hyps, con
     } else if (h.kind == "missing-unlock" || h.kind == "missing-cleanup") e = add_release(h, *text, kernel_src);
     else if (h.kind == "unchecked-result") e = add_test(h, *text, kernel_src);
     else if (h.kind == "missing-teardown") e = add_teardown(h, *text);
+    else if (h.kind == "loop-bound") e = bound_loop(h, *text);
     if (e && e->new_text != *text) out.push_back(std::move(*e));
   }
   return out;

@@ -186,7 +186,7 @@ public:
 
   void line(std::string_view t) {
     if (m_r.lines.size() < k_max_report_lines) m_r.lines.emplace_back(t);
-    if (cpu_line(t) || section_line(t) || lock_line(t)) return;
+    if (cpu_line(t) || section_line(t) || lock_line(t) || modules_line(t)) return;
     if (m_section != Section::none) {
       std::string_view s = trim(t);
       if (s == "</TASK>" && m_section == Section::trace) m_trace_closed = true;
@@ -272,6 +272,26 @@ private:
     m_r.task = m[2].str();
     m_r.taint = m[3].matched ? squash_spaces(m[3].str()) : "";
     m_r.release = m[4].str();
+    return true;
+  }
+
+  /// "Modules linked in: drv(OE-) mii": the modules the kernel is unloading carry `-` (and those
+  /// still loading `+`) after their taint letters. The list may go on over several lines.
+  bool modules_line(std::string_view t) {
+    std::string_view s = trim(t);
+    if (!s.starts_with("Modules linked in:")) return false;
+    s.remove_prefix(std::string_view("Modules linked in:").size());
+    m_section = Section::none;
+    while (!s.empty()) {
+      const auto b = s.find_first_not_of(' ');
+      if (b == std::string_view::npos) break;
+      s.remove_prefix(b);
+      std::string_view word = s.substr(0, s.find(' '));
+      s.remove_prefix(word.size());
+      const auto open = word.find('(');
+      if (open != std::string_view::npos && word.size() >= open + 3 && word.substr(word.size() - 2) == "-)")
+        m_r.unloading.emplace_back(word.substr(0, open));
+    }
     return true;
   }
 
@@ -576,6 +596,7 @@ nlohmann::json to_json(const CrashReport& r) {
                       {"taint", r.taint},
                       {"release", r.release},
                       {"task", r.task},
+                      {"unloading", r.unloading},
                       {"pid", r.pid},
                       {"panicked", r.panicked},
                       {"truncated", r.truncated},

@@ -76,6 +76,7 @@ struct CrashReport {
   std::string taint;                            ///< "G OE" from the CPU line, "Not tainted" as ""
   std::string release;                          ///< the kernel release on the CPU line ("6.12.117+deb12-amd64")
   std::string task;                             ///< "insmod" (Comm:)
+  std::vector<std::string> unloading;           ///< modules "Modules linked in:" shows going away ("drv(OE-)")
   int pid = 0;
   bool panicked = false;  ///< a "Kernel panic" followed
   bool truncated = false; ///< the log ended inside the report

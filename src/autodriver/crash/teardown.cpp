@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <map>
 
 namespace autodriver::crash {
@@ -67,6 +69,67 @@ std::string declared_type(const std::vector<csrc::Token>& t, const csrc::Unit& f
     return type;
   }
   return {};
+}
+
+/// A plain C identifier ("netdev"), not a path or an expression.
+bool identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_') return false;
+  return true;
+}
+
+/// A pointer to a struct ("struct net_device *"): an object a registration can keep.
+bool pointer_type(const std::string& type) { return type.starts_with("struct ") && type.ends_with("*"); }
+
+/// The function `registrar(f)` names ("module_init"), or empty.
+std::string registered(const std::vector<csrc::Token>& t, const char* registrar) {
+  for (std::size_t i = 0; i + 2 < t.size(); ++i)
+    if (t[i].text == registrar && t[i + 1].text == "(") return t[i + 2].text;
+  return {};
+}
+
+/// The names of every function of the file.
+std::set<std::string> all_functions(const std::vector<csrc::Unit>& units) {
+  std::set<std::string> out;
+  for (const auto& u : units)
+    if (u.kind == csrc::UnitKind::function) out.insert(u.name);
+  return out;
+}
+
+/// Some function of `fns` calls `callee`.
+bool calls_in(const std::vector<csrc::Token>& t, const std::vector<const csrc::Unit*>& fns, const std::string& callee) {
+  for (const auto* f : fns)
+    for (std::size_t i = f->body; i + 1 < f->last; ++i)
+      if (t[i].text == callee && t[i + 1].text == "(") return true;
+  return false;
+}
+
+/// The variable is named again after token `at` in the function (the object outlives a call there).
+bool named_after(const std::vector<csrc::Token>& t, const csrc::Unit& fn, std::size_t at, const std::string& name) {
+  for (std::size_t i = at + 1; i < fn.last; ++i)
+    if (t[i].text == name) return true;
+  return false;
+}
+
+/// A call in `fns` (other than `except`; `only` that callee when given) whose first argument is a
+/// variable the calling function declares with `type`. With `outlived`, only calls after which
+/// the function still names the variable: the call ends something on the object, not the object
+/// itself (unregister_netdev(dev), not the free_netdev(dev) that ends every setup on it).
+bool typed_in(const std::vector<csrc::Token>& t, const std::vector<const csrc::Unit*>& fns, const std::string& type,
+              const std::string& except, std::set<std::string>* callees = nullptr, const std::string& only = "",
+              bool outlived = false) {
+  bool any = false;
+  for (const auto* f : fns)
+    for (const auto& c : csrc::find_calls(t, f->body, f->last)) {
+      const std::string arg = first_arg(c);
+      if (c.callee != except && (only.empty() || c.callee == only) && identifier(arg) && declared_type(t, *f, arg) == type &&
+          (!outlived || named_after(t, *f, c.close_tok, arg))) {
+        any = true;
+        if (callees) callees->insert(c.callee);
+      }
+    }
+  return any;
 }
 
 /// The variable `fn` declares with type `type`, or empty.
@@ -137,13 +200,22 @@ ScopedPair teardown_pair(const fs::path& kernel_src, const std::string& setup) {
       for (const auto& u : units) {
         if (u.kind != csrc::UnitKind::function || teardown.count(u.name) || !setup_side.count(u.name)) continue;
         for (const auto& c : csrc::find_calls(t, u.body, u.last)) {
+          // A call the teardown makes too (free_netdev() on probe's error path) ends, not begins.
+          if (c.callee != setup || calls_in(t, down, setup)) continue;
           const std::string arg = first_arg(c);
-          if (c.callee != setup || !addressed(arg)) continue;
-          const std::string m = csrc::last_member(arg);
-          if (m.empty()) continue;
-          ++p.calls;
           std::set<std::string> callees;
-          named_in(t, down, m, setup, &callees);
+          if (addressed(arg)) {
+            const std::string m = csrc::last_member(arg);
+            if (m.empty()) continue;
+            named_in(t, down, m, setup, &callees);
+          } else if (identifier(arg)) {
+            const std::string type = declared_type(t, u, arg);
+            if (!pointer_type(type)) continue;
+            typed_in(t, down, type, setup, &callees, "", true);
+          } else {
+            continue;
+          }
+          ++p.calls;
           for (const auto& k : callees) ++votes[k];
         }
       }
@@ -159,7 +231,8 @@ PairOracle teardown_oracle(const fs::path& kernel_src) {
   return [kernel_src](const std::string& setup) { return teardown_pair(kernel_src, setup); };
 }
 
-std::vector<MissingTeardown> missing_teardowns(const std::vector<DriverFile>& files, const PairOracle& teardowns) {
+std::vector<MissingTeardown> missing_teardowns(const std::vector<DriverFile>& files, const PairOracle& teardowns,
+                                               const std::set<std::string>& types) {
   std::vector<MissingTeardown> out;
   if (!teardowns) return out;
   for (const auto& f : files) {
@@ -167,23 +240,33 @@ std::vector<MissingTeardown> missing_teardowns(const std::vector<DriverFile>& fi
     const auto setup = functions_in(f.units, entry_functions(t, f.units, false));
     const auto down = functions_in(f.units, entry_functions(t, f.units, true));
     if (setup.empty() || down.empty()) continue;
-    std::set<std::string> asked, found; // (setup, member) asked; members given a teardown
+    std::set<std::string> asked, found; // (setup, object) asked; objects given a teardown
     for (const auto* s : setup)
       for (const auto& c : csrc::find_calls(t, s->body, s->last)) {
         const std::string arg = first_arg(c);
-        const std::string m = csrc::last_member(arg);
-        if (!addressed(arg) || m.empty() || found.count(m) || !asked.insert(c.callee + "|" + m).second) continue;
+        // The object: the member an address names (`&p->timer`), or a variable of one of `types`.
+        std::string key, type;
+        if (addressed(arg)) key = csrc::last_member(arg);
+        else if (identifier(arg) && types.count(type = declared_type(t, *s, arg))) key = "type " + type;
+        if (key.empty() || found.count(key) || !asked.insert(c.callee + "|" + key).second || calls_in(t, down, c.callee))
+          continue;
         // Torn down already (by the kernel's call or any other naming the member).
-        if (named_in(t, down, m, c.callee)) continue;
+        if (type.empty() && named_in(t, down, key, c.callee)) continue;
         auto p = teardowns(c.callee);
-        if (!torn_down(p)) continue;
+        if (!torn_down(p) || (!type.empty() && typed_in(t, down, type, c.callee, nullptr, p.release))) continue;
         // The object as the teardown function names it: a global as is; `p->timer` through the
-        // teardown function's own variable of p's type.
-        const std::string path = arg.substr(1);
+        // teardown function's own variable of p's type; a variable of `type` as the teardown
+        // function declares it.
+        const std::string path = type.empty() ? arg.substr(1) : arg;
         const std::string base = path.substr(0, path.find_first_of("-."));
-        const std::string type = declared_type(t, *s, base);
-        for (const auto* d : down) {
-          std::string name = type.empty() ? base : variable_of_type(t, *d, type);
+        const std::string base_type = type.empty() ? declared_type(t, *s, base) : type;
+        // module_init's registrations end in module_exit; the others in remove and below.
+        auto order = down;
+        const bool in_init = registered(t, "module_init") == s->name;
+        std::stable_partition(order.begin(), order.end(),
+                              [&](const csrc::Unit* d) { return (registered(t, "module_exit") == d->name) == in_init; });
+        for (const auto* d : order) {
+          std::string name = base_type.empty() ? base : variable_of_type(t, *d, base_type);
           const int at = after_declarations(t, *d);
           if (name.empty() || at == 0) continue;
           MissingTeardown mt;
@@ -192,15 +275,45 @@ std::vector<MissingTeardown> missing_teardowns(const std::vector<DriverFile>& fi
           mt.setup_line = t[c.name_tok].line;
           mt.release = p.release;
           mt.teardown = d->name;
-          mt.call = fmt::format("{}(&{}{})", p.release, name, path.substr(base.size()));
+          mt.call = fmt::format("{}({}{}{})", p.release, type.empty() ? "&" : "", name, path.substr(base.size()));
           mt.insert_line = at;
+          mt.object_type = type;
+          mt.ended_elsewhere = type.empty() && named_in(t, functions_in(f.units, all_functions(f.units)), key, c.callee);
           mt.evidence = p;
-          out.push_back(std::move(mt));
-          found.insert(m); // timer_setup() and mod_timer() of one timer: one teardown
+          // timer_setup() and mod_timer() of one timer: one teardown, the one the kernel's drivers
+          // pair most surely (register_netdev(dev) rather than the SET_NETDEV_DEV(dev) before it).
+          if (type.empty()) found.insert(key);
+          auto same = std::find_if(out.begin(), out.end(), [&](const MissingTeardown& o) {
+            return o.file == mt.file && o.object_type == type && !type.empty() && o.release == mt.release;
+          });
+          if (same == out.end()) out.push_back(std::move(mt));
+          else if (mt.evidence.released * same->evidence.calls > same->evidence.released * mt.evidence.calls)
+            *same = std::move(mt);
           break;
         }
       }
   }
+  return out;
+}
+
+std::set<std::string> object_types_at(const std::vector<csrc::Token>& t, const csrc::Unit& fn, int line) {
+  std::set<std::string> out;
+  for (std::size_t i = fn.body; i < fn.last; ++i)
+    if (t[i].line == line && t[i].kind == csrc::TokKind::ident) {
+      const std::string type = declared_type(t, fn, t[i].text);
+      if (pointer_type(type)) out.insert(type);
+    }
+  return out;
+}
+
+std::set<std::string> parameter_types(const std::vector<csrc::Token>& t, const csrc::Unit& fn) {
+  std::set<std::string> out;
+  if (fn.kind != csrc::UnitKind::function) return out;
+  for (std::size_t i = fn.first; i + 1 < fn.body; ++i)
+    if (t[i].kind == csrc::TokKind::ident && (t[i + 1].text == "," || t[i + 1].text == ")")) {
+      const std::string type = declared_type(t, fn, t[i].text);
+      if (pointer_type(type)) out.insert(type);
+    }
   return out;
 }
 

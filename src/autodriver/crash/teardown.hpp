@@ -23,8 +23,9 @@ std::set<std::string> entry_functions(const std::vector<csrc::Token>& t, const s
                                       int levels = 2);
 
 /// How the target kernel's drivers tear down what `setup(x, ...)` begins in their setup functions
-/// (x taking an address: `&p->timer`): `release` the call most often made in a teardown function
-/// of the same file with a first argument naming x's last member; `calls` the setups read in the
+/// (x taking an address: `&p->timer`, or a variable of a struct pointer type: `dev`): `release` the
+/// call most often made in a teardown function of the same file with a first argument naming x's
+/// last member (a variable of x's type); `calls` the setups read in the
 /// setup functions of files with teardown functions, `released` those torn down so. Read from at most 1500 driver files naming `setup`; kept for the process.
 ScopedPair teardown_pair(const std::filesystem::path& kernel_src, const std::string& setup);
 /// At least 8 setups torn down by the same call, at least a third of those read (6.12: timers 92
@@ -36,20 +37,30 @@ PairOracle teardown_oracle(const std::filesystem::path& kernel_src);
 
 /// A setup of the driver whose teardown is missing from its teardown functions.
 struct MissingTeardown {
-  std::string file;     ///< relative to the tree
-  std::string setup;    ///< the setup call's function ("timer_setup")
-  int setup_line = 0;   ///< where the setup function calls it
-  std::string release;  ///< the teardown call the kernel's drivers make
-  std::string teardown; ///< the teardown function that should make it
-  std::string call;     ///< the call as C, with the teardown function's own names: "timer_delete_sync(&p->timer)"
-  int insert_line = 0;  ///< the line it goes before (after the function's leading declarations)
+  std::string file;             ///< relative to the tree
+  std::string setup;            ///< the setup call's function ("timer_setup")
+  int setup_line = 0;           ///< where the setup function calls it
+  std::string release;          ///< the teardown call the kernel's drivers make
+  std::string teardown;         ///< the teardown function that should make it
+  std::string call;             ///< the call as C, with the teardown function's own names: "timer_delete_sync(&p->timer)"
+  std::string object_type;      ///< a registration of a variable (`register_netdev(dev)`): its type; empty for a member
+  bool ended_elsewhere = false; ///< some other function of the file (a .ndo_stop) ends the member
+  int insert_line = 0;          ///< the line it goes before (after the function's leading declarations)
   ScopedPair evidence;
 };
 
 /// Every setup in `files` (the driver's C files) that the kernel's drivers tear down (`teardowns`)
 /// and whose member no call of that kind names in any teardown function of its file, with where
 /// the call goes: the base of the setup's argument (`p` of `&p->timer`) found in the teardown
-/// function as a variable of the same declared type (or a global, named as is).
-std::vector<MissingTeardown> missing_teardowns(const std::vector<DriverFile>& files, const PairOracle& teardowns);
+/// function as a variable of the same declared type (or a global, named as is). Setups of a
+/// variable (`register_netdev(dev)`) count when its declared type is one of `types` ("struct
+/// net_device *") and no teardown function makes the kernel's call on a variable of that type.
+std::vector<MissingTeardown> missing_teardowns(const std::vector<DriverFile>& files, const PairOracle& teardowns,
+                                               const std::set<std::string>& types = {});
+
+/// The struct pointer types of the variables a function names on `line`.
+std::set<std::string> object_types_at(const std::vector<csrc::Token>& t, const csrc::Unit& fn, int line);
+/// The struct pointer types of a function's parameters ("struct net_device *").
+std::set<std::string> parameter_types(const std::vector<csrc::Token>& t, const csrc::Unit& fn);
 
 } // namespace autodriver::crash

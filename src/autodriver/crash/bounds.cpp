@@ -1,0 +1,229 @@
+#include "autodriver/crash/bounds.hpp"
+
+#include "autodriver/kernel/source_grep.hpp"
+#include "autodriver/util/memo.hpp"
+
+#include <cstdlib>
+#include <map>
+
+namespace autodriver::crash {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int k_max_depth = 8;
+
+/// `#define NAME body` (object-like) of one directive token: {NAME, body}, or nullopt.
+std::optional<std::pair<std::string, std::string>> object_macro(std::string_view d) {
+  std::size_t i = d.find_first_not_of(" \t", 1);
+  if (i == std::string_view::npos || d.substr(i, 6) != "define") return std::nullopt;
+  i = d.find_first_not_of(" \t", i + 6);
+  if (i == std::string_view::npos || !csrc::ident_start(d[i])) return std::nullopt;
+  std::size_t e = i;
+  while (e < d.size() && csrc::ident_char(d[e])) ++e;
+  if (e < d.size() && d[e] == '(') return std::nullopt; // function-like
+  std::string body(d.substr(e));
+  for (std::size_t p; (p = body.find("\\\n")) != std::string::npos;) body.replace(p, 2, " ");
+  return std::make_pair(std::string(d.substr(i, e - i)), body);
+}
+
+std::optional<long long> literal(const std::string& s) {
+  if (s.empty() || !(s[0] >= '0' && s[0] <= '9')) return std::nullopt;
+  char* end = nullptr;
+  long long v = std::strtoll(s.c_str(), &end, 0);
+  for (; end && *end; ++end)
+    if (*end != 'u' && *end != 'U' && *end != 'l' && *end != 'L') return std::nullopt;
+  return v;
+}
+
+/// A recursive-descent reader of the constant expression t[i..last].
+class Expr {
+public:
+  Expr(const std::vector<csrc::Token>& t, std::size_t first, std::size_t last,
+       const std::function<std::optional<long long>(const std::string&)>& macro, int depth)
+      : m_t(t), m_i(first), m_last(last), m_macro(macro), m_depth(depth) {}
+
+  std::optional<long long> whole() {
+    auto v = shift();
+    return v && m_i == m_last + 1 ? v : std::nullopt;
+  }
+
+private:
+  bool at(const char* s) const { return m_i <= m_last && m_t[m_i].text == s; }
+
+  std::optional<long long> shift() {
+    auto v = sum();
+    while (v && (at("<<") || at(">>"))) {
+      const bool left = at("<<");
+      ++m_i;
+      auto r = sum();
+      if (!r || *r < 0 || *r > 62) return std::nullopt;
+      v = left ? *v << *r : *v >> *r;
+    }
+    return v;
+  }
+  std::optional<long long> sum() {
+    auto v = product();
+    while (v && (at("+") || at("-"))) {
+      const bool plus = at("+");
+      ++m_i;
+      auto r = product();
+      if (!r) return std::nullopt;
+      v = plus ? *v + *r : *v - *r;
+    }
+    return v;
+  }
+  std::optional<long long> product() {
+    auto v = unary();
+    while (v && (at("*") || at("/") || at("%"))) {
+      const std::string op = m_t[m_i++].text;
+      auto r = unary();
+      if (!r || (op != "*" && *r == 0)) return std::nullopt;
+      v = op == "*" ? *v * *r : op == "/" ? *v / *r : *v % *r;
+    }
+    return v;
+  }
+  std::optional<long long> unary() {
+    if (m_i > m_last) return std::nullopt;
+    if (at("-")) {
+      ++m_i;
+      auto v = unary();
+      return v ? std::optional<long long>(-*v) : std::nullopt;
+    }
+    if (at("(")) {
+      const std::size_t close = csrc::matching_close(m_t, m_i);
+      if (close == std::string::npos || close > m_last) return std::nullopt;
+      auto v = Expr(m_t, m_i + 1, close - 1, m_macro, m_depth).whole();
+      m_i = close + 1;
+      return v;
+    }
+    const auto& tok = m_t[m_i++];
+    if (tok.kind == csrc::TokKind::number) return literal(tok.text);
+    if (tok.kind == csrc::TokKind::ident && m_depth < k_max_depth && m_macro) return m_macro(tok.text);
+    return std::nullopt;
+  }
+
+  const std::vector<csrc::Token>& m_t;
+  std::size_t m_i, m_last;
+  const std::function<std::optional<long long>(const std::string&)>& m_macro;
+  int m_depth;
+};
+
+/// The value of a macro body's text.
+std::optional<long long> evaluate_text(const std::string& body,
+                                       const std::function<std::optional<long long>(const std::string&)>& macro, int depth) {
+  auto t = csrc::tokenize(body);
+  if (t.empty()) return std::nullopt;
+  return evaluate(t, 0, t.size() - 1, macro, depth + 1);
+}
+
+/// The index of the statement's end after token `from` (its `;`, or a braced block's `}`).
+std::size_t statement_end(const std::vector<csrc::Token>& t, std::size_t from, std::size_t limit) {
+  if (from < limit && t[from].text == "{") return csrc::matching_close(t, from);
+  int depth = 0;
+  for (std::size_t i = from; i < limit; ++i) {
+    if (t[i].text == "(" || t[i].text == "[" || t[i].text == "{") ++depth;
+    else if (t[i].text == ")" || t[i].text == "]" || t[i].text == "}") --depth;
+    else if (t[i].text == ";" && depth == 0) return i;
+  }
+  return limit;
+}
+
+} // namespace
+
+std::optional<long long> evaluate(const std::vector<csrc::Token>& t, std::size_t first, std::size_t last,
+                                  const std::function<std::optional<long long>(const std::string&)>& macro, int depth) {
+  if (first > last || last >= t.size() || depth > k_max_depth) return std::nullopt;
+  return Expr(t, first, last, macro, depth).whole();
+}
+
+ValueOracle value_oracle(const fs::path& kernel_src) {
+  if (kernel_src.empty()) return {};
+  return [kernel_src](const std::string& name) -> std::optional<long long> {
+    static util::Memo<std::optional<long long>> known;
+    return known.get(kernel_src.string() + "|" + name, [&]() -> std::optional<long long> {
+      static thread_local int depth = 0;
+      if (depth > k_max_depth || !kernel::WordIndex::indexable(name)) return std::nullopt;
+      kernel::SourceGrep q;
+      q.options = {"-hE"};
+      q.includes = {"*.h"};
+      q.pattern = "^[[:space:]]*#[[:space:]]*define[[:space:]]+" + name + "[[:space:]]";
+      q.dirs = kernel::k_header_dirs;
+      q.all_of = {name};
+      q.timeout = std::chrono::seconds(30);
+      for (const auto& line : kernel::grep_source(kernel_src, q)) {
+        if (line.find('#') == std::string::npos) continue;
+        auto m = object_macro(line.substr(line.find('#')));
+        if (!m || m->first != name) continue;
+        ++depth;
+        auto v = evaluate_text(m->second, value_oracle(kernel_src), depth);
+        --depth;
+        if (v) return v;
+      }
+      return std::nullopt;
+    });
+  };
+}
+
+std::vector<LoopOverrun> loop_overruns(const std::vector<csrc::Token>& t, const csrc::Unit& fn, const std::string& file_text,
+                                       const ValueOracle& kernel) {
+  std::vector<LoopOverrun> out;
+  // The file's own object-like macros, then the kernel's.
+  std::map<std::string, std::string> own;
+  for (const auto& tok : csrc::tokenize(file_text))
+    if (tok.kind == csrc::TokKind::pp_line)
+      if (auto m = object_macro(tok.text)) own.emplace(m->first, m->second);
+  std::function<std::optional<long long>(const std::string&)> macro = [&](const std::string& name) -> std::optional<long long> {
+    if (auto it = own.find(name); it != own.end()) return evaluate_text(it->second, macro, 0);
+    return kernel ? kernel(name) : std::nullopt;
+  };
+  // Local arrays: `T a[S];` (or `= {...}`, or `,`) in the body.
+  struct Array {
+    std::size_t size_first, size_last;
+    int line;
+  };
+  std::map<std::string, Array> arrays;
+  for (std::size_t i = fn.body + 1; i + 3 < fn.last; ++i) {
+    if (t[i].kind != csrc::TokKind::ident || t[i + 1].text != "[" || t[i - 1].kind != csrc::TokKind::ident) continue;
+    const std::size_t close = csrc::matching_close(t, i + 1);
+    if (close == std::string::npos || close + 1 >= fn.last || close == i + 2) continue;
+    const auto& next = t[close + 1].text;
+    if (next == ";" || next == "=" || next == ",") arrays.emplace(t[i].text, Array{i + 2, close - 1, t[i].line});
+  }
+  if (arrays.empty()) return out;
+  for (std::size_t i = fn.body; i + 6 < fn.last; ++i) {
+    // for ( V = A ; V OP N ; ...
+    if (t[i].text != "for" || t[i + 1].text != "(") continue;
+    const std::size_t close = csrc::matching_close(t, i + 1);
+    if (close == std::string::npos) continue;
+    std::size_t semi = i + 2;
+    while (semi < close && t[semi].text != ";") ++semi;
+    if (semi + 3 >= close || t[semi + 1].kind != csrc::TokKind::ident) continue;
+    const std::string v = t[semi + 1].text, op = t[semi + 2].text;
+    if (op != "<" && op != "<=") continue;
+    std::size_t semi2 = semi + 3;
+    while (semi2 < close && t[semi2].text != ";") ++semi2;
+    if (semi2 >= close || semi2 == semi + 3) continue;
+    auto bound = evaluate(t, semi + 3, semi2 - 1, macro);
+    if (!bound) continue;
+    const std::size_t body_end = statement_end(t, close + 1, fn.last);
+    for (std::size_t k = close + 1; k + 3 <= body_end; ++k) {
+      if (t[k].kind != csrc::TokKind::ident || t[k + 1].text != "[" || t[k + 2].text != v || t[k + 3].text != "]") continue;
+      auto a = arrays.find(t[k].text);
+      if (a == arrays.end()) continue;
+      auto size = evaluate(t, a->second.size_first, a->second.size_last, macro);
+      const long long last = op == "<=" ? *bound : *bound - 1;
+      if (!size || last < *size) continue;
+      LoopOverrun o{t[k].text, v, t[i].line, a->second.line, *size, last, op, "", ""};
+      for (std::size_t b = semi + 3; b < semi2; ++b) o.bound += (o.bound.empty() ? "" : " ") + t[b].text;
+      for (std::size_t b = a->second.size_first; b <= a->second.size_last; ++b)
+        o.size_text += (o.size_text.empty() ? "" : " ") + t[b].text;
+      out.push_back(std::move(o));
+      break;
+    }
+  }
+  return out;
+}
+
+} // namespace autodriver::crash
