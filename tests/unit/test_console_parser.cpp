@@ -2,6 +2,7 @@
 
 #include "autodriver/gate/console_parser.hpp"
 #include "autodriver/gate/initramfs.hpp"
+#include "autodriver/gate/qemu.hpp"
 #include "fixtures.hpp"
 
 using namespace autodriver::gate;
@@ -127,4 +128,23 @@ TEST(Initramfs, AReproducerRunsAfterLoadingAndBeforeUnloading) {
   ASSERT_TRUE(rep.repro_rc.has_value());
   EXPECT_EQ(*rep.repro_rc, 3);
   EXPECT_FALSE(parse_console("@@AD init\n@@AD done\n").repro_rc.has_value());
+}
+
+// A sound card given with --device boots against a null audio backend: without one QEMU opens the
+// host's audio and, sandboxed and headless, the guest never starts.
+TEST(QemuArgv, ADeviceComesWithANullAudioBackend) {
+  BootRequest r;
+  r.vmlinux = "/k/vmlinux";
+  r.initrd = "/k/initrd";
+  r.device = "AC97";
+  auto a = qemu_argv(r, "tcg");
+  auto dev = std::find(a.begin(), a.end(), "AC97");
+  auto audio = std::find(a.begin(), a.end(), "-audiodev");
+  ASSERT_NE(dev, a.end());
+  ASSERT_NE(audio, a.end());
+  EXPECT_LT(audio, dev);
+  EXPECT_EQ(*(audio + 1), "none,id=ad-none");
+  r.device.clear();
+  auto bare = qemu_argv(r, "tcg");
+  EXPECT_EQ(std::find(bare.begin(), bare.end(), "-audiodev"), bare.end());
 }

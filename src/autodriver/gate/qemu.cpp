@@ -70,7 +70,12 @@ std::vector<std::string> qemu_argv(const BootRequest& r, const std::string& acce
   }
   if (r.pvpanic) a.insert(a.end(), {"-device", "pvpanic-pci", "-action", "panic=exit-failure"});
   if (!r.qmp_socket.empty()) a.insert(a.end(), {"-qmp", "unix:" + r.qmp_socket.string() + ",server=on,wait=off"});
-  if (!r.device.empty()) a.insert(a.end(), {"-device", r.device});
+  if (!r.device.empty()) {
+    // A sound card (AC97, ES1370, intel-hda) opens the host's audio backend by default and the
+    // guest never starts without one (sandboxed, headless): a null backend, which QEMU takes for
+    // every device that names none.
+    a.insert(a.end(), {"-audiodev", "none,id=ad-none", "-device", r.device});
+  }
   return a;
 }
 
