@@ -363,8 +363,12 @@ std::vector<Hypothesis> teardown_hypotheses(const CrashReport& r, const std::vec
                                             const std::string& why = "the crash runs code of a module that is gone") {
   std::vector<Hypothesis> out;
   auto found = missing_teardowns(files, teardowns, types);
-  // A registration of an object the faulting function is handed goes first, one the driver ends
-  // nowhere before one it ends elsewhere (a timer its .ndo_stop deletes).
+  // A registration of an object the faulting function is handed goes first, the kernel's surest
+  // pairs first; one the driver ends nowhere before one it ends elsewhere (a timer its .ndo_stop
+  // deletes).
+  auto sure = [](const MissingTeardown& m) { return double(m.evidence.released) / std::max(1, m.evidence.calls); };
+  std::stable_sort(found.begin(), found.end(),
+                   [&](const MissingTeardown& a, const MissingTeardown& b) { return sure(a) > sure(b); });
   std::stable_partition(found.begin(), found.end(), [](const MissingTeardown& m) { return !m.ended_elsewhere; });
   std::stable_partition(found.begin(), found.end(), [](const MissingTeardown& m) { return !m.object_type.empty(); });
   for (const auto& m : found) {
@@ -681,14 +685,20 @@ std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Loca
   std::vector<Hypothesis> out;
   const Location* fault = first_with(where, "fault");
   if (!fault) fault = first_with(where, "caller");
-  if (!fault && where.empty() && !tree.empty() && module_address(r)) {
-    // The crash touched memory of a module that is gone: what a failed init or probe, or a
-    // remove or exit, left behind. The driver's files are read once for both.
-    // Both are asked: the log rarely tells whether the module's init failed or its exit ran. A
-    // teardown missing outright goes first; a missing undo on an error path after it.
+  if (!fault && where.empty() && !tree.empty()) {
+    // No frame of the driver: the crash touched memory of a module that is gone (its code or
+    // data), or the kernel walked what a driver left registered (a notifier, a device freed by
+    // devres while still registered): what a failed init or probe, or a remove or exit, left
+    // behind. Both are asked, the log rarely tells whether the module's init failed or its exit
+    // ran: a teardown missing outright goes first (away from module memory, also registrations of
+    // any object), a missing undo on an error path after it. The driver's files are read once.
+    const bool gone_code = module_address(r);
     const auto files = read_driver(tree);
-    out = teardown_hypotheses(r, files, teardowns);
-    for (auto& h : cleanup_hypotheses(r, files, undos)) out.push_back(std::move(h));
+    out = gone_code ? teardown_hypotheses(r, files, teardowns)
+                    : teardown_hypotheses(r, files, teardowns, {"*"},
+                                          "the crash has no frame of the driver: the kernel reached what it left behind");
+    if (gone_code)
+      for (auto& h : cleanup_hypotheses(r, files, undos)) out.push_back(std::move(h));
   }
   if (!fault) return out;
   auto src = view(tree, *fault);

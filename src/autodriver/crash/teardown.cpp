@@ -123,8 +123,12 @@ bool typed_in(const std::vector<csrc::Token>& t, const std::vector<const csrc::U
   for (const auto* f : fns)
     for (const auto& c : csrc::find_calls(t, f->body, f->last)) {
       const std::string arg = first_arg(c);
-      if (c.callee != except && (only.empty() || c.callee == only) && identifier(arg) && declared_type(t, *f, arg) == type &&
-          (!outlived || named_after(t, *f, c.close_tok, arg))) {
+      // A statement of its own (`unregister_netdev(dev);`), not a value read (`p = netdev_priv(dev)`).
+      const bool statement = c.close_tok + 1 < t.size() && t[c.close_tok + 1].text == ";" && c.name_tok > 0 &&
+                             (t[c.name_tok - 1].text == ";" || t[c.name_tok - 1].text == "{" || t[c.name_tok - 1].text == "}" ||
+                              t[c.name_tok - 1].text == ")");
+      if (c.callee != except && (only.empty() || c.callee == only) && statement && identifier(arg) &&
+          declared_type(t, *f, arg) == type && (!outlived || named_after(t, *f, c.close_tok, arg))) {
         any = true;
         if (callees) callees->insert(c.callee);
       }
@@ -238,6 +242,7 @@ std::vector<MissingTeardown> missing_teardowns(const std::vector<DriverFile>& fi
   for (const auto& f : files) {
     const auto& t = f.toks;
     const auto setup = functions_in(f.units, entry_functions(t, f.units, false));
+    const auto entry = entry_functions(t, f.units, false, 0);
     const auto down = functions_in(f.units, entry_functions(t, f.units, true));
     if (setup.empty() || down.empty()) continue;
     std::set<std::string> asked, found; // (setup, object) asked; objects given a teardown
@@ -247,7 +252,9 @@ std::vector<MissingTeardown> missing_teardowns(const std::vector<DriverFile>& fi
         // The object: the member an address names (`&p->timer`), or a variable of one of `types`.
         std::string key, type;
         if (addressed(arg)) key = csrc::last_member(arg);
-        else if (identifier(arg) && types.count(type = declared_type(t, *s, arg))) key = "type " + type;
+        else if (identifier(arg) && pointer_type(type = declared_type(t, *s, arg)) && (types.count(type) || types.count("*")))
+          key = "type " + type;
+        else type.clear();
         if (key.empty() || found.count(key) || !asked.insert(c.callee + "|" + key).second || calls_in(t, down, c.callee))
           continue;
         // Torn down already (by the kernel's call or any other naming the member).
@@ -280,14 +287,17 @@ std::vector<MissingTeardown> missing_teardowns(const std::vector<DriverFile>& fi
           mt.object_type = type;
           mt.ended_elsewhere = type.empty() && named_in(t, functions_in(f.units, all_functions(f.units)), key, c.callee);
           mt.evidence = p;
-          // timer_setup() and mod_timer() of one timer: one teardown, the one the kernel's drivers
-          // pair most surely (register_netdev(dev) rather than the SET_NETDEV_DEV(dev) before it).
+          // timer_setup() and mod_timer() of one timer: one teardown; of one object, the setup in the
+          // probe or init function itself the kernel's drivers pair most surely (register_netdev(dev)
+          // rather than the SET_NETDEV_DEV(dev) before it or a helper's netdev_dbg(dev)).
           if (type.empty()) found.insert(key);
           auto same = std::find_if(out.begin(), out.end(), [&](const MissingTeardown& o) {
             return o.file == mt.file && o.object_type == type && !type.empty() && o.release == mt.release;
           });
+          mt.in_entry = entry.count(s->name) > 0;
           if (same == out.end()) out.push_back(std::move(mt));
-          else if (mt.evidence.released * same->evidence.calls > same->evidence.released * mt.evidence.calls)
+          else if (std::make_pair(mt.in_entry, mt.evidence.released * same->evidence.calls) >
+                   std::make_pair(same->in_entry, same->evidence.released * mt.evidence.calls))
             *same = std::move(mt);
           break;
         }

@@ -45,6 +45,7 @@ struct MissingTeardown {
   std::string call;             ///< the call as C, with the teardown function's own names: "timer_delete_sync(&p->timer)"
   std::string object_type;      ///< a registration of a variable (`register_netdev(dev)`): its type; empty for a member
   bool ended_elsewhere = false; ///< some other function of the file (a .ndo_stop) ends the member
+  bool in_entry = false;        ///< the setup is in the probe or init function itself, not a helper
   int insert_line = 0;          ///< the line it goes before (after the function's leading declarations)
   ScopedPair evidence;
 };
@@ -54,7 +55,8 @@ struct MissingTeardown {
 /// the call goes: the base of the setup's argument (`p` of `&p->timer`) found in the teardown
 /// function as a variable of the same declared type (or a global, named as is). Setups of a
 /// variable (`register_netdev(dev)`) count when its declared type is one of `types` ("struct
-/// net_device *") and no teardown function makes the kernel's call on a variable of that type.
+/// net_device *"; "*" any struct pointer) and no teardown function makes the kernel's call on a
+/// variable of that type.
 std::vector<MissingTeardown> missing_teardowns(const std::vector<DriverFile>& files, const PairOracle& teardowns,
                                                const std::set<std::string>& types = {});
 
