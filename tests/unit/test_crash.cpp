@@ -1215,3 +1215,45 @@ TEST(CrashRepair, ALoopPastALocalArrayStopsInsideIt) {
   ASSERT_FALSE(blind.empty());
   EXPECT_EQ(blind[0].line, 12);
 }
+
+// The managed interfaces come from the kernel's own devres.rst (its list, not the prose above it).
+TEST(CrashRelease, TheManagedInterfacesAreTheKernelDocumentsList) {
+  const std::string rst = "Devres\n======\n\n  d = devm_kzalloc(dev, sizeof(*d), GFP_KERNEL);\n  kfree(x);\n\n"
+                          "6. List of managed interfaces\n-----------------------------\n\nMEM\n  devm_kfree()\n"
+                          "  devm_kzalloc()\n\nPCI\n  pcim_enable_device()\t\t: after success, some PCI ops become managed\n";
+  auto names = crash::managed_interfaces(rst);
+  EXPECT_EQ(names, (std::set<std::string>{"devm_kfree", "devm_kzalloc", "pcim_enable_device"}));
+  EXPECT_TRUE(crash::managed_interfaces("no list here: devm_kzalloc()").empty());
+}
+
+// A driver that frees what it allocated with a managed interface (devm_free.cocci): the allocator
+// refuses the release in remove (a pointer into devres's own node); the release goes.
+TEST(CrashRepair, AReleaseOfManagedMemoryGoes) {
+  Tree t("static int e_probe(struct pci_dev *pdev)\n{\n\tstruct e_dev *edev;\n\n"
+         "\tedev = devm_kzalloc(&pdev->dev, sizeof(*edev), GFP_KERNEL);\n\tif (!edev)\n\t\treturn -ENOMEM;\n"
+         "\tpci_set_drvdata(pdev, edev);\n\treturn 0;\n}\n"
+         "static void e_remove(struct pci_dev *pdev)\n{\n\tstruct e_dev *edev = pci_get_drvdata(pdev);\n\n"
+         "\te_stop(edev);\n\tkfree(edev);\n}\n"
+         "static struct pci_driver e = {\n\t.probe = e_probe,\n\t.remove = e_remove,\n};\n");
+  crash::CrashReport r;
+  r.kind = crash::CrashKind::slab;
+  r.headline = "BUG kmalloc-256 (Tainted: G OE): Invalid object pointer 0xffff888005470a28";
+  r.detail = "Invalid object pointer X";
+  crash::Location at{"e_remove", "drv", "drv.c", 16, "caller", "fault", false, "tail-call"};
+  auto managed = [](const std::string& c) { return c == "devm_kzalloc"; };
+  auto h = crash::hypothesize(r, {at}, t.path(), {}, {}, {}, {}, {}, managed);
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "managed-release");
+  EXPECT_EQ(h[0].set_line, 5);
+  auto reps = crash::propose_repairs({h[0]}, t.path(), {});
+  ASSERT_EQ(reps.size(), 1u);
+  EXPECT_NE(reps[0].new_text.find("\te_stop(edev);\n}\n"), std::string::npos) << reps[0].new_text;
+  // Allocated by hand: the managed-release hypothesis has nothing to say.
+  Tree own("static int e_probe(struct pci_dev *pdev)\n{\n\tstruct e_dev *edev;\n\n"
+           "\tedev = kzalloc(sizeof(*edev), GFP_KERNEL);\n\tif (!edev)\n\t\treturn -ENOMEM;\n"
+           "\tpci_set_drvdata(pdev, edev);\n\treturn 0;\n}\n"
+           "static void e_remove(struct pci_dev *pdev)\n{\n\tstruct e_dev *edev = pci_get_drvdata(pdev);\n\n"
+           "\te_stop(edev);\n\tkfree(edev);\n}\n");
+  auto none = crash::hypothesize(r, {at}, own.path(), {}, {}, {}, {}, {}, managed);
+  EXPECT_TRUE(none.empty() || none[0].kind != "managed-release");
+}

@@ -435,6 +435,27 @@ std::optional<Hypothesis> repeated_hypothesis(Hypothesis h, const SourceView& sr
   return h;
 }
 
+/// The allocator refused a release (`h` names the place) of an object the driver allocated with a
+/// managed interface (devm_kzalloc()): the driver core frees it again, or the pointer is not the
+/// allocator's own (scripts/coccinelle/free/devm_free.cocci).
+std::optional<Hypothesis> managed_hypothesis(const CrashReport& r, Hypothesis h, const SourceView& src,
+                                             const ManagedOracle& managed) {
+  auto m = managed_release(src.toks, src.units, *src.fn, h.line, managed);
+  if (!m) return std::nullopt;
+  h.variable = m->release.var;
+  h.set_line = m->alloc_line;
+  h.callee = m->release.callee;
+  h.statement =
+      fmt::format("{}() releases {} with {}() at {}:{}, but {} comes from {}() at line {}, which the driver core "
+                  "releases itself when the driver unbinds ({})",
+                  h.function, h.variable, h.callee, h.file, m->release_line, h.variable, m->allocator, m->alloc_line, r.headline);
+  h.evidence.push_back(fmt::format("{}:{}: {}", h.file, m->alloc_line, trimmed(src.line_text(m->alloc_line))));
+  h.evidence.push_back(fmt::format("{}() is one of the managed interfaces the kernel's "
+                                   "Documentation/driver-api/driver-model/devres.rst lists",
+                                   m->allocator));
+  return h;
+}
+
 /// A stack overwritten in the function (`proto` names it): its loops that index a local array
 /// past its end (bounds.hpp), each with the condition that stops inside the array.
 std::vector<Hypothesis> loop_hypotheses(const CrashReport& r, const Hypothesis& proto, const SourceView& src,
@@ -681,7 +702,7 @@ std::optional<Hypothesis> field_set_after_call(const std::vector<Location>& wher
 
 std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Location>& where, const fs::path& tree,
                                     const ReleaseOracle& releases, const PairOracle& pairs, const PairOracle& undos,
-                                    const PairOracle& teardowns, const ValueOracle& values) {
+                                    const PairOracle& teardowns, const ValueOracle& values, const ManagedOracle& managed) {
   std::vector<Hypothesis> out;
   const Location* fault = first_with(where, "fault");
   if (!fault) fault = first_with(where, "caller");
@@ -713,7 +734,10 @@ std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Loca
     if (!code.empty()) h.evidence.push_back(fmt::format("{}:{}: {}", fault->file, fault->line, code));
     return h;
   };
-  if (src && src->fn && exact)
+  if (src && src->fn && exact &&
+      (r.kind == CrashKind::slab || r.kind == CrashKind::kasan_double_free || r.kind == CrashKind::bug_on))
+    if (auto h = managed_hypothesis(r, base("managed-release", ""), *src, managed)) out.push_back(std::move(*h));
+  if (src && src->fn && exact && out.empty())
     if (auto h = repeated_hypothesis(base("double-release", ""), *src, pairs)) out.push_back(std::move(*h));
   if (src && src->fn && exact && out.empty())
     if (auto rb = release_before_use(src->toks, *src->fn, fault->line, releases)) {

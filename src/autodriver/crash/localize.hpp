@@ -79,11 +79,13 @@ nlohmann::json to_json(const Location& l);
 /// functions that leave something registered; with `teardowns`, what the driver's remove or exit
 /// never ends (also when a fault while the module unloads shows the kernel still calling in).
 /// With `values` (the kernel's macros, see bounds.hpp), a stack overwritten in a function gives
-/// its loops that index a local array past its end.
+/// its loops that index a local array past its end. With `managed` (the kernel's managed
+/// interfaces, see release.hpp), a release the slab allocator refuses of an object the driver
+/// allocated with one of them.
 std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Location>& where, const std::filesystem::path& tree,
                                     const ReleaseOracle& releases = {}, const PairOracle& pairs = {},
                                     const PairOracle& undos = {}, const PairOracle& teardowns = {},
-                                    const ValueOracle& values = {});
+                                    const ValueOracle& values = {}, const ManagedOracle& managed = {});
 
 /// The places ranked again with what the hypotheses found in the source: the line a release
 /// before its use happened, or the exit that left a lock held (the cause) goes first when the

@@ -5,6 +5,7 @@
 #include "autodriver/util/memo.hpp"
 
 #include <algorithm>
+#include <memory>
 
 namespace autodriver::crash {
 
@@ -243,6 +244,62 @@ std::optional<RepeatedCall> repeated_call(const std::vector<csrc::Token>& t, con
     if (csrc::join_tokens(t, a, b) == text) return RepeatedCall{*again, t[a].line, t[sts[at].first].line};
     // Set again in between: a new object, not a second release of the first.
     if (assigns_path(t, a, b, again->var)) return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::set<std::string> managed_interfaces(std::string_view rst) {
+  std::set<std::string> out;
+  // The list's heading ("List of managed interfaces") names it; everything after it is the list.
+  const auto from = rst.rfind("List of managed interfaces");
+  if (from == std::string_view::npos) return out;
+  rst.remove_prefix(from);
+  for (std::size_t i = 0; i < rst.size(); ++i) {
+    if (!csrc::ident_start(rst[i]) || (i > 0 && csrc::ident_char(rst[i - 1]))) continue;
+    std::size_t e = i;
+    while (e < rst.size() && csrc::ident_char(rst[e])) ++e;
+    if (e < rst.size() && rst[e] == '(') out.emplace(rst.substr(i, e - i));
+    i = e;
+  }
+  return out;
+}
+
+ManagedOracle managed_oracle(const fs::path& kernel_src) {
+  if (kernel_src.empty()) return {};
+  auto text = util::read_file(kernel_src / "Documentation/driver-api/driver-model/devres.rst");
+  if (!text) return {};
+  auto names = std::make_shared<const std::set<std::string>>(managed_interfaces(*text));
+  if (names->empty()) return {};
+  return [names](const std::string& callee) { return names->count(callee) > 0; };
+}
+
+std::optional<ManagedRelease> managed_release(const std::vector<csrc::Token>& t, const std::vector<csrc::Unit>& units,
+                                              const csrc::Unit& fn, int line, const ManagedOracle& managed) {
+  if (!managed) return std::nullopt;
+  auto sts = csrc::block_statements(t, fn.body);
+  const std::size_t at = statement_holding(t, sts, line);
+  if (at == sts.size()) return std::nullopt;
+  auto rel = call_statement(t, sts[at].first, sts[at].second);
+  if (!rel) return std::nullopt;
+  // The released object: a member path by its last member, a variable by its declared type.
+  const bool member = rel->var.find_first_of(".-") != std::string::npos;
+  const std::string key = member ? csrc::last_member(rel->var) : csrc::declared_type(t, fn, rel->var);
+  if (key.empty()) return std::nullopt;
+  for (const auto& u : units) {
+    if (u.kind != csrc::UnitKind::function) continue;
+    for (std::size_t i = u.body; i + 3 < u.last; ++i) {
+      // `path = allocator(`
+      auto [path, end] = csrc::object_path(t, i);
+      if (path.empty() || end + 3 >= u.last || t[end + 1].text != "=" || t[end + 2].kind != csrc::TokKind::ident ||
+          t[end + 3].text != "(" || !managed(t[end + 2].text)) {
+        if (!path.empty()) i = end;
+        continue;
+      }
+      const bool same = member ? csrc::last_member(path) == key
+                               : path.find_first_of(".-") == std::string::npos && csrc::declared_type(t, u, path) == key;
+      if (same) return ManagedRelease{*rel, t[sts[at].first].line, t[end + 2].text, t[i].line};
+      i = end;
+    }
   }
   return std::nullopt;
 }

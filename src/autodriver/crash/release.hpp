@@ -84,4 +84,27 @@ struct RepeatedCall {
 };
 std::optional<RepeatedCall> repeated_call(const std::vector<csrc::Token>& t, const csrc::Unit& fn, int line);
 
+/// Which calls allocate a resource the device's driver core frees itself when the driver unbinds
+/// (devm_kzalloc(), pcim_iomap(), ...): the managed interfaces listed by the kernel's own
+/// Documentation/driver-api/driver-model/devres.rst. A driver releasing one by hand frees it
+/// twice, or frees a pointer into the allocator's bookkeeping (scripts/coccinelle/free/devm_free.cocci).
+using ManagedOracle = std::function<bool(const std::string& callee)>;
+/// The names in the list of managed interfaces of `kernel_src`'s devres.rst; an empty oracle when
+/// the document is missing.
+ManagedOracle managed_oracle(const std::filesystem::path& kernel_src);
+/// The names listed in a devres.rst text: every `name(` from its list of managed interfaces on.
+std::set<std::string> managed_interfaces(std::string_view devres_rst);
+
+/// The call statement at `line` releases `var` (a variable or member path) that the file assigns
+/// from a managed allocation somewhere (`edev = devm_kzalloc(...)` in probe; matched by the
+/// variable's declared type, or a member path's last member): the allocation's line, or 0.
+struct ManagedRelease {
+  CallStatement release;
+  int release_line = 0;
+  std::string allocator;
+  int alloc_line = 0;
+};
+std::optional<ManagedRelease> managed_release(const std::vector<csrc::Token>& t, const std::vector<csrc::Unit>& units,
+                                              const csrc::Unit& fn, int line, const ManagedOracle& managed);
+
 } // namespace autodriver::crash

@@ -494,6 +494,36 @@ std::optional<RepairEdit> add_teardown(const Hypothesis& h, const std::string& t
   return e;
 }
 
+/// managed-release: the release at h.line of an object the driver core frees itself goes.
+std::optional<RepairEdit> drop_managed_release(const Hypothesis& h, const std::string& text) {
+  auto toks = csrc::tokenize(text);
+  for (const auto& u : csrc::find_units(toks)) {
+    if (u.kind != csrc::UnitKind::function || toks[u.first].line > h.line || toks[u.last].line < h.line) continue;
+    for (const auto& [a, b] : csrc::block_statements(toks, u.body)) {
+      if (toks[a].line != h.line) continue;
+      auto c = call_statement(toks, a, b);
+      if (!c || c->callee != h.callee || c->var != h.variable) return std::nullopt;
+      // Alone on its lines.
+      for (std::size_t i = 0; i < toks.size(); ++i)
+        if (toks[i].line >= toks[a].line && toks[i].line <= toks[b].line && (i < a || i > b)) return std::nullopt;
+      auto lines = util::split_lines(text);
+      std::vector<std::string_view> keep;
+      for (int l = 1; l <= static_cast<int>(lines.size()); ++l)
+        if (l < toks[a].line || l > toks[b].line) keep.push_back(lines[static_cast<std::size_t>(l) - 1]);
+      RepairEdit e;
+      e.kind = h.kind;
+      e.file = h.file;
+      e.new_text = join_lines(keep, !text.empty() && text.back() == '\n');
+      e.description = fmt::format("{}() no longer releases {} itself ({}:{}): the driver core releases what line {} "
+                                  "allocated when the driver unbinds",
+                                  h.function, h.variable, h.file, h.line, h.set_line);
+      e.evidence = h.evidence;
+      return e;
+    }
+  }
+  return std::nullopt;
+}
+
 /// loop-bound: the loop's condition at h.line (`i <= 3`) becomes h.call (`i < 3`).
 std::optional<RepairEdit> bound_loop(const Hypothesis& h, const std::string& text) {
   auto t = csrc::tokenize(text);
@@ -535,6 +565,7 @@ std::vector<RepairEdit> propose_repairs(const std::vector<Hypothesis>& hyps, con
     else if (h.kind == "unchecked-result") e = add_test(h, *text, kernel_src);
     else if (h.kind == "missing-teardown") e = add_teardown(h, *text);
     else if (h.kind == "loop-bound") e = bound_loop(h, *text);
+    else if (h.kind == "managed-release") e = drop_managed_release(h, *text);
     if (e && e->new_text != *text) out.push_back(std::move(*e));
   }
   return out;

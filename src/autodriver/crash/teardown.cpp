@@ -55,22 +55,6 @@ bool named_in(const std::vector<csrc::Token>& t, const std::vector<const csrc::U
   return any;
 }
 
-/// The type a function declares `name` with (`struct foo_priv *` of `struct foo_priv *p`),
-/// among its parameters and locals: the tokens before the name back to `(`, `,`, `;` or `{`.
-std::string declared_type(const std::vector<csrc::Token>& t, const csrc::Unit& fn, const std::string& name) {
-  for (std::size_t i = fn.first + 1; i < fn.last; ++i) {
-    if (t[i].text != name || t[i - 1].text != "*") continue;
-    std::size_t b = i;
-    while (b > fn.first && t[b - 1].text != "(" && t[b - 1].text != "," && t[b - 1].text != ";" && t[b - 1].text != "{") --b;
-    if (b + 1 >= i) continue;
-    std::string type;
-    for (std::size_t k = b; k < i; ++k)
-      if (t[k].text != "const") type += (type.empty() ? "" : " ") + t[k].text;
-    return type;
-  }
-  return {};
-}
-
 /// A plain C identifier ("netdev"), not a path or an expression.
 bool identifier(const std::string& s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
@@ -128,7 +112,7 @@ bool typed_in(const std::vector<csrc::Token>& t, const std::vector<const csrc::U
                              (t[c.name_tok - 1].text == ";" || t[c.name_tok - 1].text == "{" || t[c.name_tok - 1].text == "}" ||
                               t[c.name_tok - 1].text == ")");
       if (c.callee != except && (only.empty() || c.callee == only) && statement && identifier(arg) &&
-          declared_type(t, *f, arg) == type && (!outlived || named_after(t, *f, c.close_tok, arg))) {
+          csrc::declared_type(t, *f, arg) == type && (!outlived || named_after(t, *f, c.close_tok, arg))) {
         any = true;
         if (callees) callees->insert(c.callee);
       }
@@ -141,7 +125,7 @@ std::string variable_of_type(const std::vector<csrc::Token>& t, const csrc::Unit
   for (std::size_t i = fn.first + 1; i + 1 < fn.last; ++i)
     if (t[i].kind == csrc::TokKind::ident && t[i - 1].text == "*" &&
         (t[i + 1].text == "=" || t[i + 1].text == ";" || t[i + 1].text == "," || t[i + 1].text == ")"))
-      if (declared_type(t, fn, t[i].text) == type) return t[i].text;
+      if (csrc::declared_type(t, fn, t[i].text) == type) return t[i].text;
   return {};
 }
 
@@ -213,7 +197,7 @@ ScopedPair teardown_pair(const fs::path& kernel_src, const std::string& setup) {
             if (m.empty()) continue;
             named_in(t, down, m, setup, &callees);
           } else if (identifier(arg)) {
-            const std::string type = declared_type(t, u, arg);
+            const std::string type = csrc::declared_type(t, u, arg);
             if (!pointer_type(type)) continue;
             typed_in(t, down, type, setup, &callees, "", true);
           } else {
@@ -252,7 +236,8 @@ std::vector<MissingTeardown> missing_teardowns(const std::vector<DriverFile>& fi
         // The object: the member an address names (`&p->timer`), or a variable of one of `types`.
         std::string key, type;
         if (addressed(arg)) key = csrc::last_member(arg);
-        else if (identifier(arg) && pointer_type(type = declared_type(t, *s, arg)) && (types.count(type) || types.count("*")))
+        else if (identifier(arg) && pointer_type(type = csrc::declared_type(t, *s, arg)) &&
+                 (types.count(type) || types.count("*")))
           key = "type " + type;
         else type.clear();
         if (key.empty() || found.count(key) || !asked.insert(c.callee + "|" + key).second || calls_in(t, down, c.callee))
@@ -266,7 +251,7 @@ std::vector<MissingTeardown> missing_teardowns(const std::vector<DriverFile>& fi
         // function declares it.
         const std::string path = type.empty() ? arg.substr(1) : arg;
         const std::string base = path.substr(0, path.find_first_of("-."));
-        const std::string base_type = type.empty() ? declared_type(t, *s, base) : type;
+        const std::string base_type = type.empty() ? csrc::declared_type(t, *s, base) : type;
         // module_init's registrations end in module_exit; the others in remove and below.
         auto order = down;
         const bool in_init = registered(t, "module_init") == s->name;
@@ -310,7 +295,7 @@ std::set<std::string> object_types_at(const std::vector<csrc::Token>& t, const c
   std::set<std::string> out;
   for (std::size_t i = fn.body; i < fn.last; ++i)
     if (t[i].line == line && t[i].kind == csrc::TokKind::ident) {
-      const std::string type = declared_type(t, fn, t[i].text);
+      const std::string type = csrc::declared_type(t, fn, t[i].text);
       if (pointer_type(type)) out.insert(type);
     }
   return out;
@@ -321,7 +306,7 @@ std::set<std::string> parameter_types(const std::vector<csrc::Token>& t, const c
   if (fn.kind != csrc::UnitKind::function) return out;
   for (std::size_t i = fn.first; i + 1 < fn.body; ++i)
     if (t[i].kind == csrc::TokKind::ident && (t[i + 1].text == "," || t[i + 1].text == ")")) {
-      const std::string type = declared_type(t, fn, t[i].text);
+      const std::string type = csrc::declared_type(t, fn, t[i].text);
       if (pointer_type(type)) out.insert(type);
     }
   return out;

@@ -596,6 +596,20 @@ std::pair<std::string, std::size_t> object_path(const std::vector<Token>& toks, 
   return {path, end};
 }
 
+std::string declared_type(const std::vector<Token>& t, const Unit& fn, const std::string& name) {
+  for (std::size_t i = fn.first + 1; i < fn.last; ++i) {
+    if (t[i].text != name || t[i - 1].text != "*") continue;
+    std::size_t b = i;
+    while (b > fn.first && t[b - 1].text != "(" && t[b - 1].text != "," && t[b - 1].text != ";" && t[b - 1].text != "{") --b;
+    if (b + 1 >= i) continue;
+    std::string type;
+    for (std::size_t k = b; k < i; ++k)
+      if (t[k].text != "const") type += (type.empty() ? "" : " ") + t[k].text;
+    return type;
+  }
+  return {};
+}
+
 std::string last_member(std::string_view expr) {
   std::string a;
   for (char ch : expr)

@@ -125,6 +125,11 @@ std::pair<std::string, std::size_t> object_path(const std::vector<Token>& toks, 
 /// timer (blanks, `&` and `*` ignored); empty for anything with a call, index or sum in it.
 std::string last_member(std::string_view expr);
 
+/// The type a function declares `name` with (`struct foo_priv *` of `struct foo_priv *p`), among
+/// its parameters and locals: the tokens before the name back to `(`, `,`, `;` or `{`, without
+/// `const`; empty when it declares none with a `*`.
+std::string declared_type(const std::vector<Token>& t, const Unit& fn, const std::string& name);
+
 /// `#include <x>` / `#include "x"` targets of the file, in order.
 std::vector<std::string> includes_of(const std::vector<Token>& toks);
 
