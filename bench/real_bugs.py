@@ -27,8 +27,11 @@ wrong teardown order, an off-by-one bound). Each operator names its source:
                       becomes `I <= N` (probe, open and teardown functions).
 
 Sites are found by the operators in every function of their kind, in source order, at most
---per-op per driver and operator. Each mutant is built and booted with its device (`autodriver
-check --boot`, with the class's reproducer script); one that does not crash is counted and dropped.
+--per-op per driver and operator. The unchanged driver is booted first: a driver that does not
+boot clean with its device (not bound, the device's chip refused) is left out and named. Each
+mutant is built and booted with its device (`autodriver check --boot`, with the class's reproducer
+script); one that does not crash (no crash report on the console: it booted clean, or failed
+otherwise) is counted and dropped.
 Each crashing mutant goes through `autodriver crash LOG --driver MUT --kernel K --repair --device
 D --runs N --repro R -o OUT` and is scored:
 
@@ -470,8 +473,23 @@ def prepare(src, work, name, files_, makefile):
     return base
 
 
+def boot(a, tree, device, repro, tag):
+    """(outcome, console, reason): ok, crash (the boot failed with a crash report on the console),
+    boot-failed (it failed otherwise: not bound, insmod refused, ...) or not-built."""
+    outcome, console, reason = boot_console(a.ad, tree, a.kernel, device, os.path.dirname(tree), tag, repro)
+    if outcome == "crash":
+        try:
+            d = json.load(open(os.path.join(os.path.dirname(tree), tag + ".check.json")))
+            det = list(d["gates"]["boot"]["by_kernel"].values())[0].get("details", {})
+        except (OSError, ValueError, IndexError, KeyError):
+            det = {}
+        if not det.get("findings"):
+            return "boot-failed", console, det.get("outcome", reason)
+    return outcome, console, reason
+
+
 def run_mutant(a, row, mut, device, repro, seeded):
-    outcome, console, reason = boot_console(a.ad, mut, a.kernel, device, os.path.dirname(mut), row["id"], repro)
+    outcome, console, reason = boot(a, mut, device, repro, row["id"])
     row["mutant"] = outcome
     print("%-40s %-10s %s" % (row["id"], outcome, reason[:100]), file=sys.stderr, flush=True)
     if outcome != "crash":
@@ -527,6 +545,18 @@ def main():
         repro = os.path.abspath(os.path.join(a.work, cls + "-repro.sh"))
         with open(repro, "w") as fh:
             fh.write(REPROS[cls])
+        # The unchanged driver must boot clean with its device, or its mutants say nothing.
+        if not a.list:
+            key = name + "-original"
+            if key not in done:
+                outcome, _, reason = boot(a, base, device, repro, key)
+                done[key] = {"id": key, "driver": name, "split": split, "original": outcome, "reason": reason}
+                with open(results, "a") as fh:
+                    fh.write(json.dumps(done[key]) + "\n")
+            if done[key]["original"] != "ok":
+                print("%-40s the unchanged driver: %s %s" % (name, done[key]["original"], done[key]["reason"]),
+                      file=sys.stderr, flush=True)
+                continue
         for m in mutants(base, [os.path.basename(f) for f in files_], a.per_op, a.op):
             digest = re.sub(r"\W+", "-", "%s-%s-%s-%s" % (name, m["op"], m["function"], m["what"]))[:90]
             row = {"id": digest, "driver": name, "split": split, "class": cls, "device": device, "op": m["op"],
@@ -560,6 +590,12 @@ def main():
 
 
 def report(rows):
+    originals = [r for r in rows if "original" in r]
+    rows = [r for r in rows if "original" not in r]
+    bad = [r for r in originals if r["original"] != "ok"]
+    if bad:
+        print("Drivers left out, the unchanged driver does not boot clean with its device: " +
+              ", ".join("%s (%s: %s)" % (r["driver"], r["original"], r["reason"]) for r in bad) + "\n")
     print("| split | operator | mutants | built | crashed | top-1 | top-3 | repaired | correct | removed | median s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for split in sorted({r["split"] for r in rows}):
