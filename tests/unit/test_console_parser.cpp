@@ -148,3 +148,15 @@ TEST(QemuArgv, ADeviceComesWithANullAudioBackend) {
   auto bare = qemu_argv(r, "tcg");
   EXPECT_EQ(std::find(bare.begin(), bare.end(), "-audiodev"), bare.end());
 }
+
+// A driver bound on another bus than PCI (a virtio driver behind virtio-pci) is reported too.
+TEST(ConsoleParser, BindingsOnOtherBuses) {
+  auto r = parse_console("@@AD init\n@@AD pci-before\n@@AD insmod-begin virtio_rng\n@@AD insmod virtio_rng rc=0\n"
+                         "@@AD pci-after\n@@AD pci 0000:00:03.0 vendor=0x1af4 device=0x1005 driver=virtio-pci module=\n"
+                         "@@AD bound virtio/virtio0 driver=virtio_rng module=virtio_rng\n@@AD done\n");
+  ASSERT_EQ(r.bound_after.size(), 1u);
+  EXPECT_EQ(r.bound_after[0].slot, "virtio/virtio0");
+  EXPECT_EQ(r.bound_after[0].module, "virtio_rng");
+  ASSERT_EQ(r.pci_after.size(), 1u);
+  EXPECT_EQ(r.pci_after[0].module, "");
+}

@@ -164,6 +164,7 @@ ConsoleReport parse_console(std::string_view log) {
       else if (ev == "pci-before") after_pci_before = false;
       else if (ev == "pci-after") after_pci_before = true;
       else if (ev == "pci") parse_pci_marker(rest, after_pci_before ? rep.pci_after : rep.pci_before);
+      else if (ev == "bound") parse_pci_marker(rest, rep.bound_after);
       else if (ev == "tainted") rep.tainted = std::atol(rest.c_str());
       continue;
     }

@@ -57,6 +57,7 @@ struct ConsoleReport {
   std::optional<int> repro_rc;        ///< "@@AD repro rc=N": the reproducer ran and exited N (124: timed out)
   std::vector<PciBinding> pci_before; ///< bindings before the driver's modules were loaded
   std::vector<PciBinding> pci_after;
+  std::vector<PciBinding> bound_after; ///< drivers of modules bound on other buses ("virtio/virtio0" as slot)
   std::optional<long> tainted;
   std::vector<ConsoleFinding> findings;
 };

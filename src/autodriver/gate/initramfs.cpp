@@ -31,6 +31,21 @@ pci() {
     echo "@@AD pci $(basename "$d") vendor=$(cat "$d/vendor") device=$(cat "$d/device") driver=$drv module=$mod"
   done
 }
+# Drivers of modules bound on the other buses (a virtio driver binds the virtio device behind
+# virtio-pci; a platform or ISA driver its own device).
+bound() {
+  for drv in /sys/bus/*/drivers/*; do
+    [ -e "$drv/module" ] || continue
+    bus=$(basename "$(dirname "$(dirname "$drv")")")
+    [ "$bus" = pci ] && continue
+    mod=$(basename "$(readlink "$drv/module")")
+    for d in "$drv"/*; do
+      [ -L "$d" ] || continue
+      case "$(basename "$d")" in module|bind|unbind|uevent|new_id|remove_id) continue;; esac
+      echo "@@AD bound $bus/$(basename "$d") driver=$(basename "$drv") module=$mod"
+    done
+  done
+}
 )SH";
   for (const auto& m : spec.preload)
     s += fmt::format("insmod /lib/ad/{0}.ko >/dev/null 2>&1; echo \"@@AD preload {0} rc=$?\"\n", m.name);
@@ -38,7 +53,7 @@ pci() {
   for (const auto& m : spec.modules)
     s += fmt::format("echo \"@@AD insmod-begin {0}\"\ninsmod /lib/ad/{0}.ko 2>&1\necho \"@@AD insmod {0} rc=$?\"\n", m.name);
   s += fmt::format("sleep {:.1f}\n", spec.settle_seconds);
-  s += "echo \"@@AD pci-after\"\npci\n";
+  s += "echo \"@@AD pci-after\"\npci\nbound\n";
   s += "echo \"@@AD tainted $(cat /proc/sys/kernel/tainted)\"\n";
   if (!spec.repro.empty())
     s += fmt::format("echo \"@@AD repro-begin\"\ntimeout {} {}/bin/ad-repro 2>&1\necho \"@@AD repro rc=$?\"\n",

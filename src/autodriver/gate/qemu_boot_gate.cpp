@@ -199,6 +199,11 @@ private:
       pci.push_back(to_json(b));
       if (own.count(kernel::normalize_module_name(b.module))) bound = true;
     }
+    nlohmann::json other_buses = nlohmann::json::array();
+    for (const auto& b : rep.bound_after) {
+      other_buses.push_back(to_json(b));
+      if (own.count(kernel::normalize_module_name(b.module))) bound = true;
+    }
     nlohmann::json findings = nlohmann::json::array();
     std::map<std::string, int> counts;
     bool fatal_finding = false;
@@ -240,6 +245,7 @@ private:
                  {"insmod", insmod},
                  {"bound", in.request.device.empty() ? nlohmann::json(nullptr) : nlohmann::json(bound)},
                  {"pci", pci},
+                 {"other_buses", other_buses},
                  {"rmmod", rmmod},
                  {"tainted", taint},
                  {"findings", findings},
