@@ -130,7 +130,8 @@ DRIVERS = [
      "virtio-balloon-pci"),
     ("virtio_input", "test", "input", ["drivers/virtio/virtio_input.c"], "obj-m += virtio_input.o\n",
      "virtio-keyboard-pci"),
-    ("snd-ens1370", "test", "sound", ["sound/pci/ens1370.c"], "obj-m += snd-ens1370.o\nsnd-ens1370-y := ens1370.o\n",
+    ("snd-ens1370", "test", "sound", ["sound/pci/ens1370.c", "sound/pci/ak4531_codec.c"],
+     "obj-m += snd-ens1370.o\nsnd-ens1370-y := ens1370.o ak4531_codec.o\n",
      "ES1370"),
 ]
 
