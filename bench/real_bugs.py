@@ -329,6 +329,7 @@ def apply(text, code, s):
         new = rest[:at] + seg + rest[at:]
         first = line_of(new, at)
         n = seg.count("\n") + text[before[0]:before[1]].count("\n")
+        s["moved_text"], s["before_text"] = seg, text[before[0]:before[1]]
         return new, list(range(first, first + n))
     if s["kind"] == "delete":
         gone = whole_lines(code, s["deleted"])
@@ -379,7 +380,8 @@ def mutants(tree, names, per_op, ops=()):
             if not got or got[0] == text:
                 continue
             counts[op] = counts.get(op, 0) + 1
-            out.append({"op": op, "file": f, "function": fn, "what": s["what"], "lines": got[1], "text": got[0]})
+            out.append({"op": op, "file": f, "function": fn, "what": s["what"], "lines": got[1], "text": got[0],
+                        "moved_text": s.get("moved_text", ""), "before_text": s.get("before_text", "")})
     return out
 
 
@@ -417,7 +419,9 @@ def judge(row, orig, repaired):
     op, fn = row["op"], row["function"]
     o_fn, r_fn = norm(function_text(orig, fn)), norm(function_text(repaired, fn))
     if op in ("free-then-use", "teardown-swap"):
-        ok = o_fn == r_fn
+        # The moved statement comes after the one it was moved before, as in the original.
+        moved, before = norm(row["moved_text"]), norm(row["before_text"])
+        ok = r_fn.count(moved) == 1 and r_fn.count(before) == 1 and r_fn.index(moved) > r_fn.index(before)
     elif op == "teardown-dropped":
         call = norm(row["deleted_text"])
         ok = call in r_fn
@@ -530,10 +534,15 @@ def main():
     ap.add_argument("--ad", default=os.environ.get("AD", "autodriver"))
     ap.add_argument("--list", action="store_true", help="print the mutants and stop")
     ap.add_argument("--report", action="store_true", help="print the table of WORK/results.jsonl and stop")
+    ap.add_argument("--rejudge", action="store_true",
+                    help="judge the kept repairs of WORK/results.jsonl again (after a change of the judge) and stop")
     a = ap.parse_args()
     results = os.path.join(a.work, "results.jsonl")
     if a.report:
         report(list(load_rows(results).values()))
+        return
+    if a.rejudge:
+        rejudge(a.work, results)
         return
     src = subprocess.run([a.ad, "kernel", "source", a.kernel], stdout=subprocess.PIPE, check=True,
                          timeout=3600).stdout.decode().strip()
@@ -577,6 +586,8 @@ def main():
                 row["copied_text"] = "".join(l[1:] for l in diff[2:] if l.startswith("+") and not l.startswith("+++"))
             if m["op"] == "devm-manual-free":
                 row["freed"] = m["what"].split(" = ")[0]
+            if m["moved_text"]:
+                row["moved_text"], row["before_text"] = m["moved_text"], m["before_text"]
             mut = os.path.join(a.work, name, digest)
             shutil.rmtree(mut, ignore_errors=True)
             shutil.copytree(base, mut)
@@ -588,6 +599,31 @@ def main():
             done[digest] = row
     if not a.list:
         report([r for r in done.values() if a.split == "all" or r["split"] == a.split])
+
+
+def rejudge(work, results):
+    """Judge every kept repair of results.jsonl again from its mutant's site and OUT/tree."""
+    rows = load_rows(results)
+    for name, _, _, files_, _, _ in DRIVERS:
+        base = os.path.join(work, name, "orig")
+        if not os.path.isdir(base):
+            continue
+        sites_by_id = {}
+        for m in mutants(base, [os.path.basename(f) for f in files_], 10 ** 6):
+            sites_by_id[re.sub(r"\W+", "-", "%s-%s-%s-%s" % (name, m["op"], m["function"], m["what"]))[:90]] = m
+        for rid, row in rows.items():
+            if row.get("driver") != name or not row.get("repaired") or rid not in sites_by_id:
+                continue
+            m = sites_by_id[rid]
+            if m["moved_text"]:
+                row["moved_text"], row["before_text"] = m["moved_text"], m["before_text"]
+            orig = open(os.path.join(base, row["file"]), errors="surrogateescape").read()
+            fixed = open(os.path.join(work, name, rid + ".out", "tree", row["file"]), errors="surrogateescape").read()
+            row["correct"], row["removed"] = judge(row, orig, fixed)
+    with open(results + ".tmp", "w") as fh:
+        for row in rows.values():
+            fh.write(json.dumps(row) + "\n")
+    os.replace(results + ".tmp", results)
 
 
 def report(rows):
