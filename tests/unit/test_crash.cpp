@@ -1234,6 +1234,9 @@ TEST(CrashRepair, AReleaseOfManagedMemoryGoes) {
          "\tpci_set_drvdata(pdev, edev);\n\treturn 0;\n}\n"
          "static void e_remove(struct pci_dev *pdev)\n{\n\tstruct e_dev *edev = pci_get_drvdata(pdev);\n\n"
          "\te_stop(edev);\n\tkfree(edev);\n}\n"
+         "static int e_resume(struct pci_dev *pdev)\n{\n\tstruct e_dev *edev = pci_get_drvdata(pdev);\n\tint err;\n\n"
+         "\terr = e_start(edev);\n\tif (err)\n\t\tgoto out;\n\treturn 0;\nout:\n\tkfree(edev);\n\treturn err;\n}\n"
+         "static void e_other(struct pci_dev *pdev, struct e_buf *b)\n{\n\tkfree(b);\n}\n"
          "static struct pci_driver e = {\n\t.probe = e_probe,\n\t.remove = e_remove,\n};\n");
   crash::CrashReport r;
   r.kind = crash::CrashKind::slab;
@@ -1248,6 +1251,9 @@ TEST(CrashRepair, AReleaseOfManagedMemoryGoes) {
   auto reps = crash::propose_repairs({h[0]}, t.path(), {});
   ASSERT_EQ(reps.size(), 1u);
   EXPECT_NE(reps[0].new_text.find("\te_stop(edev);\n}\n"), std::string::npos) << reps[0].new_text;
+  // The error path's release of the same object goes too; a release of another type's object stays.
+  EXPECT_NE(reps[0].new_text.find("out:\n\treturn err;"), std::string::npos) << reps[0].new_text;
+  EXPECT_NE(reps[0].new_text.find("\tkfree(b);\n"), std::string::npos) << reps[0].new_text;
   // Allocated by hand: the managed-release hypothesis has nothing to say.
   Tree own("static int e_probe(struct pci_dev *pdev)\n{\n\tstruct e_dev *edev;\n\n"
            "\tedev = kzalloc(sizeof(*edev), GFP_KERNEL);\n\tif (!edev)\n\t\treturn -ENOMEM;\n"

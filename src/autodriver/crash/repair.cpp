@@ -494,34 +494,63 @@ std::optional<RepairEdit> add_teardown(const Hypothesis& h, const std::string& t
   return e;
 }
 
-/// managed-release: the release at h.line of an object the driver core frees itself goes.
+/// managed-release: the release at h.line of an object the driver core frees itself goes, and so
+/// does every other release of that object by the same call in the file (probe's error path freeing
+/// it too: devm_free.cocci's bug again), matched as managed_release matched it: a member path by its
+/// last member, a variable by its declared type. A release right after a label that ends its block
+/// stays (the label needs a statement).
 std::optional<RepairEdit> drop_managed_release(const Hypothesis& h, const std::string& text) {
   auto toks = csrc::tokenize(text);
-  for (const auto& u : csrc::find_units(toks)) {
-    if (u.kind != csrc::UnitKind::function || toks[u.first].line > h.line || toks[u.last].line < h.line) continue;
-    for (const auto& [a, b] : csrc::block_statements(toks, u.body)) {
-      if (toks[a].line != h.line) continue;
-      auto c = call_statement(toks, a, b);
-      if (!c || c->callee != h.callee || c->var != h.variable) return std::nullopt;
-      // Alone on its lines.
-      for (std::size_t i = 0; i < toks.size(); ++i)
-        if (toks[i].line >= toks[a].line && toks[i].line <= toks[b].line && (i < a || i > b)) return std::nullopt;
-      auto lines = util::split_lines(text);
-      std::vector<std::string_view> keep;
-      for (int l = 1; l <= static_cast<int>(lines.size()); ++l)
-        if (l < toks[a].line || l > toks[b].line) keep.push_back(lines[static_cast<std::size_t>(l) - 1]);
-      RepairEdit e;
-      e.kind = h.kind;
-      e.file = h.file;
-      e.new_text = join_lines(keep, !text.empty() && text.back() == '\n');
-      e.description = fmt::format("{}() no longer releases {} itself ({}:{}): the driver core releases what line {} "
-                                  "allocated when the driver unbinds",
-                                  h.function, h.variable, h.file, h.line, h.set_line);
-      e.evidence = h.evidence;
-      return e;
+  const auto units = csrc::find_units(toks);
+  const bool member = h.variable.find_first_of(".-") != std::string::npos;
+  std::string key;
+  for (const auto& u : units)
+    if (u.kind == csrc::UnitKind::function && toks[u.first].line <= h.line && h.line <= toks[u.last].line)
+      key = member ? csrc::last_member(h.variable) : csrc::declared_type(toks, u, h.variable);
+  if (key.empty()) return std::nullopt;
+  std::set<int> dropped; // every line of the statements that go
+  std::vector<std::pair<int, std::string>> also;
+  bool at_line = false;
+  for (const auto& u : units) {
+    if (u.kind != csrc::UnitKind::function) continue;
+    for (std::size_t i = u.body + 1; i + 1 < u.last; ++i) {
+      const auto& prev = toks[i - 1].text;
+      if (toks[i].text != h.callee || toks[i + 1].text != "(" || (prev != ";" && prev != "{" && prev != "}" && prev != ":"))
+        continue;
+      const std::size_t close = csrc::matching_close(toks, i + 1);
+      if (close == std::string::npos || close + 2 >= u.last + 1 || toks[close + 1].text != ";") continue;
+      auto c = call_statement(toks, i, close + 1);
+      if (!c) continue;
+      const bool c_member = c->var.find_first_of(".-") != std::string::npos;
+      const bool same =
+          member ? c_member && csrc::last_member(c->var) == key : !c_member && csrc::declared_type(toks, u, c->var) == key;
+      if (!same || (prev == ":" && toks[close + 2].text == "}")) continue;
+      const int first = toks[i].line, last = toks[close + 1].line;
+      bool alone = true;
+      for (std::size_t k = 0; k < toks.size(); ++k)
+        if (toks[k].line >= first && toks[k].line <= last && (k < i || k > close + 1)) alone = false;
+      if (!alone) continue;
+      for (int l = first; l <= last; ++l) dropped.insert(l);
+      at_line = at_line || first == h.line;
+      if (first != h.line) also.emplace_back(first, u.name);
     }
   }
-  return std::nullopt;
+  if (!at_line) return std::nullopt;
+  auto lines = util::split_lines(text);
+  std::vector<std::string_view> keep;
+  for (int l = 1; l <= static_cast<int>(lines.size()); ++l)
+    if (!dropped.count(l)) keep.push_back(lines[static_cast<std::size_t>(l) - 1]);
+  RepairEdit e;
+  e.kind = h.kind;
+  e.file = h.file;
+  e.new_text = join_lines(keep, !text.empty() && text.back() == '\n');
+  e.description = fmt::format("the driver no longer releases {} itself ({}() at {}:{}{}): the driver core releases what line "
+                              "{} allocated when the driver unbinds",
+                              h.variable, h.callee, h.file, h.line,
+                              dropped.size() > 1 ? fmt::format(" and {} more line(s)", dropped.size() - 1) : "", h.set_line);
+  e.evidence = h.evidence;
+  e.also = std::move(also);
+  return e;
 }
 
 /// loop-bound: the loop's condition at h.line (`i <= 3`) becomes h.call (`i < 3`).

@@ -25,6 +25,9 @@ struct RepairEdit {
   std::string new_text;    ///< the file's whole new text
   std::string description; ///< one sentence: what moved or was added, and why
   std::vector<std::string> evidence;
+  /// Places of e.file the edit changes beyond the hypothesis's own (line, function): the other
+  /// releases of a managed object, in probe's error path.
+  std::vector<std::pair<int, std::string>> also;
 };
 
 /// How the target kernel's own drivers handle a failed `callee(...)`: the most common

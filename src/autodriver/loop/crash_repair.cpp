@@ -134,6 +134,17 @@ util::Expected<nlohmann::json> repair_crash(const CrashRepairRequest& req, const
     ii.original = req.driver;
     ii.candidate = tree;
     ii.diagnostics = crash_diagnostics(hyps);
+    // The other places the repair changes for the same hypothesis (a managed object's other releases).
+    for (const auto& [line, function] : e.also) {
+      core::Diagnostic d;
+      d.tool = "crash";
+      d.file = e.file;
+      d.line = line;
+      d.function = function;
+      d.message = e.description;
+      d.symbols = {function};
+      ii.diagnostics.push_back(std::move(d));
+    }
     auto integrity = gate::check_integrity(ii);
     cj["integrity"] = gate::to_json(integrity);
     int clean = 0;
