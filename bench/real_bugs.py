@@ -50,7 +50,8 @@ taken once; off-by-one: the bound is `<` again.
 
 Drivers are split by driver into dev (the six network drivers bench/seeded_crashes.py was
 debugged on, three of the new ones, and virtio_balloon and virtio_input, moved from test when a
-repair was extended after their results) and test (three drivers):
+repair was extended after their results) and test (six drivers; vmw_pvscsi, bochs and cirrus
+added after that):
 `--split dev|test|all`. Results go to WORK/results.jsonl, one line per mutant; a rerun skips the
 mutants already there (resumable). `--report` prints the table of WORK/results.jsonl.
 
@@ -95,7 +96,14 @@ for e in /dev/input/event*; do exec 3<$e; exec 3<&-; done
 IDLE_REPRO = """cat /proc/meminfo | head -3
 sleep 2
 """
-REPROS = {"ethernet": NET_REPRO, "watchdog": WATCHDOG_REPRO, "hwrng": HWRNG_REPRO, "sound": SOUND_REPRO,
+STORAGE_REPRO = """cat /proc/scsi/scsi 2>&1
+ls /sys/class/scsi_host 2>&1
+"""
+DISPLAY_REPRO = """cat /proc/fb 2>&1
+ls /dev/dri 2>&1
+for d in /dev/dri/card*; do exec 3<>$d; exec 3>&-; done
+"""
+REPROS = {"storage": STORAGE_REPRO, "display": DISPLAY_REPRO, "ethernet": NET_REPRO, "watchdog": WATCHDOG_REPRO, "hwrng": HWRNG_REPRO, "sound": SOUND_REPRO,
           "input": INPUT_REPRO, "virtio": IDLE_REPRO}
 
 
@@ -135,6 +143,11 @@ DRIVERS = [
     ("snd-ens1370", "test", "sound", ["sound/pci/ens1370.c", "sound/pci/ak4531_codec.c"],
      "obj-m += snd-ens1370.o\nsnd-ens1370-y := ens1370.o ak4531_codec.o\n",
      "ES1370"),
+    # test, added 2026-12-06 after the first test drivers were used up.
+    ("vmw_pvscsi", "test", "storage", ["drivers/scsi/vmw_pvscsi.c", "drivers/scsi/vmw_pvscsi.h"],
+     "obj-m += vmw_pvscsi.o\n", "pvscsi"),
+    ("bochs", "test", "display", ["drivers/gpu/drm/tiny/bochs.c"], "obj-m += bochs.o\n", "bochs-display"),
+    ("cirrus", "test", "display", ["drivers/gpu/drm/tiny/cirrus.c"], "obj-m += cirrus.o\n", "cirrus-vga"),
 ]
 
 # ---- where operators apply ----
