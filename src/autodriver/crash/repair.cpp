@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <regex>
 #include <set>
@@ -81,6 +82,22 @@ std::string join_lines(const std::vector<std::string_view>& lines, bool final_ne
     if (i + 1 < lines.size() || final_newline) out += "\n";
   }
   return out;
+}
+
+/// Tokens [first, last] are alone on their lines (no other token shares one of them).
+bool alone_on_lines(const std::vector<csrc::Token>& toks, std::size_t first, std::size_t last) {
+  for (std::size_t i = 0; i < toks.size(); ++i)
+    if (toks[i].line >= toks[first].line && toks[i].line <= toks[last].line && (i < first || i > last)) return false;
+  return true;
+}
+
+/// `text` without the lines `drop` names (1-based), its final newline kept as it was.
+std::string without_lines(const std::string& text, const std::function<bool(int)>& drop) {
+  auto lines = util::split_lines(text);
+  std::vector<std::string_view> keep;
+  for (int l = 1; l <= static_cast<int>(lines.size()); ++l)
+    if (!drop(l)) keep.push_back(lines[static_cast<std::size_t>(l) - 1]);
+  return join_lines(keep, !text.empty() && text.back() == '\n');
 }
 
 /// The statement holding `line` starts on it (its first token is the line's first).
@@ -232,16 +249,11 @@ std::optional<RepairEdit> drop_repeat(const Hypothesis& h, const std::string& te
     auto rc = repeated_call(toks, u, h.line);
     if (!rc || rc->call.callee != h.callee || rc->call.var != h.variable) return std::nullopt;
     const int from = toks[rc->call.first].line, to = toks[rc->call.last].line;
-    for (std::size_t i = 0; i < toks.size(); ++i)
-      if (toks[i].line >= from && toks[i].line <= to && (i < rc->call.first || i > rc->call.last)) return std::nullopt;
-    auto lines = util::split_lines(text);
-    std::vector<std::string_view> keep;
-    for (int l = 1; l <= static_cast<int>(lines.size()); ++l)
-      if (l < from || l > to) keep.push_back(lines[static_cast<std::size_t>(l) - 1]);
+    if (!alone_on_lines(toks, rc->call.first, rc->call.last)) return std::nullopt;
     RepairEdit e;
     e.kind = h.kind;
     e.file = h.file;
-    e.new_text = join_lines(keep, !text.empty() && text.back() == '\n');
+    e.new_text = without_lines(text, [&](int l) { return l >= from && l <= to; });
     e.description = fmt::format("{}() called {}({}) a second time at {}:{} (first at line {}): the second call goes", h.function,
                                 h.callee, h.variable, h.file, from, rc->first_line);
     e.evidence = h.evidence;
@@ -526,24 +538,17 @@ std::optional<RepairEdit> drop_managed_release(const Hypothesis& h, const std::s
           member ? c_member && csrc::last_member(c->var) == key : !c_member && csrc::declared_type(toks, u, c->var) == key;
       if (!same || (prev == ":" && toks[close + 2].text == "}")) continue;
       const int first = toks[i].line, last = toks[close + 1].line;
-      bool alone = true;
-      for (std::size_t k = 0; k < toks.size(); ++k)
-        if (toks[k].line >= first && toks[k].line <= last && (k < i || k > close + 1)) alone = false;
-      if (!alone) continue;
+      if (!alone_on_lines(toks, i, close + 1)) continue;
       for (int l = first; l <= last; ++l) dropped.insert(l);
       at_line = at_line || first == h.line;
       if (first != h.line) also.emplace_back(first, u.name);
     }
   }
   if (!at_line) return std::nullopt;
-  auto lines = util::split_lines(text);
-  std::vector<std::string_view> keep;
-  for (int l = 1; l <= static_cast<int>(lines.size()); ++l)
-    if (!dropped.count(l)) keep.push_back(lines[static_cast<std::size_t>(l) - 1]);
   RepairEdit e;
   e.kind = h.kind;
   e.file = h.file;
-  e.new_text = join_lines(keep, !text.empty() && text.back() == '\n');
+  e.new_text = without_lines(text, [&](int l) { return dropped.count(l) > 0; });
   e.description = fmt::format("the driver no longer releases {} itself ({}() at {}:{}{}): the driver core releases what line "
                               "{} allocated when the driver unbinds",
                               h.variable, h.callee, h.file, h.line,
