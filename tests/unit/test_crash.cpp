@@ -391,8 +391,10 @@ TEST(CrashRelease, WhichCallsReleaseIsLearnedFromTheKernelsDrivers) {
 
 namespace {
 
-crash::ReleaseEvidence frees_only(const std::string& callee) {
-  return callee == "thing_free" ? crash::ReleaseEvidence{callee, 10, 10} : crash::ReleaseEvidence{callee, 10, 2};
+/// thing_free(x) releases x; thing_unmap(dev, base) releases its second argument.
+crash::ReleaseEvidence frees_only(const std::string& callee, std::size_t arg) {
+  const bool frees = (callee == "thing_free" && arg == 0) || (callee == "thing_unmap" && arg == 1);
+  return frees ? crash::ReleaseEvidence{callee, 10, 10} : crash::ReleaseEvidence{callee, 10, 2};
 }
 
 const char* k_remove = "static void rm(struct pci_dev *pdev)\n{\n\tstruct t *x = pci_get_drvdata(pdev);\n"
@@ -575,6 +577,67 @@ TEST(CrashRepair, AReleaseBeforeTheCallThatReachesTheUseMovesAfterIt) {
   EXPECT_TRUE(ho.empty() || ho[0].kind != "use-after-release");
 }
 
+// A teardown that puts the object before calling the driver's function with a pointer derived
+// from it (`scsi_host_put(host); release(adapter);`, adapter = shost_priv(host)): the crash is in
+// the callee, the put moves after the call.
+TEST(CrashRepair, AnObjectReleasedBeforeTheCallHandedItMovesAfterTheCall) {
+  Tree t("static void shutdown_hw(struct a *adapter)\n{\n\tdestroy_thing(adapter->wq);\n}\n"
+         "static void rm(struct pci_dev *pdev)\n{\n\tstruct host *host = pci_get_drvdata(pdev);\n"
+         "\tstruct a *adapter = host_priv(host);\n\n\tthing_free(host);\n\tshutdown_hw(adapter);\n}\n");
+  auto r = null_report("shutdown_hw", 3);
+  r.kind = crash::CrashKind::general_protection;
+  r.trace = {crash::Frame{"rm", 0x31, 0x90, "drv", true, false, "/autodriver/tree/drv.c", 11}};
+  auto h = crash::hypothesize(r, crash::localize(r, {"drv"}, t.path(), "/autodriver/tree"), t.path(), frees_only);
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "use-after-release");
+  EXPECT_EQ(h[0].function, "rm");
+  EXPECT_EQ(h[0].variable, "host");
+  EXPECT_EQ(h[0].set_line, 10);
+  auto reps = crash::propose_repairs(h, t.path(), {});
+  ASSERT_EQ(reps.size(), 1u);
+  EXPECT_NE(reps[0].new_text.find("\tshutdown_hw(adapter);\n\tthing_free(host);\n}"), std::string::npos) << reps[0].new_text;
+  // The call is handed something else: no claim.
+  Tree o("static void shutdown_hw(struct a *adapter)\n{\n\tdestroy_thing(adapter->wq);\n}\n"
+         "static void rm(struct pci_dev *pdev)\n{\n\tstruct host *host = pci_get_drvdata(pdev);\n"
+         "\tstruct a *adapter = pci_priv(pdev);\n\n\tthing_free(host);\n\tshutdown_hw(adapter);\n}\n");
+  auto ho = crash::hypothesize(r, crash::localize(r, {"drv"}, o.path(), "/autodriver/tree"), o.path(), frees_only);
+  EXPECT_TRUE(ho.empty() || ho[0].kind != "use-after-release");
+}
+
+// The driver's own function releases a member of the object (an unmap two levels down, in an `if`)
+// and a later call still reads that member: the call of the driver's function moves after it.
+TEST(CrashRepair, ADriverFunctionThatReleasesAMemberMovesAfterTheCallReadingIt) {
+  const std::string text = "static void hw_write(struct a *adapter, int v)\n{\n\twritel(v, adapter->mmio);\n}\n"
+                           "static void unmap_all(struct a *ad)\n{\n\tif (ad->mmio)\n\t\tthing_unmap(ad->dev, ad->mmio);\n}\n"
+                           "static void release_res(struct a *adapter)\n{\n\tdestroy_thing(adapter->wq);\n"
+                           "\tunmap_all(adapter);\n}\n"
+                           "static void rm(struct pci_dev *pdev)\n{\n\tstruct a *adapter = pci_get_drvdata(pdev);\n\n"
+                           "\trelease_res(adapter);\n\thw_write(adapter, 0);\n\tpci_disable_device(pdev);\n}\n";
+  Tree t(text);
+  auto r = null_report("hw_write", 3);
+  r.kind = crash::CrashKind::paging_request;
+  r.trace = {crash::Frame{"rm", 0x31, 0x90, "drv", true, false, "/autodriver/tree/drv.c", 20}};
+  auto h = crash::hypothesize(r, crash::localize(r, {"drv"}, t.path(), "/autodriver/tree"), t.path(), frees_only);
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "use-after-release");
+  EXPECT_EQ(h[0].variable, "adapter");
+  EXPECT_EQ(h[0].callee, "release_res");
+  EXPECT_EQ(h[0].set_line, 19);
+  EXPECT_EQ(h[0].statement, "rm() calls release_res(adapter) at drv.c:19, which releases ad->mmio with thing_unmap() at "
+                            "drv.c:8, and then calls what reaches hw_write() at drv.c:20, which still reads it at drv.c:3");
+  auto reps = crash::propose_repairs(h, t.path(), {});
+  ASSERT_EQ(reps.size(), 1u);
+  EXPECT_NE(reps[0].new_text.find("\thw_write(adapter, 0);\n\trelease_res(adapter);\n\tpci_disable_device(pdev);"),
+            std::string::npos)
+      << reps[0].new_text;
+  // Without the kernel's word that the unmap releases its second argument, no claim.
+  auto first_only = [](const std::string& callee, std::size_t arg) {
+    return crash::ReleaseEvidence{callee, 10, arg == 0 && callee == "thing_unmap" ? 10 : 0};
+  };
+  auto hn = crash::hypothesize(r, crash::localize(r, {"drv"}, t.path(), "/autodriver/tree"), t.path(), first_only);
+  EXPECT_TRUE(hn.empty() || hn[0].kind != "use-after-release");
+}
+
 // A member the probe sets only after the call that uses it: the crash is in the callee with its
 // parameter valid (not "its caller passed NULL"); the assignment and its test move before the call.
 TEST(CrashRepair, AMemberSetAfterTheCallThatUsesItMovesBeforeTheCall) {
@@ -688,6 +751,38 @@ TEST(CrashLocalize, AFrameLostToATailCallIsFoundThroughTheMemberTheKernelCalls) 
   EXPECT_EQ(h[0].kind, "double-release");
   // Without the kernel's source, or with a driver frame in the trace, nothing is inferred.
   EXPECT_TRUE(crash::localize(r, {"drv"}, t.path(), "/autodriver/tree").empty());
+}
+
+// The driver's remove tail-calls its own function, which faults: the trace holds the callee and
+// the kernel's caller; remove is the lost caller, and the put before its tail call is the cause.
+TEST(CrashLocalize, ACallerLostToATailCallIsTheFunctionTheKernelCalls) {
+  auto k = util::TempDir::create(std::filesystem::temp_directory_path(), "ad-crash-kernel");
+  ASSERT_TRUE(k);
+  std::filesystem::create_directories(k->path() / "drivers/base");
+  ASSERT_TRUE(util::write_file(k->path() / "drivers/base/bus.c",
+                               "static void bus_remove(struct dev *d)\n{\n\tif (d->drv->remove)\n\t\td->drv->remove(d);\n}\n"));
+  Tree t("static void hw_fini(struct dev *d)\n{\n\tstruct p *p = d->priv;\n\n\tif (p->mmio)\n\t\tp->mmio = 0;\n}\n"
+         "static void rm(struct dev *d)\n{\n\tthing_stop(d);\n\tthing_free(d);\n\thw_fini(d);\n}\n"
+         "static struct drv dr = {\n\t.remove = rm,\n};\n");
+  auto r = null_report("hw_fini", 5);
+  r.kind = crash::CrashKind::general_protection;
+  r.trace = {crash::Frame{"bus_remove", 0x40, 0xa0, "", true, false, "", 0}};
+  auto where = crash::localize(r, {"drv"}, t.path(), "/autodriver/tree", k->path());
+  ASSERT_EQ(where.size(), 2u);
+  EXPECT_EQ(where[1].function, "rm");
+  EXPECT_EQ(where[1].line, 12);
+  EXPECT_EQ(where[1].role, "caller");
+  EXPECT_EQ(where[1].inferred, "tail-call");
+  auto h = crash::hypothesize(r, where, t.path(), frees_only);
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "use-after-release");
+  EXPECT_EQ(h[0].set_line, 11);
+  // The kernel calls the faulting function itself through the member: nothing was lost.
+  Tree d("static void rm(struct dev *d)\n{\n\tstruct p *p = d->priv;\n\n\tif (p->mmio)\n\t\tp->mmio = 0;\n}\n"
+         "static struct drv dr = {\n\t.remove = rm,\n};\n");
+  auto rd = null_report("rm", 5);
+  rd.trace = r.trace;
+  EXPECT_EQ(crash::localize(rd, {"drv"}, d.path(), "/autodriver/tree", k->path()).size(), 1u);
 }
 
 TEST(CrashReport, SevenXsWarningHeadline) {

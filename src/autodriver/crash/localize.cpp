@@ -546,6 +546,14 @@ std::vector<Location> localize(const CrashReport& r, const std::set<std::string>
                  "tail-call"};
       out.push_back(std::move(c));
     }
+  // The outermost driver frame was tail-called: the lost caller is the driver's function the
+  // kernel called (what it did before the tail call may be the cause).
+  if (!out.empty())
+    if (auto tc = lost_tail_caller(r, tree, kernel_src))
+      out.push_back(Location{tc->function, out.back().module, tc->file, tc->line,
+                             fmt::format("its last statement tail-calls {}() (a tail call leaves no frame); {}() calls it as .{}",
+                                         tc->callee, tc->caller, tc->member),
+                             "caller", false, "tail-call"});
   return out;
 }
 
@@ -603,35 +611,43 @@ void rank_by_hypotheses(std::vector<Location>& where, const std::vector<Hypothes
 
 namespace {
 
-/// A use after release through a call: the faulting function reads a member (`cp->regs`, also
-/// through the file's macros) that a caller further down the trace released before the call
-/// that led here (`iounmap(cp->regs); unregister_netdev(dev);` -> .ndo_stop reads the registers).
+/// A use after release through a call: the faulting function reads what a caller further down the
+/// trace released before the call that led here: a member (`cp->regs`, also through the file's
+/// macros: `iounmap(cp->regs); unregister_netdev(dev);` -> .ndo_stop reads the registers), the
+/// object the call is handed or one derived from it (`scsi_host_put(host); release(adapter);` with
+/// `adapter = shost_priv(host)`), or a member one of the driver's own functions released
+/// (`release_resources(adapter); shutdown(adapter);`, the first unmapping adapter->mmioBase).
 std::optional<Hypothesis> release_through_call(const std::vector<Location>& where, const Location& fault, const SourceView& src,
                                                const fs::path& tree, const ReleaseOracle& releases) {
-  auto members = members_read_on(src.toks, fault.line);
-  if (members.empty() || !releases) return std::nullopt;
+  if (!releases) return std::nullopt;
+  const auto members = members_read_on(src.toks, fault.line);
+  std::optional<std::vector<DriverFile>> driver;
   bool below = false;
   for (const auto& c : where) {
-    below = below || &c == &fault || (c.function == fault.function && c.line == fault.line && c.file == fault.file);
+    below = below || (c.line == fault.line && c.file == fault.file); // the fault may name the function inlined there
     if (!below || c.role != "caller" || c.line <= 0 || (c.function == fault.function && c.file == fault.file)) continue;
     auto cv = view(tree, c);
     if (!cv || !cv->fn) continue;
-    auto rb = release_before_call(cv->toks, *cv->fn, c.line, members, releases);
+    if (!driver) driver = read_driver(tree);
+    auto rb = release_before_call(cv->toks, *cv->fn, c.line, members, releases, &*driver);
     if (!rb) continue;
     const std::string name = cv->fn->name.empty() ? c.function : cv->fn->name;
     Hypothesis h{"use-after-release", "", name, c.file, c.line, {}};
-    h.variable = rb->release.var;
-    h.set_line = rb->release_line;
-    h.callee = rb->release.callee;
-    h.statement =
-        fmt::format("{}() releases {} with {}() at {}:{} and then calls what reaches {}() at {}:{}, which still "
-                    "reads it at {}:{}",
-                    name, h.variable, h.callee, c.file, rb->release_line, fault.function, c.file, c.line, fault.file, fault.line);
-    h.evidence.push_back(fmt::format("{}:{}: {}", c.file, rb->release_line, trimmed(cv->line_text(rb->release_line))));
+    h.variable = rb->at.release.var;
+    h.set_line = rb->at.release_line;
+    h.callee = rb->at.release.callee;
+    const std::string released =
+        rb->inside ? fmt::format("calls {}({}) at {}:{}, which releases {} with {}() at {}:{},", h.callee, h.variable, c.file,
+                                 rb->at.release_line, rb->inside->path, rb->inside->callee, rb->inside->file, rb->inside->line)
+                   : fmt::format("releases {} with {}() at {}:{}", h.variable, h.callee, c.file, rb->at.release_line);
+    h.statement = fmt::format("{}() {} and then calls what reaches {}() at {}:{}, which still reads it at {}:{}", name, released,
+                              fault.function, c.file, c.line, fault.file, fault.line);
+    h.evidence.push_back(fmt::format("{}:{}: {}", c.file, rb->at.release_line, trimmed(cv->line_text(rb->at.release_line))));
     h.evidence.push_back(fmt::format("{}:{}: {}", c.file, c.line, trimmed(cv->line_text(c.line))));
     h.evidence.push_back(fmt::format("{}:{}: {}", fault.file, fault.line, trimmed(src.line_text(fault.line))));
-    h.evidence.push_back(fmt::format("the target kernel's drivers do not use the argument of {}() after {} of {} calls", h.callee,
-                                     rb->evidence.last_use, rb->evidence.calls));
+    const auto& ev = rb->inside ? rb->inside->evidence : rb->at.evidence;
+    h.evidence.push_back(fmt::format("the target kernel's drivers do not use that argument of {}() after {} of {} calls",
+                                     ev.callee, ev.last_use, ev.calls));
     return h;
   }
   return std::nullopt;
@@ -661,7 +677,7 @@ std::optional<Hypothesis> field_set_after_call(const std::vector<Location>& wher
   if (members.empty()) return std::nullopt;
   bool below = false;
   for (const auto& c : where) {
-    below = below || (c.function == fault.function && c.line == fault.line && c.file == fault.file);
+    below = below || (c.line == fault.line && c.file == fault.file);
     if (!below || c.role != "caller" || c.line <= 0 || (c.function == fault.function && c.file == fault.file)) continue;
     auto cv = view(tree, c);
     if (!cv || !cv->fn) continue;

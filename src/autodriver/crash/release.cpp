@@ -95,20 +95,29 @@ std::optional<CallStatement> call_statement(const std::vector<csrc::Token>& t, s
   return CallStatement{first, last, t[first].text, var};
 }
 
-ReleaseEvidence release_evidence(const fs::path& kernel_src, const std::string& callee) {
+std::string argument_path(const std::vector<csrc::Token>& t, const csrc::Call& c, std::size_t n) {
+  if (n >= c.arg_toks.size()) return "";
+  const auto [first, last] = c.arg_toks[n];
+  auto [path, end] = csrc::object_path(t, first);
+  return !path.empty() && end == last ? path : "";
+}
+
+ReleaseEvidence release_evidence(const fs::path& kernel_src, const std::string& callee, std::size_t arg) {
   static util::Memo<ReleaseEvidence> known;
-  return known.get(kernel_src.string() + "|" + callee, [&] {
+  return known.get(kernel_src.string() + "|" + callee + "|" + std::to_string(arg), [&] {
     ReleaseEvidence out;
     out.callee = callee;
     for_each_kernel_function(kernel_src, callee, [&](const auto& t, const auto& u) {
       for (std::size_t i = u.body; i + 4 < u.last; ++i) {
         if (t[i].text != callee || !starts_statement(t, i)) continue;
         std::size_t close = csrc::matching_close(t, i + 1);
-        if (close == std::string::npos || close + 1 >= u.last) continue;
-        auto c = call_statement(t, i, close + 1);
-        if (!c) continue;
+        if (close == std::string::npos || close + 1 >= u.last || t[close + 1].text != ";") continue;
+        auto calls = csrc::find_calls(t, i, close);
+        if (calls.empty() || calls.front().name_tok != i) continue;
+        const std::string var = argument_path(t, calls.front(), arg);
+        if (var.empty()) continue;
         ++out.calls;
-        if (!read_after(t, c->last, u.last, c->var)) ++out.last_use;
+        if (!read_after(t, close + 1, u.last, var)) ++out.last_use;
       }
     });
     return out;
@@ -124,7 +133,7 @@ static bool declared_pointer(const std::vector<csrc::Token>& t, const csrc::Unit
 
 ReleaseOracle release_oracle(const fs::path& kernel_src) {
   if (kernel_src.empty()) return {};
-  return [kernel_src](const std::string& callee) { return release_evidence(kernel_src, callee); };
+  return [kernel_src](const std::string& callee, std::size_t arg) { return release_evidence(kernel_src, callee, arg); };
 }
 
 std::set<std::string> derived_names(const std::vector<csrc::Token>& t, const csrc::Unit& fn, const std::string& x) {
@@ -163,7 +172,7 @@ std::optional<ReleaseBeforeUse> release_before_use(const std::vector<csrc::Token
     auto names = derived_names(t, fn, c->var);
     for (std::size_t k = at + 1; k < sts.size(); ++k)
       if (reads_any(t, sts[k].first, sts[k].second, names)) {
-        auto ev = releases(c->callee);
+        auto ev = releases(c->callee, 0);
         if (ev.releases()) return found(at, k, *c, ev);
         break;
       }
@@ -172,7 +181,7 @@ std::optional<ReleaseBeforeUse> release_before_use(const std::vector<csrc::Token
   for (std::size_t k = at; k-- > 0;) {
     auto c = call_statement(t, sts[k].first, sts[k].second);
     if (!c || !reads_any(t, sts[at].first, sts[at].second, derived_names(t, fn, c->var))) continue;
-    auto ev = releases(c->callee);
+    auto ev = releases(c->callee, 0);
     if (ev.releases()) return found(k, at, *c, ev);
   }
   return std::nullopt;
@@ -214,19 +223,77 @@ std::set<std::string> members_read_on(const std::vector<csrc::Token>& t, int lin
   return out;
 }
 
-std::optional<ReleaseBeforeUse> release_before_call(const std::vector<csrc::Token>& t, const csrc::Unit& fn, int line,
-                                                    const std::set<std::string>& members, const ReleaseOracle& releases) {
-  if (!releases || members.empty()) return std::nullopt;
+namespace {
+
+/// The name of parameter `n` of a function definition (`adapter` of `f(struct a *adapter)`), or "".
+std::string parameter_name(const std::vector<csrc::Token>& t, const csrc::Unit& fn, std::size_t n) {
+  std::size_t open = fn.first;
+  while (open < fn.body && !(t[open].text == "(" && open > 0 && t[open - 1].text == fn.name)) ++open;
+  if (open >= fn.body) return "";
+  const auto calls = csrc::find_calls(t, open - 1, csrc::matching_close(t, open));
+  if (calls.empty() || n >= calls.front().arg_toks.size()) return "";
+  const auto [first, last] = calls.front().arg_toks[n];
+  return t[last].kind == csrc::TokKind::ident && last > first ? t[last].text : "";
+}
+
+const csrc::Unit* function_named(const DriverFile& f, const std::string& name) {
+  for (const auto& u : f.units)
+    if (u.kind == csrc::UnitKind::function && u.name == name) return &u;
+  return nullptr;
+}
+
+} // namespace
+
+std::optional<ReleaseInside> release_inside(const std::vector<DriverFile>& driver, const std::string& function, std::size_t param,
+                                            const std::set<std::string>& members, const ReleaseOracle& releases, int depth) {
+  if (!releases || members.empty() || depth <= 0) return std::nullopt;
+  for (const auto& f : driver) {
+    const csrc::Unit* fn = function_named(f, function);
+    if (!fn) continue;
+    const std::string p = parameter_name(f.toks, *fn, param);
+    if (p.empty()) return std::nullopt;
+    for (const auto& c : csrc::find_calls(f.toks, fn->body, fn->last)) {
+      for (std::size_t n = 0; n < c.arg_toks.size(); ++n) {
+        const std::string path = argument_path(f.toks, c, n);
+        if (path.empty() || !through(path, p)) continue;
+        if (path == p) {
+          // The object handed on to another of the driver's functions.
+          if (auto in = release_inside(driver, c.callee, n, members, releases, depth - 1)) return in;
+          continue;
+        }
+        if (!members.count(csrc::last_member(path))) continue;
+        auto ev = releases(c.callee, n);
+        if (ev.releases()) return ReleaseInside{function, f.rel, f.toks[c.name_tok].line, path, c.callee, std::move(ev)};
+      }
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::optional<ReleaseBeforeCall> release_before_call(const std::vector<csrc::Token>& t, const csrc::Unit& fn, int line,
+                                                     const std::set<std::string>& members, const ReleaseOracle& releases,
+                                                     const std::vector<DriverFile>* driver) {
+  if (!releases) return std::nullopt;
   auto sts = csrc::block_statements(t, fn.body);
   const std::size_t at = statement_holding(t, sts, line);
   if (at == sts.size()) return std::nullopt;
+  auto found = [&](std::size_t k, const CallStatement& c, ReleaseEvidence ev, std::optional<ReleaseInside> in = {}) {
+    return ReleaseBeforeCall{ReleaseBeforeUse{c, t[sts[k].first].line, t[sts[at].first].line, std::move(ev)}, std::move(in)};
+  };
   for (std::size_t k = at; k-- > 0;) {
     auto c = call_statement(t, sts[k].first, sts[k].second);
     if (!c) continue;
-    // A member path only (a plain variable names no member the callee could read).
-    if (c->var.find_first_of(".-") == std::string::npos || !members.count(csrc::last_member(c->var))) continue;
-    auto ev = releases(c->callee);
-    if (ev.releases()) return ReleaseBeforeUse{*c, t[sts[k].first].line, t[sts[at].first].line, std::move(ev)};
+    const bool member = c->var.find_first_of(".-") != std::string::npos;
+    // A member path the faulting function read.
+    if (member && members.count(csrc::last_member(c->var)))
+      if (auto ev = releases(c->callee, 0); ev.releases()) return found(k, *c, std::move(ev));
+    // The object the call is handed (or a pointer derived from it).
+    if (!reads_any(t, sts[at].first, sts[at].second, derived_names(t, fn, c->var))) continue;
+    if (auto ev = releases(c->callee, 0); ev.releases()) return found(k, *c, std::move(ev));
+    // A function of the driver handed the same object that releases what the fault read.
+    if (driver)
+      if (auto in = release_inside(*driver, c->callee, 0, members, releases)) return found(k, *c, in->evidence, std::move(in));
   }
   return std::nullopt;
 }

@@ -5,6 +5,7 @@
 // named again) in nearly every call. A driver statement `f(x)` followed by a use of x, or of a
 // pointer the function derived from x (`p = g(x)`), is then a release before a use.
 
+#include "autodriver/crash/driver_files.hpp"
 #include "autodriver/csrc/tokens.hpp"
 
 #include <filesystem>
@@ -16,10 +17,11 @@
 
 namespace autodriver::crash {
 
-/// How the target kernel's drivers use the first argument of `callee(x, ...)` after the call.
+/// How the target kernel's drivers use an argument of `callee(x, ...)` (the first, or the one
+/// `arg` counts from 0: `pci_iounmap(pdev, base)` releases its second) after the call.
 struct ReleaseEvidence {
   std::string callee;
-  int calls = 0;    ///< call statements read whose first argument is a plain variable
+  int calls = 0;    ///< call statements read whose argument is a variable or an object path
   int last_use = 0; ///< of those, calls after which the variable is not read again
   /// At least 8 calls read, and x is not read after at least 90 % of them.
   bool releases() const { return calls >= 8 && last_use * 10 >= calls * 9; }
@@ -27,9 +29,9 @@ struct ReleaseEvidence {
 
 /// Read from the C files under drivers/ and sound/ of `kernel_src` that name `callee` (at most
 /// 1500 of them, in path order); kept for the process.
-ReleaseEvidence release_evidence(const std::filesystem::path& kernel_src, const std::string& callee);
+ReleaseEvidence release_evidence(const std::filesystem::path& kernel_src, const std::string& callee, std::size_t arg = 0);
 
-using ReleaseOracle = std::function<ReleaseEvidence(const std::string& callee)>;
+using ReleaseOracle = std::function<ReleaseEvidence(const std::string& callee, std::size_t arg)>;
 
 /// release_evidence over `kernel_src`; an empty oracle when it is empty.
 ReleaseOracle release_oracle(const std::filesystem::path& kernel_src);
@@ -68,12 +70,42 @@ std::optional<ReleaseBeforeUse> release_before_use(const std::vector<csrc::Token
 /// of the same file it calls (`cpr8(Cmd)` reading `cp->regs` in its body; two levels deep).
 std::set<std::string> members_read_on(const std::vector<csrc::Token>& t, int line);
 
+/// The object path argument `n` of a call is (`adapter->mmioBase`), or "" when it is anything else.
+std::string argument_path(const std::vector<csrc::Token>& t, const csrc::Call& c, std::size_t n);
+
+/// A release inside one of the driver's own functions: `pvscsi_release_resources(adapter)` runs
+/// `pci_iounmap(adapter->dev, adapter->mmioBase)`, which releases adapter->mmioBase.
+struct ReleaseInside {
+  std::string function; ///< the driver's function called with the object
+  std::string file;     ///< where the release is, relative to the tree
+  int line = 0;
+  std::string path;   ///< what it releases, through the function's parameter
+  std::string callee; ///< the kernel call that releases it
+  ReleaseEvidence evidence;
+};
+
+/// In the driver's function `function` (or the driver functions it calls with the same object, two
+/// levels), a call that releases a member path through its parameter number `param` whose last
+/// member is one of `members`, the kernel's drivers confirming the call releases that argument.
+std::optional<ReleaseInside> release_inside(const std::vector<DriverFile>& driver, const std::string& function, std::size_t param,
+                                            const std::set<std::string>& members, const ReleaseOracle& releases, int depth = 2);
+
 /// In `fn`, a release before the top-level statement holding `line` (a call the crash went
-/// through: `unregister_netdev(dev)` -> .ndo_stop) of a member path whose last member is one of
-/// `members` (what the faulting function read: `iounmap(cp->regs)` before, `cp->regs` read in
-/// the callback): the nearest such release the kernel's drivers confirm.
-std::optional<ReleaseBeforeUse> release_before_call(const std::vector<csrc::Token>& t, const csrc::Unit& fn, int line,
-                                                    const std::set<std::string>& members, const ReleaseOracle& releases);
+/// through: `unregister_netdev(dev)` -> .ndo_stop, or a direct call of the driver's function that
+/// faulted below) that the call's path can reach, the nearest one the kernel's drivers confirm:
+/// - a member path whose last member is one of `members` (what the faulting function read:
+///   `iounmap(cp->regs)` before, `cp->regs` read in the callback);
+/// - an object the call is handed, itself or through a pointer derived from it
+///   (`scsi_host_put(host)` before `release(adapter)`, `adapter = shost_priv(host)`);
+/// - with `driver`, a call of the driver's own function handed an object the call is also handed,
+///   which releases a member of it that is one of `members` (release_inside; `release.inside`).
+struct ReleaseBeforeCall {
+  ReleaseBeforeUse at;
+  std::optional<ReleaseInside> inside;
+};
+std::optional<ReleaseBeforeCall> release_before_call(const std::vector<csrc::Token>& t, const csrc::Unit& fn, int line,
+                                                     const std::set<std::string>& members, const ReleaseOracle& releases,
+                                                     const std::vector<DriverFile>* driver = nullptr);
 
 /// The same call statement `callee(var, ...)` twice on one path of a function's body: the one at
 /// `line` (top-level) and an earlier top-level one, `var` not assigned in between.

@@ -53,35 +53,73 @@ std::optional<int> ends_calling(const DriverFile& f, const csrc::Unit& fn, const
 
 } // namespace
 
-std::optional<TailCall> lost_tail_call(const CrashReport& r, const fs::path& tree, const fs::path& kernel_src) {
-  if (tree.empty() || kernel_src.empty()) return std::nullopt;
+namespace {
+
+/// The driver functions assigned to one of `members` whose last statement calls `callee`, and
+/// whether `callee` is itself assigned to one of them.
+std::vector<TailCall> ending_with(const std::vector<DriverFile>& driver, const std::set<std::string>& members,
+                                  const std::string& callee, const std::string& caller, bool& callee_assigned) {
+  std::vector<TailCall> fits;
+  for (const auto& f : driver)
+    for (const auto& init : f.units) {
+      if (init.kind != csrc::UnitKind::initializer) continue;
+      for (const auto& d : csrc::designated_members(f.toks, init)) {
+        if (!members.count(d.member)) continue;
+        callee_assigned = callee_assigned || d.value == callee;
+        for (const auto& fn : f.units)
+          if (fn.kind == csrc::UnitKind::function && fn.name == d.value)
+            if (auto line = ends_calling(f, fn, callee)) fits.push_back({fn.name, f.rel, *line, callee, caller, d.member});
+      }
+    }
+  return fits;
+}
+
+std::vector<const Frame*> reliable_frames(const CrashReport& r) {
   std::vector<const Frame*> frames;
   if (r.rip) frames.push_back(&*r.rip);
   for (const auto& f : r.trace)
     if (f.reliable) frames.push_back(&f);
+  return frames;
+}
+
+/// A symbol without gcc's clone suffix (`f.isra.0`, `f.cold`: f).
+std::string base_symbol(const std::string& name) { return name.substr(0, name.find('.')); }
+
+} // namespace
+
+std::optional<TailCall> lost_tail_call(const CrashReport& r, const fs::path& tree, const fs::path& kernel_src) {
+  if (tree.empty() || kernel_src.empty()) return std::nullopt;
+  const auto frames = reliable_frames(r);
   for (const auto* f : frames)
     if (!f->module.empty()) return std::nullopt; // the trace has module frames: nothing was lost
   std::optional<std::vector<DriverFile>> driver;
   for (std::size_t i = 0; i + 1 < frames.size(); ++i) {
-    const std::string callee = frames[i]->function, caller = frames[i + 1]->function;
+    const std::string callee = base_symbol(frames[i]->function), caller = frames[i + 1]->function;
     auto members = members_called_by(kernel_src, caller);
     if (members.empty()) continue;
     if (!driver) driver = read_driver(tree);
-    std::vector<TailCall> fits;
-    for (const auto& f : *driver)
-      for (const auto& init : f.units) {
-        if (init.kind != csrc::UnitKind::initializer) continue;
-        for (const auto& d : csrc::designated_members(f.toks, init)) {
-          if (!members.count(d.member)) continue;
-          for (const auto& fn : f.units)
-            if (fn.kind == csrc::UnitKind::function && fn.name == d.value)
-              if (auto line = ends_calling(f, fn, callee)) fits.push_back({fn.name, f.rel, *line, callee, caller, d.member});
-        }
-      }
+    bool assigned = false;
+    auto fits = ending_with(*driver, members, callee, caller, assigned);
     if (fits.size() == 1) return fits.front();
     if (!fits.empty()) return std::nullopt;
   }
   return std::nullopt;
+}
+
+std::optional<TailCall> lost_tail_caller(const CrashReport& r, const fs::path& tree, const fs::path& kernel_src) {
+  if (tree.empty() || kernel_src.empty()) return std::nullopt;
+  const auto frames = reliable_frames(r);
+  std::size_t outer = frames.size();
+  for (std::size_t i = 0; i < frames.size(); ++i)
+    if (!frames[i]->module.empty()) outer = i;
+  if (outer + 1 >= frames.size()) return std::nullopt;
+  const std::string callee = base_symbol(frames[outer]->function), caller = frames[outer + 1]->function;
+  auto members = members_called_by(kernel_src, caller);
+  if (members.empty()) return std::nullopt;
+  bool assigned = false;
+  auto fits = ending_with(read_driver(tree), members, callee, caller, assigned);
+  if (assigned || fits.size() != 1) return std::nullopt;
+  return fits.front();
 }
 
 } // namespace autodriver::crash

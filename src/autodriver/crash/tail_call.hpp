@@ -34,4 +34,11 @@ struct TailCall {
 std::optional<TailCall> lost_tail_call(const CrashReport& r, const std::filesystem::path& tree,
                                        const std::filesystem::path& kernel_src);
 
+/// With driver frames in the trace: the driver function the outermost of them was tail-called
+/// from, when the kernel frame below it calls the driver through a member (`drv->remove`) that
+/// function is not assigned to, and exactly one driver function assigned to such a member ends
+/// calling it (`.remove = bochs_pci_remove`, whose last statement is `bochs_hw_fini(dev);`).
+std::optional<TailCall> lost_tail_caller(const CrashReport& r, const std::filesystem::path& tree,
+                                         const std::filesystem::path& kernel_src);
+
 } // namespace autodriver::crash
