@@ -7,6 +7,7 @@
 #include "autodriver/crash/tail_call.hpp"
 #include "autodriver/crash/teardown.hpp"
 #include "autodriver/loop/boot_crash.hpp"
+#include "autodriver/loop/crash_repair.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/subprocess.hpp"
 #include "fixtures.hpp"
@@ -1167,6 +1168,30 @@ TEST(CrashReport, TheModulesBeingUnloaded) {
   EXPECT_EQ(rs[0].unloading, std::vector<std::string>{"8139cp"});
   EXPECT_EQ(rs[0].trace.size(), 1u);
   EXPECT_EQ(rs[0].registers["CR2"], "ffffc900000550d9");
+}
+
+// A teardown missing from remove leaves the device registered while the module unloads: one boot
+// hits the kernel's BUG in free_netdev(), the next a transmit through the unmapped registers. For
+// that cause either crash reproduces the other; for any other cause the title must match.
+TEST(CrashRepair, ATeardownLeftOutReproducesByAnyCrashWhileTheModuleUnloads) {
+  crash::CrashReport bug;
+  bug.kind = crash::CrashKind::bug_on;
+  bug.title = "kernel BUG in free_netdev";
+  bug.unloading = {"8139cp"};
+  crash::CrashReport xmit;
+  xmit.kind = crash::CrashKind::paging_request;
+  xmit.title = "BUG: unable to handle page fault in cp_start_xmit";
+  xmit.unloading = {"8139cp"};
+  crash::Hypothesis teardown{"missing-teardown", "", "cp_remove_one", "8139cp.c", 2000, {}};
+  crash::Hypothesis order{"use-after-release", "", "cp_remove_one", "8139cp.c", 2000, {}};
+  EXPECT_TRUE(loop::reproduced(bug, {teardown}, {xmit}));
+  EXPECT_TRUE(loop::reproduced(bug, {order}, {bug}));
+  EXPECT_FALSE(loop::reproduced(bug, {order}, {xmit}));
+  EXPECT_FALSE(loop::reproduced(bug, {teardown}, {}));
+  // A crash outside the unload is another crash.
+  crash::CrashReport probe = xmit;
+  probe.unloading.clear();
+  EXPECT_FALSE(loop::reproduced(bug, {teardown}, {probe}));
 }
 
 namespace {

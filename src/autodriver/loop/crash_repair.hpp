@@ -34,4 +34,12 @@ util::Expected<nlohmann::json> repair_crash(const CrashRepairRequest& req, const
                                             const std::vector<crash::Hypothesis>& hyps,
                                             const std::function<void(const std::string&)>& note);
 
+/// The unchanged driver's boot `again` reproduced `report`: a report with the same title
+/// (same_crash_title); or, when the cause is something the driver left behind (the first of
+/// `hyps` a missing cleanup or teardown), any fault in a gone module's memory for a report that
+/// faulted there, and for a missing teardown any crash while the module unloads for a report that
+/// came while it unloaded (the same leftover reached by another path).
+bool reproduced(const crash::CrashReport& report, const std::vector<crash::Hypothesis>& hyps,
+                const std::vector<crash::CrashReport>& again);
+
 } // namespace autodriver::loop
