@@ -1156,6 +1156,38 @@ TEST(BootCrash, TheSameBugUnderAnotherKernelFunctionIsTheSameCrash) {
   EXPECT_TRUE(loop::same_crash(c, {report(c.report.title, "x", "y")}));
 }
 
+// KFENCE (Debian's 6.12 images have it, off until kfence.sample_interval is set): its report names
+// the access, the faulting stack without a "Call Trace:" header, and lower-case track headers.
+TEST(CrashReport, KfenceReportsAUseAfterFreeWithItsStacks) {
+  auto rs = crash::parse_reports(
+      "[   33.87] ==================================================================\n"
+      "[   33.87] BUG: KFENCE: use-after-free read in cp_close+0xb3/0x143 [8139cp]\n"
+      "[   33.87] \n[   33.87] Use-after-free read at 0xffff8c3f2e2a0000 (in kfence-#79):\n"
+      "[   33.87]  cp_close+0xb3/0x143 [8139cp]\n[   33.87]  __dev_close_many+0xa8/0x110\n"
+      "[   33.87] \n[   33.87] kfence-#79: 0xffff8c3f2e2a0000-0xffff8c3f2e2a001f, size=32, cache=kmalloc-32\n"
+      "[   33.87] \n[   33.87] allocated by task 488 on cpu 2 at 33.871326s:\n[   33.87]  cp_init_one+0xfe/0x738 [8139cp]\n"
+      "[   33.87]  local_pci_probe+0x42/0x80\n"
+      "[   33.87] \n[   33.87] freed by task 488 on cpu 2 at 33.871358s:\n[   33.87]  cp_remove_one+0xa8/0x143 [8139cp]\n"
+      "[   33.87]  pci_device_remove+0x3b/0xa0\n"
+      "[   33.87] \n[   33.87] CPU: 2 PID: 488 Comm: rmmod Tainted: G    B   OE          6.12.118+deb12-amd64 #1\n"
+      "[   33.87] ==================================================================\n");
+  ASSERT_EQ(rs.size(), 1u);
+  EXPECT_EQ(rs[0].kind, crash::CrashKind::kasan_use_after_free);
+  EXPECT_EQ(rs[0].title, "KFENCE: use-after-free read in cp_close");
+  ASSERT_EQ(rs[0].trace.size(), 2u);
+  EXPECT_EQ(rs[0].trace[0].function, "cp_close");
+  ASSERT_FALSE(rs[0].alloc_stack.empty());
+  EXPECT_EQ(rs[0].alloc_stack[0].function, "cp_init_one");
+  ASSERT_FALSE(rs[0].free_stack.empty());
+  EXPECT_EQ(rs[0].free_stack[0].function, "cp_remove_one");
+  auto df = crash::parse_reports("[ 1.0] BUG: KFENCE: invalid free in e_remove+0xdc/0x171 [drv]\n[ 1.0] \n"
+                                 "[ 1.0] Invalid free of 0xffff8c3f2e2a4000 (in kfence-#81):\n[ 1.0]  e_remove+0xdc/0x171 [drv]\n"
+                                 "[ 1.0] ==================================================================\n");
+  ASSERT_EQ(df.size(), 1u);
+  EXPECT_EQ(df[0].kind, crash::CrashKind::kasan_double_free);
+  EXPECT_EQ(df[0].title, "KFENCE: invalid free in e_remove");
+}
+
 // "Modules linked in:" marks a module the kernel is unloading with `-` after its taint letters.
 TEST(CrashReport, TheModulesBeingUnloaded) {
   auto rs = crash::parse_reports("[    6.95] BUG: unable to handle page fault for address: ffffc900000550d9\n"

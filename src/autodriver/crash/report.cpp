@@ -108,6 +108,9 @@ struct Headline {
 
 std::optional<Headline> headline(std::string_view t) {
   static const std::regex k_kasan(R"(BUG: KASAN: ([\w-]+)(?: in (\S+))?)");
+  // KFENCE (sampled, in Debian's 6.x images): "BUG: KFENCE: use-after-free read in f+0x1/0x2",
+  // "BUG: KFENCE: invalid free in f+...", "BUG: KFENCE: memory corruption in f+...".
+  static const std::regex k_kfence(R"(BUG: KFENCE: ([\w -]+?)(?: in (\S+(?: \[\S+\])?))?\s*$)");
   static const std::regex k_warning(R"(^WARNING: CPU: \d+ PID: \d+ at (\S+))");
   // Newer kernels (7.x): "WARNING: drivers/pci/pci.c:2238 at pci_disable_device+0xa6/0xc0, CPU#0: rmmod/122".
   static const std::regex k_warning_at(R"(^WARNING: (\S+:\d+) at ([^,\s]+), CPU#\d+: )");
@@ -124,6 +127,16 @@ std::optional<Headline> headline(std::string_view t) {
                       ? CrashKind::kasan_double_free
                       : CrashKind::kasan_other;
     Headline h{k, type, std::nullopt};
+    if (m[2].matched) h.at = parse_frame(m[2].str());
+    return h;
+  }
+  if (std::regex_search(s.c_str(), m, k_kfence)) {
+    std::string type = "KFENCE " + m[1].str();
+    CrashKind k = type.find("use-after-free") != std::string::npos  ? CrashKind::kasan_use_after_free
+                  : type.find("out-of-bounds") != std::string::npos ? CrashKind::kasan_out_of_bounds
+                  : type.find("invalid free") != std::string::npos  ? CrashKind::kasan_double_free
+                                                                    : CrashKind::kasan_other;
+    Headline h{k, std::move(type), std::nullopt};
     if (m[2].matched) h.at = parse_frame(m[2].str());
     return h;
   }
@@ -298,9 +311,15 @@ private:
   bool section_line(std::string_view t) {
     std::string_view s = trim(t);
     if (s == "Call Trace:" || s == "Call trace:") m_section = m_r.trace.empty() ? Section::trace : Section::other_stack;
-    else if (s.starts_with("Allocated by task") || s.starts_with("Allocated by CPU")) m_section = Section::alloc;
-    else if (s.starts_with("Freed by task") || s.starts_with("Freed by CPU")) m_section = Section::free;
-    else if (auto track = slab_track(s)) {
+    else if (s.starts_with("Allocated by task") || s.starts_with("Allocated by CPU") || s.starts_with("allocated by task"))
+      m_section = Section::alloc;
+    else if (s.starts_with("Freed by task") || s.starts_with("Freed by CPU") || s.starts_with("freed by task"))
+      m_section = Section::free;
+    else if (kfence_access(s)) {
+      // KFENCE: "Use-after-free read at 0x... (in kfence-#79):", the faulting stack below it.
+      m_section = m_r.trace.empty() ? Section::trace : Section::other_stack;
+      if (m_r.access.empty()) m_r.access = std::string(s);
+    } else if (auto track = slab_track(s)) {
       // SLUB: "Allocated in f+0x1/0x2 age=3 cpu=0 pid=1", the call stack indented below it.
       m_section = track->first;
       if (auto f = parse_frame(track->second)) (m_section == Section::alloc ? m_r.alloc_stack : m_r.free_stack).push_back(*f);
@@ -309,6 +328,9 @@ private:
     else return false;
     return true;
   }
+
+  /// KFENCE's access line: "Use-after-free read at 0x... (in kfence-#79):", "Invalid free of 0x... (in kfence-#81):".
+  static bool kfence_access(std::string_view s) { return s.ends_with("):") && s.find(" (in kfence-#") != std::string_view::npos; }
 
   static std::optional<std::pair<Section, std::string_view>> slab_track(std::string_view s) {
     if (s.starts_with("INFO: ")) s.remove_prefix(6);
@@ -372,7 +394,10 @@ std::string title_of(const CrashReport& r) {
   case CrashKind::kasan_use_after_free:
   case CrashKind::kasan_out_of_bounds:
   case CrashKind::kasan_double_free:
-  case CrashKind::kasan_other: return "KASAN: " + r.detail + rw + in;
+  case CrashKind::kasan_other:
+    // KFENCE's detail names its access ("KFENCE use-after-free read"): "KFENCE: use-after-free read in f".
+    if (r.detail.starts_with("KFENCE ")) return "KFENCE: " + r.detail.substr(7) + in;
+    return "KASAN: " + r.detail + rw + in;
   case CrashKind::bug_on: return "kernel BUG" + in;
   case CrashKind::warning: return "WARNING" + in;
   case CrashKind::refcount: return "refcount bug" + in;

@@ -68,6 +68,7 @@ const std::vector<Pattern>& patterns() {
     auto add = [&](const char* re, FindingKind k2) { p.push_back({std::regex(re), k2}); };
     add(R"(^Kernel panic - not syncing)", FindingKind::panic);
     add(R"(^BUG: KASAN:)", FindingKind::kasan);
+    add(R"(^BUG: KFENCE:)", FindingKind::kasan);
     add(R"(^UBSAN:)", FindingKind::ubsan);
     add(R"(^(?:watchdog: )?BUG: soft lockup)", FindingKind::soft_lockup);
     add(R"(^BUG: kernel NULL pointer dereference)", FindingKind::oops);
