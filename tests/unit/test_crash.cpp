@@ -639,6 +639,44 @@ TEST(CrashRepair, ADriverFunctionThatReleasesAMemberMovesAfterTheCallReadingIt) 
   EXPECT_TRUE(hn.empty() || hn[0].kind != "use-after-release");
 }
 
+// A loop that runs one past the count the driver's other loops over the same array stop before
+// (an array of the heap, whose size the source does not say): the bound the file agrees on.
+TEST(CrashRepair, ALoopOnePastTheCountTheFileUsesElsewhereStopsBeforeIt) {
+  const std::string init = "static int rx_init(struct vi *vi)\n{\n\tint i;\n\n\tfor (i = 0; i < vi->max_q; i++)\n"
+                           "\t\tvi->sq[i].n = 1;\n\treturn 0;\n}\n";
+  Tree t(init + "static void rx_fini(struct vi *vi)\n{\n\tint i;\n\n\tfor (i = 0; i <= vi->max_q; i++)\n"
+                "\t\tvi->sq[i].n = 0;\n}\n");
+  auto r = null_report("rx_fini", 14);
+  r.kind = crash::CrashKind::paging_request;
+  auto h = crash::hypothesize(r, crash::localize(r, {"drv"}, t.path(), "/autodriver/tree"), t.path());
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "loop-bound");
+  EXPECT_EQ(h[0].line, 13);
+  EXPECT_EQ(h[0].call, "i < vi->max_q");
+  EXPECT_EQ(h[0].statement, "the loop at drv.c:13 runs i up to vi->max_q inclusive and indexes sq[i]; the file's other 1 "
+                            "loop(s) over sq stop before vi->max_q (drv.c:5): its last pass is one past the end");
+  auto reps = crash::propose_repairs(h, t.path(), {});
+  ASSERT_EQ(reps.size(), 1u);
+  EXPECT_NE(reps[0].new_text.find("rx_fini(struct vi *vi)\n{\n\tint i;\n\n\tfor (i = 0; i < vi->max_q; i++)"), std::string::npos)
+      << reps[0].new_text;
+  // The fault's line in an inlined callee: the frame's own function's loop.
+  Tree in("static inline void clear(struct q *q)\n{\n\tq->n = 0;\n}\n" + init +
+          "static void rx_fini(struct vi *vi)\n{\n\tint i;\n\n\tfor (i = 0; i <= vi->max_q; i++)\n"
+          "\t\tclear(&vi->sq[i]);\n}\n");
+  auto hi = crash::hypothesize(null_report("rx_fini", 3),
+                               crash::localize(null_report("rx_fini", 3), {"drv"}, in.path(), "/autodriver/tree"), in.path());
+  ASSERT_FALSE(hi.empty());
+  EXPECT_EQ(hi[0].kind, "loop-bound");
+  EXPECT_EQ(hi[0].function, "rx_fini");
+  EXPECT_EQ(hi[0].line, 17);
+  // No other loop of the file stops before that bound: no claim.
+  Tree o("static void rx_fini(struct vi *vi)\n{\n\tint i;\n\n\tfor (i = 0; i <= vi->max_q; i++)\n"
+         "\t\tvi->sq[i].n = 0;\n}\n");
+  auto ho = crash::hypothesize(null_report("rx_fini", 6),
+                               crash::localize(null_report("rx_fini", 6), {"drv"}, o.path(), "/autodriver/tree"), o.path());
+  EXPECT_TRUE(ho.empty() || ho[0].kind != "loop-bound");
+}
+
 // A member the probe sets only after the call that uses it: the crash is in the callee with its
 // parameter valid (not "its caller passed NULL"); the assignment and its test move before the call.
 TEST(CrashRepair, AMemberSetAfterTheCallThatUsesItMovesBeforeTheCall) {

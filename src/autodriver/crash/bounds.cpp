@@ -3,8 +3,10 @@
 #include "autodriver/kernel/source_grep.hpp"
 #include "autodriver/util/memo.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <set>
 
 namespace autodriver::crash {
 
@@ -224,6 +226,76 @@ std::vector<LoopOverrun> loop_overruns(const std::vector<csrc::Token>& t, const 
     }
   }
   return out;
+}
+
+namespace {
+
+/// A `for (V = A; V OP N; ...)` loop: its index, comparison, bound and body's token range.
+struct ForLoop {
+  std::string index, op, bound;
+  std::size_t for_tok = 0, bound_first = 0, bound_last = 0, body_first = 0, body_last = 0;
+};
+
+std::vector<ForLoop> for_loops(const std::vector<csrc::Token>& t, const csrc::Unit& fn) {
+  std::vector<ForLoop> out;
+  for (std::size_t i = fn.body; i + 6 < fn.last; ++i) {
+    if (t[i].text != "for" || t[i + 1].text != "(") continue;
+    const std::size_t close = csrc::matching_close(t, i + 1);
+    if (close == std::string::npos || close >= fn.last) continue;
+    std::size_t semi = i + 2;
+    while (semi < close && t[semi].text != ";") ++semi;
+    if (semi + 3 >= close || t[semi + 1].kind != csrc::TokKind::ident) continue;
+    std::size_t semi2 = semi + 3;
+    while (semi2 < close && t[semi2].text != ";") ++semi2;
+    if (semi2 >= close || semi2 == semi + 3) continue;
+    ForLoop l{t[semi + 1].text, t[semi + 2].text, csrc::join_tokens(t, semi + 3, semi2 - 1), i, semi + 3,
+              semi2 - 1,        close + 1,        statement_end(t, close + 1, fn.last)};
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+/// The names the loop's body indexes with its own index (`vi->sq[i]`: sq).
+std::set<std::string> indexed_by(const std::vector<csrc::Token>& t, const ForLoop& l) {
+  std::set<std::string> out;
+  for (std::size_t k = l.body_first; k + 3 <= l.body_last; ++k)
+    if (t[k].kind == csrc::TokKind::ident && t[k + 1].text == "[" && t[k + 2].text == l.index && t[k + 3].text == "]")
+      out.insert(t[k].text);
+  return out;
+}
+
+} // namespace
+
+std::vector<CountOverrun> loops_past_count(const std::vector<csrc::Token>& t, const std::vector<csrc::Unit>& units,
+                                           const csrc::Unit& fn, int line) {
+  // The file's loops that stop before their bound, by bound and array.
+  std::map<std::pair<std::string, std::string>, std::pair<int, int>> below; // -> first line, count
+  for (const auto& u : units) {
+    if (u.kind != csrc::UnitKind::function) continue;
+    for (const auto& l : for_loops(t, u)) {
+      if (l.op != "<") continue;
+      for (const auto& a : indexed_by(t, l)) {
+        auto& [first, n] = below[{l.bound, a}];
+        if (!n) first = t[l.for_tok].line;
+        ++n;
+      }
+    }
+  }
+  std::vector<CountOverrun> around, all;
+  const auto loops = for_loops(t, fn);
+  for (const auto& l : loops) {
+    if (l.op != "<=") continue;
+    for (const auto& a : indexed_by(t, l)) {
+      auto it = below.find({l.bound, a});
+      if (it == below.end()) continue;
+      CountOverrun o{a, l.index, l.bound, l.bound_first, l.bound_last, t[l.for_tok].line, it->second.first, it->second.second};
+      if (t[l.body_first].line <= line && line <= t[l.body_last].line) around.push_back(o);
+      all.push_back(std::move(o));
+    }
+  }
+  const bool in_a_loop = std::any_of(loops.begin(), loops.end(),
+                                     [&](const ForLoop& l) { return t[l.for_tok].line <= line && line <= t[l.body_last].line; });
+  return in_a_loop ? around : all;
 }
 
 } // namespace autodriver::crash

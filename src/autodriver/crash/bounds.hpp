@@ -45,4 +45,23 @@ struct LoopOverrun {
 std::vector<LoopOverrun> loop_overruns(const std::vector<csrc::Token>& t, const csrc::Unit& fn, const std::string& file_text,
                                        const ValueOracle& kernel);
 
+/// A loop `for (i = A; i <= N; ...)` whose body indexes `x[i]` (any array: a member, a pointer)
+/// while the same file's other loops over that array (the same last name before `[`) stop at
+/// `j < N` with the same bound as written: the driver itself uses N as the array's length, and
+/// this loop goes one past it (the out-of-bounds fixes' shape).
+struct CountOverrun {
+  std::string array; ///< the name indexed (`sq` of `vi->sq[i]`)
+  std::string index;
+  std::string bound;                           ///< as written, tokens joined by blanks
+  std::size_t bound_first = 0, bound_last = 0; ///< its tokens
+  int loop_line = 0;
+  int agree_line = 0; ///< the first of the file's loops that stop before the bound
+  int agree = 0;      ///< how many do
+};
+
+/// The loops of `fn` that qualify, those whose body holds `line` first; when `line` lies in no
+/// loop of `fn` (an inlined callee's line), every one of its qualifying loops.
+std::vector<CountOverrun> loops_past_count(const std::vector<csrc::Token>& t, const std::vector<csrc::Unit>& units,
+                                           const csrc::Unit& fn, int line);
+
 } // namespace autodriver::crash

@@ -480,6 +480,41 @@ std::vector<Hypothesis> loop_hypotheses(const CrashReport& r, const Hypothesis& 
   return out;
 }
 
+/// A loop around the fault that runs one past the count the file's other loops over the same
+/// array stop before (bounds.hpp); with the fault's line in an inlined callee, the loops of the
+/// frame's own function `symbol`. At most three, the nearest first.
+std::vector<Hypothesis> count_hypotheses(const Hypothesis& proto, const SourceView& src, const std::string& symbol) {
+  std::vector<Hypothesis> out;
+  const csrc::Unit* fn = src.fn;
+  auto os = loops_past_count(src.toks, src.units, *fn, proto.line);
+  if (os.empty())
+    for (const auto& u : src.units)
+      if (u.kind == csrc::UnitKind::function && u.name == symbol && &u != src.fn) {
+        fn = &u;
+        os = loops_past_count(src.toks, src.units, u, proto.line);
+        break;
+      }
+  for (const auto& o : os) {
+    if (out.size() == 3) break;
+    Hypothesis h = proto;
+    const std::string bound =
+        src.text.substr(src.toks[o.bound_first].begin, src.toks[o.bound_last].end - src.toks[o.bound_first].begin);
+    h.function = fn->name;
+    h.line = h.set_line = o.loop_line;
+    h.variable = o.array;
+    h.callee = o.index;
+    h.call = o.index + " < " + bound;
+    h.statement =
+        fmt::format("the loop at {}:{} runs {} up to {} inclusive and indexes {}[{}]; the file's other {} loop(s) over "
+                    "{} stop before {} ({}:{}): its last pass is one past the end",
+                    h.file, o.loop_line, o.index, bound, o.array, o.index, o.agree, o.array, bound, h.file, o.agree_line);
+    h.evidence.push_back(fmt::format("{}:{}: {}", h.file, o.loop_line, trimmed(src.line_text(o.loop_line))));
+    h.evidence.push_back(fmt::format("{}:{}: {}", h.file, o.agree_line, trimmed(src.line_text(o.agree_line))));
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
 const Location* first_with(const std::vector<Location>& where, std::string_view role) {
   for (const auto& l : where)
     if (l.role == role) return &l;
@@ -739,6 +774,7 @@ std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Loca
   }
   if (!fault) return out;
   auto src = view(tree, *fault);
+  const std::string symbol = fault->function;
   // The frame names the symbol; an inlined function's line lies in the function the source names.
   Location named = *fault;
   if (src && src->fn && !src->fn->name.empty()) named.function = src->fn->name;
@@ -771,9 +807,12 @@ std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Loca
     }
   if (src && src->fn && exact && out.empty())
     if (auto h = release_through_call(where, *fault, *src, tree, releases)) out.push_back(std::move(*h));
-  if (src && src->fn && exact && out.empty() &&
-      (r.kind == CrashKind::null_deref || r.kind == CrashKind::paging_request || r.kind == CrashKind::general_protection ||
-       r.kind == CrashKind::kasan_other || r.kind == CrashKind::oops))
+  const bool memory_fault = r.kind == CrashKind::null_deref || r.kind == CrashKind::paging_request ||
+                            r.kind == CrashKind::general_protection || r.kind == CrashKind::kasan_other ||
+                            r.kind == CrashKind::kasan_out_of_bounds || r.kind == CrashKind::oops;
+  if (src && src->fn && exact && out.empty() && (memory_fault || r.kind == CrashKind::bug_on))
+    for (auto& h : count_hypotheses(base("loop-bound", ""), *src, symbol)) out.push_back(std::move(h));
+  if (src && src->fn && exact && out.empty() && memory_fault && r.kind != CrashKind::kasan_out_of_bounds)
     if (auto h = field_set_after_call(where, *fault, *src, tree)) out.push_back(std::move(*h));
   if (src && exact && out.empty() &&
       (r.kind == CrashKind::hung_task || r.kind == CrashKind::soft_lockup || r.kind == CrashKind::rcu_stall ||
