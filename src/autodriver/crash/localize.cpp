@@ -515,6 +515,24 @@ std::vector<Hypothesis> count_hypotheses(const Hypothesis& proto, const SourceVi
   return out;
 }
 
+/// No frame of the driver: the crash touched memory of a module that is gone (its code or data), or
+/// the kernel walked what a driver left registered (a notifier, a device freed by devres while
+/// still registered): what a failed init or probe, or a remove or exit, left behind. Both are
+/// asked, the log rarely tells whether the module's init failed or its exit ran: a teardown missing
+/// outright goes first (away from module memory, also registrations of any object), a missing undo
+/// on an error path after it. The driver's files are read once.
+std::vector<Hypothesis> left_behind_hypotheses(const CrashReport& r, const fs::path& tree, const PairOracle& undos,
+                                               const PairOracle& teardowns) {
+  const bool gone_code = module_address(r);
+  const auto files = read_driver(tree);
+  auto out = gone_code ? teardown_hypotheses(r, files, teardowns)
+                       : teardown_hypotheses(r, files, teardowns, {"*"},
+                                             "the crash has no frame of the driver: the kernel reached what it left behind");
+  if (gone_code)
+    for (auto& h : cleanup_hypotheses(r, files, undos)) out.push_back(std::move(h));
+  return out;
+}
+
 const Location* first_with(const std::vector<Location>& where, std::string_view role) {
   for (const auto& l : where)
     if (l.role == role) return &l;
@@ -757,21 +775,7 @@ std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Loca
   std::vector<Hypothesis> out;
   const Location* fault = first_with(where, "fault");
   if (!fault) fault = first_with(where, "caller");
-  if (!fault && where.empty() && !tree.empty()) {
-    // No frame of the driver: the crash touched memory of a module that is gone (its code or
-    // data), or the kernel walked what a driver left registered (a notifier, a device freed by
-    // devres while still registered): what a failed init or probe, or a remove or exit, left
-    // behind. Both are asked, the log rarely tells whether the module's init failed or its exit
-    // ran: a teardown missing outright goes first (away from module memory, also registrations of
-    // any object), a missing undo on an error path after it. The driver's files are read once.
-    const bool gone_code = module_address(r);
-    const auto files = read_driver(tree);
-    out = gone_code ? teardown_hypotheses(r, files, teardowns)
-                    : teardown_hypotheses(r, files, teardowns, {"*"},
-                                          "the crash has no frame of the driver: the kernel reached what it left behind");
-    if (gone_code)
-      for (auto& h : cleanup_hypotheses(r, files, undos)) out.push_back(std::move(h));
-  }
+  if (!fault && where.empty() && !tree.empty()) out = left_behind_hypotheses(r, tree, undos, teardowns);
   if (!fault) return out;
   auto src = view(tree, *fault);
   const std::string symbol = fault->function;
