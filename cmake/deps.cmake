@@ -27,6 +27,11 @@ pkg_check_modules(LIBELF REQUIRED IMPORTED_TARGET libelf)
 add_library(dep_elf INTERFACE)
 target_link_libraries(dep_elf INTERFACE PkgConfig::LIBELF)
 
+# libcrypto (Debian libssl-dev, which kernel builds need anyway): the run store's content hashes.
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
+add_library(dep_crypto INTERFACE)
+target_link_libraries(dep_crypto INTERFACE OpenSSL::Crypto)
+
 find_package(SQLite3 REQUIRED)
 add_library(dep_sqlite INTERFACE)
 target_link_libraries(dep_sqlite INTERFACE SQLite::SQLite3)

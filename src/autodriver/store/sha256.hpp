@@ -1,5 +1,5 @@
 #pragma once
-// SHA-256 (FIPS 180-4) of a byte string: the content address of run-store blobs.
+// SHA-256 of a byte string (libcrypto's): the content address of run-store blobs.
 
 #include <string>
 #include <string_view>
