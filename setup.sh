@@ -14,7 +14,7 @@ t0=$(date +%s)
 took() { echo "setup.sh: $1 ($(( $(date +%s) - t0 )) s)"; t0=$(date +%s); }
 
 PACKAGES="build-essential cmake ninja-build pkg-config git ca-certificates
- nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev libgit2-dev libcurl4-openssl-dev libcpp-httplib-dev
+ nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev libgit2-dev libcurl4-openssl-dev libcpp-httplib-dev libarchive-dev
  libgtest-dev libgmock-dev libclang-14-dev clang clang-format-14
  qemu-system-x86 qemu-system-data busybox-static kmod xz-utils zstd cpio bc flex bison libelf-dev libssl-dev
  sparse coccinelle dpkg-dev python3 sqlite3 procps diffutils patch

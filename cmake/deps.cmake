@@ -27,6 +27,11 @@ pkg_check_modules(LIBELF REQUIRED IMPORTED_TARGET libelf)
 add_library(dep_elf INTERFACE)
 target_link_libraries(dep_elf INTERFACE PkgConfig::LIBELF)
 
+# libarchive (Debian libarchive-dev): the boot gate's initramfs (a newc cpio archive).
+pkg_check_modules(LIBARCHIVE REQUIRED IMPORTED_TARGET libarchive)
+add_library(dep_archive INTERFACE)
+target_link_libraries(dep_archive INTERFACE PkgConfig::LIBARCHIVE)
+
 # libcrypto (Debian libssl-dev, which kernel builds need anyway): the run store's content hashes.
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 add_library(dep_crypto INTERFACE)

@@ -91,12 +91,13 @@ TEST(Cpio, ArchiveListsWithCpioTool) {
   w.add_file("bin/hello", "hello world\n", 0755);
   w.add_symlink("bin/sh", "busybox");
   w.add_char_device("console", 5, 1);
-  std::string archive = w.finish();
-  EXPECT_EQ(archive.size() % 4, 0u);
+  auto archive = w.finish();
+  ASSERT_TRUE(archive) << archive.error().message;
+  EXPECT_EQ(archive->size() % 4, 0u);
   util::RunRequest r;
   r.argv = {"cpio", "-itv", "--quiet"};
   r.timeout = 10s;
-  r.stdin_data = archive;
+  r.stdin_data = *archive;
   auto res = util::run(r);
   if (!res) AD_SKIP("cpio not installed");
   ASSERT_EQ(res->exit_code, 0) << res->err;
