@@ -1358,6 +1358,37 @@ TEST(CrashRepair, ALockTakenTwiceLosesTheSecondAcquisition) {
       << reps[0].new_text;
 }
 
+// A lock taken with no argument (`rtnl_lock();`) twice: the same repair; given back in between, no claim.
+TEST(CrashRepair, ALockWithoutAnArgumentTakenTwice) {
+  auto rtnl = [](const std::string& acquire) {
+    return acquire == "big_lock" ? crash::ScopedPair{acquire, "big_unlock", 20, 20, 20}
+                                 : crash::ScopedPair{acquire, "", 20, 0, 0};
+  };
+  Tree t("static int d_probe(struct pci_dev *pdev)\n{\n\tint err;\n\n\tbig_lock();\n\tbig_lock();\n"
+         "\terr = d_register(pdev);\n\tbig_unlock();\n\treturn err;\n}\n");
+  crash::CrashReport r;
+  r.kind = crash::CrashKind::hung_task;
+  crash::Location at{"d_probe", "drv", "drv.c", 6, "caller 3 in the call trace", "fault", true};
+  auto h = crash::hypothesize(r, {at}, t.path(), {}, rtnl);
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "double-acquire");
+  EXPECT_EQ(h[0].statement, "d_probe() takes its lock with big_lock() at drv.c:6 while it holds it since drv.c:5: the second "
+                            "acquisition waits for itself");
+  auto reps = crash::propose_repairs({h[0]}, t.path(), {});
+  ASSERT_EQ(reps.size(), 1u);
+  EXPECT_NE(reps[0].new_text.find("\n\n\tbig_lock();\n\terr = d_register(pdev);"), std::string::npos) << reps[0].new_text;
+  Tree g("static int d_probe(struct pci_dev *pdev)\n{\n\tint err;\n\n\tbig_lock();\n\tbig_unlock();\n\tbig_lock();\n"
+         "\terr = d_register(pdev);\n\tbig_unlock();\n\treturn err;\n}\n");
+  crash::Location at2{"d_probe", "drv", "drv.c", 7, "caller 3 in the call trace", "fault", true};
+  auto hg = crash::hypothesize(r, {at2}, g.path(), {}, rtnl);
+  EXPECT_TRUE(hg.empty() || hg[0].kind != "double-acquire");
+  // A call with no argument that is no lock is no double release.
+  Tree n("static int d_probe(struct pci_dev *pdev)\n{\n\tint err;\n\n\td_tick();\n\td_tick();\n\treturn 0;\n}\n");
+  crash::Location at3{"d_probe", "drv", "drv.c", 6, "caller 3 in the call trace", "fault", true};
+  auto hn = crash::hypothesize(r, {at3}, n.path(), {}, rtnl);
+  EXPECT_TRUE(hn.empty() || (hn[0].kind != "double-acquire" && hn[0].kind != "double-release"));
+}
+
 // Constant expressions with the file's macros and the kernel's (an oracle here).
 TEST(CrashBounds, ConstantExpressionsWithMacros) {
   auto t = csrc::tokenize("(ETH_ALEN / 2) + 1 << 1");

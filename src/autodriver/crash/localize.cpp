@@ -413,13 +413,25 @@ std::vector<Hypothesis> going_hypotheses(const CrashReport& r, const Location& f
       fmt::format("the kernel's check failed in what {}() calls at {}:{}", src.fn->name, fault.file, fault.line));
 }
 
+/// A call of `release` on a line in (from, to) of the function: what was taken is given back.
+bool released_between(const std::vector<csrc::Token>& t, const csrc::Unit& fn, int from, int to, const std::string& release) {
+  for (const auto& c : csrc::find_calls(t, fn.body, fn.last))
+    if (c.callee == release && t[c.name_tok].line > from && t[c.name_tok].line < to) return true;
+  return false;
+}
+
 /// The faulting line repeats an earlier call on the same object (`h` names the place): a double
 /// release, or, for a call the kernel's drivers pair with a release in the same function, a lock
 /// taken twice whose second acquisition waits for itself (scripts/coccinelle/locks/double_lock.cocci).
 std::optional<Hypothesis> repeated_hypothesis(Hypothesis h, const SourceView& src, const PairOracle& pairs) {
   auto rc = repeated_call(src.toks, *src.fn, h.line);
   if (!rc) return std::nullopt;
-  const bool acquire = pairs && pairs(rc->call.callee).scoped();
+  const auto pair = pairs ? pairs(rc->call.callee) : ScopedPair{};
+  const bool acquire = pair.scoped();
+  // A call with no argument names no object: only a lock taken twice is claimed.
+  if (!acquire && rc->call.var.empty()) return std::nullopt;
+  // Given back in between: taken again, not twice.
+  if (acquire && released_between(src.toks, *src.fn, rc->first_line, rc->again_line, pair.release)) return std::nullopt;
   if (acquire) h.kind = "double-acquire";
   h.variable = rc->call.var;
   h.set_line = rc->first_line;
@@ -427,7 +439,8 @@ std::optional<Hypothesis> repeated_hypothesis(Hypothesis h, const SourceView& sr
   h.statement = acquire
                     ? fmt::format("{}() takes {} with {}() at {}:{} while it holds it since {}:{}: the second acquisition "
                                   "waits for itself",
-                                  h.function, h.variable, h.callee, h.file, rc->again_line, h.file, rc->first_line)
+                                  h.function, h.variable.empty() ? "its lock" : h.variable, h.callee, h.file, rc->again_line,
+                                  h.file, rc->first_line)
                     : fmt::format("{}() calls {}({}) at {}:{} after calling it at {}:{} on the same path ({} is not set "
                                   "again in between)",
                                   h.function, h.callee, h.variable, h.file, rc->again_line, h.file, rc->first_line, h.variable);

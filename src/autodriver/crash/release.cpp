@@ -303,6 +303,10 @@ std::optional<RepeatedCall> repeated_call(const std::vector<csrc::Token>& t, con
   const std::size_t at = statement_holding(t, sts, line);
   if (at == sts.size()) return std::nullopt;
   auto again = call_statement(t, sts[at].first, sts[at].second, true);
+  // A call with no argument (`rtnl_lock();`): one object for every caller.
+  const auto [a0, b0] = sts[at];
+  if (!again && b0 == a0 + 3 && t[a0].kind == csrc::TokKind::ident && t[a0 + 1].text == "(" && t[a0 + 2].text == ")")
+    again = CallStatement{a0, b0, t[a0].text, ""};
   if (!again) return std::nullopt;
   const std::string text = csrc::join_tokens(t, sts[at].first, sts[at].second);
   for (std::size_t k = at; k-- > 0;) {
@@ -310,7 +314,7 @@ std::optional<RepeatedCall> repeated_call(const std::vector<csrc::Token>& t, con
     // The same statement (before asking whether it sets the path: a lock call is handed its address).
     if (csrc::join_tokens(t, a, b) == text) return RepeatedCall{*again, t[a].line, t[sts[at].first].line};
     // Set again in between: a new object, not a second release of the first.
-    if (assigns_path(t, a, b, again->var)) return std::nullopt;
+    if (!again->var.empty() && assigns_path(t, a, b, again->var)) return std::nullopt;
   }
   return std::nullopt;
 }

@@ -108,7 +108,8 @@ std::optional<ReleaseBeforeCall> release_before_call(const std::vector<csrc::Tok
                                                      const std::vector<DriverFile>* driver = nullptr);
 
 /// The same call statement `callee(var, ...)` twice on one path of a function's body: the one at
-/// `line` (top-level) and an earlier top-level one, `var` not assigned in between.
+/// `line` (top-level) and an earlier top-level one, `var` not assigned in between; also a call
+/// with no argument (`rtnl_lock();`, `var` empty).
 struct RepeatedCall {
   CallStatement call;
   int first_line = 0;

@@ -583,8 +583,9 @@ std::optional<RepairEdit> bound_loop(const Hypothesis& h, const std::string& tex
 std::vector<RepairEdit> propose_repairs(const std::vector<Hypothesis>& hyps, const fs::path& tree, const fs::path& kernel_src) {
   std::vector<RepairEdit> out;
   for (const auto& h : hyps) {
-    // A lock taken without an argument has no variable; every other class names one.
-    if (h.file.empty() || h.set_line <= 0 || (h.variable.empty() && h.kind != "missing-unlock")) continue;
+    // A lock taken without an argument has no variable (missing-unlock, double-acquire); every other class names one.
+    if (h.file.empty() || h.set_line <= 0 || (h.variable.empty() && h.kind != "missing-unlock" && h.kind != "double-acquire"))
+      continue;
     auto text = util::read_file(tree / h.file);
     if (!text) continue;
     std::optional<RepairEdit> e;
