@@ -384,10 +384,29 @@ TEST(CrashRelease, WhichCallsReleaseIsLearnedFromTheKernelsDrivers) {
   EXPECT_EQ(fr.calls, 10);
   EXPECT_EQ(fr.last_use, 10);
   EXPECT_TRUE(fr.releases());
+  // Last on its path every time: the end of the function, or a return after it.
+  EXPECT_EQ(fr.last_call, 10);
+  EXPECT_TRUE(fr.released_last());
   auto st = crash::release_evidence(k->path(), "thing_stop");
   EXPECT_EQ(st.calls, 6);
   EXPECT_EQ(st.last_use, 0);
+  EXPECT_EQ(st.last_call, 0);
   EXPECT_FALSE(st.releases());
+  // The repair of a release before a use: after the last use, and, as the kernel's drivers release
+  // it last, also last in the function (a pointer into the object the source does not show).
+  Tree t("static void rm(struct pci_dev *pdev)\n{\n\tstruct t *x = pci_get_drvdata(pdev);\n"
+         "\tstruct p *p = pci_priv(pdev);\n\n\tthing_free(x);\n\tthing_stop(x);\n\tp_fini(p);\n"
+         "\tpci_disable_device(pdev);\n}\n");
+  auto r = null_report("rm", 7);
+  auto h = crash::hypothesize(r, crash::localize(r, {"drv"}, t.path(), "/autodriver/tree"), t.path(),
+                              crash::release_oracle(k->path()));
+  ASSERT_FALSE(h.empty());
+  ASSERT_EQ(h[0].kind, "use-after-release");
+  auto reps = crash::propose_repairs({h[0]}, t.path(), k->path());
+  ASSERT_EQ(reps.size(), 2u);
+  EXPECT_NE(reps[0].new_text.find("\tthing_stop(x);\n\tthing_free(x);\n\tp_fini(p);"), std::string::npos) << reps[0].new_text;
+  EXPECT_NE(reps[1].new_text.find("\tpci_disable_device(pdev);\n\tthing_free(x);\n}"), std::string::npos) << reps[1].new_text;
+  EXPECT_EQ(crash::propose_repairs({h[0]}, t.path(), {}).size(), 1u);
 }
 
 namespace {

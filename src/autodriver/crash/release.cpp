@@ -62,6 +62,15 @@ bool read_after(const std::vector<csrc::Token>& t, std::size_t semi, std::size_t
   return false;
 }
 
+/// After the statement ending at `semi`, nothing else runs on its path: closing braces lead to a
+/// `return`, a label (the next error-path step, not this path's) or the function's end.
+bool ends_path(const std::vector<csrc::Token>& t, std::size_t semi, std::size_t unit_last) {
+  std::size_t i = semi + 1;
+  while (i < unit_last && t[i].text == "}") ++i;
+  if (i >= unit_last) return true;
+  return t[i].text == "return" || (t[i].kind == csrc::TokKind::ident && i + 1 < t.size() && t[i + 1].text == ":");
+}
+
 /// The index of the statement of `sts` whose lines hold `line`; sts.size() when none does.
 std::size_t statement_holding(const std::vector<csrc::Token>& t, const std::vector<std::pair<std::size_t, std::size_t>>& sts,
                               int line) {
@@ -118,6 +127,7 @@ ReleaseEvidence release_evidence(const fs::path& kernel_src, const std::string& 
         if (var.empty()) continue;
         ++out.calls;
         if (!read_after(t, close + 1, u.last, var)) ++out.last_use;
+        if (ends_path(t, close + 1, u.last)) ++out.last_call;
       }
     });
     return out;

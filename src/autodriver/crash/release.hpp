@@ -21,10 +21,14 @@ namespace autodriver::crash {
 /// `arg` counts from 0: `pci_iounmap(pdev, base)` releases its second) after the call.
 struct ReleaseEvidence {
   std::string callee;
-  int calls = 0;    ///< call statements read whose argument is a variable or an object path
-  int last_use = 0; ///< of those, calls after which the variable is not read again
+  int calls = 0;     ///< call statements read whose argument is a variable or an object path
+  int last_use = 0;  ///< of those, calls after which the variable is not read again
+  int last_call = 0; ///< of those, calls that are the last statement on their path (a return, a label or the end follows)
   /// At least 8 calls read, and x is not read after at least 90 % of them.
   bool releases() const { return calls >= 8 && last_use * 10 >= calls * 9; }
+  /// The kernel's drivers release it after everything else (free_netdev() ends remove): at least
+  /// two thirds of the calls are the last statement on their path.
+  bool released_last() const { return calls >= 8 && last_call * 3 >= calls * 2; }
 };
 
 /// Read from the C files under drivers/ and sound/ of `kernel_src` that name `callee` (at most

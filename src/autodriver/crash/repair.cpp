@@ -190,7 +190,11 @@ std::optional<RepairEdit> add_test(const Hypothesis& h, const std::string& text,
 
 /// The release at `h.set_line` moves after the last statement of its function that still reads
 /// the released object (or a pointer derived from it); whole lines only, top-level statements only.
-std::optional<RepairEdit> move_release(const Hypothesis& h, const std::string& text) {
+/// With `to_end`, after the function's last top-level statement before its final `return`
+/// instead: where the kernel's drivers release the object after everything else (free_netdev()),
+/// a pointer into it the source does not show (`vi = netdev_priv(dev)` stored elsewhere) is
+/// still used by the statements between.
+std::optional<RepairEdit> move_release(const Hypothesis& h, const std::string& text, bool to_end = false) {
   auto toks = csrc::tokenize(text);
   for (const auto& u : csrc::find_units(toks)) {
     if (u.kind != csrc::UnitKind::function || toks[u.first].line > h.set_line || toks[u.last].line < h.set_line) continue;
@@ -204,8 +208,10 @@ std::optional<RepairEdit> move_release(const Hypothesis& h, const std::string& t
     auto names = derived_names(toks, u, call->var);
     std::size_t last_use = rel;
     for (std::size_t k = rel + 1; k < sts.size(); ++k)
-      if (reads_any(toks, sts[k].first, sts[k].second, names) ||
-          (toks[sts[k].first].line <= h.line && h.line <= toks[sts[k].second].line)) // the use, or the call reaching it
+      if (to_end
+              ? toks[sts[k].first].text != "return"
+              : reads_any(toks, sts[k].first, sts[k].second, names) ||
+                    (toks[sts[k].first].line <= h.line && h.line <= toks[sts[k].second].line)) // the use, or the call reaching it
         last_use = k;
     if (last_use == rel || toks[sts[last_use].first].text == "return") return std::nullopt;
     // A label or a jump between them would change which paths release.
@@ -232,9 +238,13 @@ std::optional<RepairEdit> move_release(const Hypothesis& h, const std::string& t
     e.kind = h.kind;
     e.file = h.file;
     e.new_text = join_lines(views, !text.empty() && text.back() == '\n');
-    e.description = fmt::format("{}() released {} with {}() at {}:{} before using it: the release moves after the last "
-                                "statement that uses it (line {})",
-                                h.function, h.variable, h.callee, h.file, from, after);
+    e.description =
+        to_end ? fmt::format("{}() released {} with {}() at {}:{} before using it: the release moves last in the function "
+                             "(line {}), where the kernel's drivers call {}()",
+                             h.function, h.variable, h.callee, h.file, from, after, h.callee)
+               : fmt::format("{}() released {} with {}() at {}:{} before using it: the release moves after the last "
+                             "statement that uses it (line {})",
+                             h.function, h.variable, h.callee, h.file, from, after);
     e.evidence = h.evidence;
     return e;
   }
@@ -590,8 +600,15 @@ std::vector<RepairEdit> propose_repairs(const std::vector<Hypothesis>& hyps, con
     if (!text) continue;
     std::optional<RepairEdit> e;
     if (h.kind == "use-before-set") e = move_assignment(h, *text);
-    else if (h.kind == "use-after-release") e = move_release(h, *text);
-    else if (h.kind == "double-acquire") e = drop_repeat(h, *text);
+    else if (h.kind == "use-after-release") {
+      e = move_release(h, *text);
+      // Released last by the kernel's drivers: also last in the function (when that is elsewhere).
+      if (!kernel_src.empty() && release_evidence(kernel_src, h.callee).released_last())
+        if (auto last = move_release(h, *text, true); last && last->new_text != *text && (!e || last->new_text != e->new_text)) {
+          if (e && e->new_text != *text) out.push_back(std::move(*e));
+          e = std::move(last);
+        }
+    } else if (h.kind == "double-acquire") e = drop_repeat(h, *text);
     else if (h.kind == "double-release") {
       // The member the copied line should have named first; dropping the second call after it.
       if (auto r = retarget_repeat(h, *text); r && r->new_text != *text) out.push_back(std::move(*r));
