@@ -1259,6 +1259,35 @@ TEST(CrashReport, TheModulesBeingUnloaded) {
   EXPECT_EQ(rs[0].registers["CR2"], "ffffc900000550d9");
 }
 
+// The kernel's headers state registration pairs through module_driver(): each driver using its
+// bus's macro registers and unregisters so, and counts for the pair.
+TEST(CrashTeardown, ThePairsABusMacroStatesCountForTheRegistration) {
+  auto m = crash::module_driver_macro(
+      "#define module_foo_driver(__foo_driver) \\\n\tmodule_driver(__foo_driver, foo_register_driver, \\\n"
+      "\t\t\tfoo_unregister_driver)");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->macro, "module_foo_driver");
+  EXPECT_EQ(m->setup, "foo_register_driver");
+  EXPECT_EQ(m->teardown, "foo_unregister_driver");
+  EXPECT_FALSE(crash::module_driver_macro("#define module_driver(__driver, __register, __unregister, ...) x"));
+  EXPECT_FALSE(crash::module_driver_macro("#define FOO 1"));
+  auto k = util::TempDir::create(std::filesystem::temp_directory_path(), "ad-crash-kernel");
+  ASSERT_TRUE(k);
+  std::filesystem::create_directories(k->path() / "include/linux");
+  std::filesystem::create_directories(k->path() / "drivers/foo");
+  ASSERT_TRUE(util::write_file(k->path() / "include/linux/foo.h",
+                               "#define module_foo_driver(__foo_driver) \\\n\tmodule_driver(__foo_driver, foo_register_driver, "
+                               "\\\n\t\t\tfoo_unregister_driver)\n"));
+  for (int i = 0; i < 9; ++i)
+    ASSERT_TRUE(util::write_file(k->path() / "drivers/foo" / ("f" + std::to_string(i) + ".c"),
+                                 "static struct foo_driver d = {\n\t.probe = p,\n};\nmodule_foo_driver(d);\n"));
+  EXPECT_EQ(crash::macro_uses(k->path(), "module_foo_driver"), 9);
+  auto p = crash::teardown_pair(k->path(), "foo_register_driver");
+  EXPECT_EQ(p.release, "foo_unregister_driver");
+  EXPECT_EQ(p.released, 9);
+  EXPECT_TRUE(crash::torn_down(p));
+}
+
 // A teardown missing from remove leaves the device registered while the module unloads: one boot
 // hits the kernel's BUG in free_netdev(), the next a transmit through the unmapped registers. For
 // that cause either crash reproduces the other; for any other cause the title must match.
@@ -1356,6 +1385,14 @@ TEST(CrashRepair, ADeviceRemoveNeverUnregistersIsUnregisteredFirst) {
   ASSERT_FALSE(bug.empty());
   EXPECT_EQ(bug[0].kind, "missing-teardown");
   EXPECT_EQ(bug[0].call, "unregister_netdev(dev)");
+  // A WARN in a call remove makes on an object nothing registered (the registers' unmapping of a
+  // device still up): what the setup registered of any type.
+  r.kind = crash::CrashKind::warning;
+  crash::Location unmap{"x_remove", "drv", "drv.c", 26, "caller", "fault", true};
+  auto warn = crash::hypothesize(r, {unmap}, t.path(), {}, {}, {}, crash::teardown_oracle(k->path()));
+  ASSERT_FALSE(warn.empty());
+  EXPECT_EQ(warn[0].kind, "missing-teardown");
+  EXPECT_EQ(warn[0].call, "unregister_netdev(dev)");
 }
 
 // A lock taken twice on one path (scripts/coccinelle/locks/double_lock.cocci's bug): the second

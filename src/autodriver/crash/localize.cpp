@@ -397,20 +397,29 @@ std::vector<Hypothesis> teardown_hypotheses(const CrashReport& r, const std::vec
 /// through something the teardown left registered. The registrations of objects the faulting
 /// function is handed (`struct net_device *` of an `.ndo_start_xmit`) are asked first. A kernel
 /// check (BUG_ON, WARN) failing in a call the teardown itself makes (free_netdev(dev) of a device
-/// still registered) asks the same of the objects that call is given.
-std::vector<Hypothesis> going_hypotheses(const CrashReport& r, const Location& fault, const SourceView& src, const fs::path& tree,
-                                         const PairOracle& teardowns) {
+/// still registered; the trace goes through remove or exit) asks the same of the objects that call
+/// is given, and when none of those was left, of any object the setup registered: the check
+/// tripped over what it left (pci_disable_msix() warning of an interrupt still requested by a
+/// device never unregistered).
+std::vector<Hypothesis> going_hypotheses(const CrashReport& r, const std::vector<Location>& where, const Location& fault,
+                                         const SourceView& src, const fs::path& tree, const PairOracle& teardowns) {
   const auto files = read_driver(tree);
   bool in_teardown = false;
-  for (const auto& f : files)
-    if (f.rel == fault.file && entry_functions(f.toks, f.units, true).count(src.fn->name)) in_teardown = true;
+  for (const auto& f : files) {
+    const auto down = entry_functions(f.toks, f.units, true);
+    if (f.rel == fault.file && down.count(src.fn->name)) in_teardown = true;
+    for (const auto& l : where)
+      if (l.file == f.rel && (l.role == "fault" || l.role == "caller") && down.count(l.function)) in_teardown = true;
+  }
   if (!in_teardown)
     return teardown_hypotheses(r, files, teardowns, parameter_types(src.toks, *src.fn),
                                fmt::format("{}() ran while the module was being unloaded", src.fn->name));
   if (r.kind != CrashKind::bug_on && r.kind != CrashKind::warning) return {};
-  return teardown_hypotheses(
-      r, files, teardowns, object_types_at(src.toks, *src.fn, fault.line),
-      fmt::format("the kernel's check failed in what {}() calls at {}:{}", src.fn->name, fault.file, fault.line));
+  const std::string why =
+      fmt::format("the kernel's check failed in what {}() calls at {}:{}", src.fn->name, fault.file, fault.line);
+  auto out = teardown_hypotheses(r, files, teardowns, object_types_at(src.toks, *src.fn, fault.line), why);
+  if (out.empty()) out = teardown_hypotheses(r, files, teardowns, {"*"}, why);
+  return out;
 }
 
 /// A call of `release` on a line in (from, to) of the function: what was taken is given back.
@@ -839,7 +848,7 @@ std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Loca
     for (auto& h : loop_hypotheses(r, base("loop-bound", ""), *src, values)) out.push_back(std::move(h));
   if (src && src->fn && exact && out.empty() && !tree.empty() && !fault->module.empty() &&
       std::find(r.unloading.begin(), r.unloading.end(), fault->module) != r.unloading.end())
-    for (auto& h : going_hypotheses(r, *fault, *src, tree, teardowns)) out.push_back(std::move(h));
+    for (auto& h : going_hypotheses(r, where, *fault, *src, tree, teardowns)) out.push_back(std::move(h));
   switch (r.kind) {
   case CrashKind::null_deref:
   case CrashKind::paging_request:

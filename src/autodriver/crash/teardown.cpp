@@ -1,6 +1,8 @@
 #include "autodriver/crash/teardown.hpp"
 
 #include "autodriver/csrc/scan.hpp"
+#include "autodriver/kernel/source_grep.hpp"
+#include "autodriver/util/files.hpp"
 #include "autodriver/util/memo.hpp"
 
 #include <fmt/format.h>
@@ -208,10 +210,70 @@ ScopedPair teardown_pair(const fs::path& kernel_src, const std::string& setup) {
         }
       }
     });
+    // A driver that registers through its bus's module_*_driver() macro calls the pair the
+    // header's module_driver() names, in its init and exit: each use is one more setup torn down so.
+    for (const auto& m : module_driver_macros(kernel_src)) {
+      if (m.setup != setup) continue;
+      const int n = macro_uses(kernel_src, m.macro);
+      p.calls += n;
+      votes[m.teardown] += n;
+    }
     for (const auto& [callee, n] : votes)
       if (n > p.released) p.release = callee, p.released = n;
     return p;
   });
+}
+
+std::vector<ModuleDriverMacro> module_driver_macros(const fs::path& kernel_src) {
+  static util::Memo<std::vector<ModuleDriverMacro>> known;
+  if (kernel_src.empty()) return {};
+  return known.get(kernel_src.string(), [&] {
+    std::vector<ModuleDriverMacro> out;
+    kernel::SourceGrep q;
+    q.options = {"-l"};
+    q.includes = {"*.h"};
+    q.pattern = "module_driver(";
+    q.dirs = kernel::k_header_dirs;
+    q.all_of = {"module_driver"};
+    for (const auto& rel : kernel::grep_source(kernel_src, q)) {
+      auto text = util::read_file(kernel_src / rel);
+      if (!text) continue;
+      for (const auto& tok : csrc::tokenize(*text))
+        if (tok.kind == csrc::TokKind::pp_line)
+          if (auto m = module_driver_macro(tok.text)) out.push_back(std::move(*m));
+    }
+    return out;
+  });
+}
+
+std::optional<ModuleDriverMacro> module_driver_macro(std::string_view directive) {
+  const auto hash = directive.find('#');
+  if (hash == std::string_view::npos) return std::nullopt;
+  // Continuation lines joined: `module_driver(x, reg, \` newline `unreg)`.
+  std::string text(directive.substr(hash + 1));
+  for (auto at = text.find("\\\n"); at != std::string::npos; at = text.find("\\\n", at)) text.replace(at, 2, " ");
+  const auto d = csrc::tokenize(text);
+  if (d.size() < 4 || d[0].text != "define" || d[1].kind != csrc::TokKind::ident || d[1].text == "module_driver")
+    return std::nullopt;
+  for (const auto& c : csrc::find_calls(d, 2, d.size() - 1)) {
+    if (c.callee != "module_driver" || c.arg_toks.size() < 3) continue;
+    const auto [r0, r1] = c.arg_toks[1];
+    const auto [u0, u1] = c.arg_toks[2];
+    if (r0 != r1 || u0 != u1 || d[r0].kind != csrc::TokKind::ident || d[u0].kind != csrc::TokKind::ident) return std::nullopt;
+    return ModuleDriverMacro{d[1].text, d[r0].text, d[u0].text};
+  }
+  return std::nullopt;
+}
+
+int macro_uses(const fs::path& kernel_src, const std::string& macro) {
+  // A file uses its bus's macro once, at the top level (a line of its own).
+  kernel::SourceGrep q;
+  q.options = {"-lE"};
+  q.includes = {"*.c"};
+  q.pattern = "^" + macro + "\\(";
+  q.dirs = kernel::k_driver_dirs;
+  q.all_of = {macro};
+  return static_cast<int>(kernel::grep_source(kernel_src, q).size());
 }
 
 PairOracle teardown_oracle(const fs::path& kernel_src) {

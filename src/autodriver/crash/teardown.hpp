@@ -11,8 +11,10 @@
 #include "autodriver/csrc/tokens.hpp"
 
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace autodriver::crash {
@@ -32,6 +34,21 @@ ScopedPair teardown_pair(const std::filesystem::path& kernel_src, const std::str
 /// of 230, work 260 of 566, delayed work 213 of 344, tasklets 32 of 56; mutex_destroy() after
 /// mutex_init() 129 of 591 and what follows spin_lock_init() 58 of 674 do not qualify).
 inline bool torn_down(const ScopedPair& p) { return !p.release.empty() && p.released >= 8 && p.released * 3 >= p.calls; }
+/// A registration pair the kernel's headers state: `#define module_pci_driver(__pci_driver)
+/// module_driver(__pci_driver, pci_register_driver, pci_unregister_driver)`. A driver using the
+/// macro registers in its init and unregisters in its exit; teardown_pair counts each use.
+struct ModuleDriverMacro {
+  std::string macro;    ///< module_pci_driver
+  std::string setup;    ///< pci_register_driver
+  std::string teardown; ///< pci_unregister_driver
+};
+/// The module_driver() macros of `kernel_src`'s headers (include/, arch/x86/include); kept for the process.
+std::vector<ModuleDriverMacro> module_driver_macros(const std::filesystem::path& kernel_src);
+/// One `#define` directive's text read as such a macro, or nullopt.
+std::optional<ModuleDriverMacro> module_driver_macro(std::string_view directive);
+/// The target kernel's driver files that use `macro(...)` (at the start of a line).
+int macro_uses(const std::filesystem::path& kernel_src, const std::string& macro);
+
 /// teardown_pair over `kernel_src`; an empty oracle when it is empty.
 PairOracle teardown_oracle(const std::filesystem::path& kernel_src);
 
