@@ -1395,6 +1395,40 @@ TEST(CrashRepair, ADeviceRemoveNeverUnregistersIsUnregisteredFirst) {
   EXPECT_EQ(warn[0].call, "unregister_netdev(dev)");
 }
 
+// Teardown reverses setup: exit undoes the first step (its own error path unwinds it under a label
+// the second step's failure jumps to) while the second step (a registration the kernel's drivers
+// end with bar_unregister()) still stands; the kernel's WARN fires. The later step's undo moves first.
+TEST(CrashRepair, ATeardownOutOfTheReverseOrderOfSetupIsReordered) {
+  const std::string init = "static int __init d_init(void)\n{\n\tint ret;\n\n\tret = foo_setup(1);\n\tif (ret)\n\t\tgoto out;\n"
+                           "\tret = bar_register(&d_driver);\n\tif (ret)\n\t\tgoto err_bar;\n\treturn 0;\nerr_bar:\n"
+                           "\tfoo_teardown(1);\nout:\n\treturn ret;\n}\n";
+  const std::string tail = "module_init(d_init);\nmodule_exit(d_exit);\n";
+  Tree t(init + "static void __exit d_exit(void)\n{\n\tfoo_teardown(1);\n\tbar_unregister(&d_driver);\n}\n" + tail);
+  auto pairs = [](const std::string& setup) {
+    return setup == "bar_register" ? crash::ScopedPair{setup, "bar_unregister", 10, 10, 0}
+                                   : crash::ScopedPair{setup, "", 0, 0, 0};
+  };
+  crash::CrashReport r;
+  r.kind = crash::CrashKind::warning;
+  r.headline = "WARNING: CPU: 0 PID: 242 at kernel/cpu.c:2611 __cpuhp_remove_state_cpuslocked+0xfe/0x110";
+  r.unloading = {"drv"};
+  crash::Location at{"d_exit", "drv", "drv.c", 19, "caller 2 in the call trace", "fault", true};
+  auto h = crash::hypothesize(r, {at}, t.path(), {}, {}, {}, pairs);
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "teardown-order");
+  EXPECT_EQ(h[0].line, 19);
+  EXPECT_EQ(h[0].set_line, 20);
+  auto reps = crash::propose_repairs({h[0]}, t.path(), {});
+  ASSERT_EQ(reps.size(), 1u);
+  EXPECT_NE(reps[0].new_text.find("{\n\tbar_unregister(&d_driver);\n\tfoo_teardown(1);\n}"), std::string::npos)
+      << reps[0].new_text;
+  // In the right order: nothing to reorder.
+  Tree ok(init + "static void __exit d_exit(void)\n{\n\tbar_unregister(&d_driver);\n\tfoo_teardown(1);\n}\n" + tail);
+  crash::Location at2{"d_exit", "drv", "drv.c", 20, "caller 2 in the call trace", "fault", true};
+  auto ho = crash::hypothesize(r, {at2}, ok.path(), {}, {}, {}, pairs);
+  EXPECT_TRUE(ho.empty() || ho[0].kind != "teardown-order");
+}
+
 // A lock taken twice on one path (scripts/coccinelle/locks/double_lock.cocci's bug): the second
 // acquisition waits for itself; it goes.
 TEST(CrashRepair, ALockTakenTwiceLosesTheSecondAcquisition) {

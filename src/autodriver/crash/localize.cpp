@@ -415,6 +415,28 @@ std::vector<Hypothesis> going_hypotheses(const CrashReport& r, const std::vector
     return teardown_hypotheses(r, files, teardowns, parameter_types(src.toks, *src.fn),
                                fmt::format("{}() ran while the module was being unloaded", src.fn->name));
   if (r.kind != CrashKind::bug_on && r.kind != CrashKind::warning) return {};
+  // The teardown undid a step while a later one still stood (teardown reverses setup).
+  for (const auto& f : files) {
+    const auto down = entry_functions(f.toks, f.units, true, 0);
+    for (const auto& l : where) {
+      if (l.file != f.rel || (l.role != "fault" && l.role != "caller") || !down.count(l.function)) continue;
+      for (const auto& u : f.units) {
+        if (u.kind != csrc::UnitKind::function || u.name != l.function) continue;
+        if (auto o = teardown_out_of_order(f, u, l.line, teardowns)) {
+          Hypothesis h{"teardown-order", "", u.name, f.rel, o->first_line, {r.headline}};
+          h.set_line = o->later_line;
+          h.callee = h.variable = o->callee;
+          h.statement =
+              fmt::format("{}() undoes a setup step at {}:{} while {}() at {}:{} has yet to undo a later step of "
+                          "{}() ({}): teardown goes in the reverse order of setup, and the kernel's check failed "
+                          "({})",
+                          u.name, f.rel, o->first_line, o->callee, f.rel, o->later_line, o->setup_fn, o->why, r.headline);
+          h.evidence.push_back(fmt::format("{}:{}: {}", f.rel, o->later_line, trimmed(src.line_text(o->later_line))));
+          return {h};
+        }
+      }
+    }
+  }
   const std::string why =
       fmt::format("the kernel's check failed in what {}() calls at {}:{}", src.fn->name, fault.file, fault.line);
   auto out = teardown_hypotheses(r, files, teardowns, object_types_at(src.toks, *src.fn, fault.line), why);
@@ -667,6 +689,10 @@ void rank_by_hypotheses(std::vector<Location>& where, const std::vector<Hypothes
     cause.line = h.set_line;
     cause.why =
         fmt::format("releases {} with {}() before the use at line {} (the driver's source)", h.variable, h.callee, h.line);
+  } else if (h.kind == "teardown-order") {
+    cause.line = h.line;
+    cause.why =
+        fmt::format("undoes its step before {}() at line {} undoes a later one (the driver's source)", h.callee, h.set_line);
   } else if (h.kind == "loop-bound") {
     cause.line = h.line;
     cause.why = fmt::format("indexes {} past its end (the driver's source)", h.variable);

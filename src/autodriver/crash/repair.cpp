@@ -251,6 +251,45 @@ std::optional<RepairEdit> move_release(const Hypothesis& h, const std::string& t
   return std::nullopt;
 }
 
+/// The statement at `h.set_line` moves before the one at `h.line` (teardown-order: the later
+/// setup step undone first); whole lines, top-level statements, no label or jump between.
+std::optional<RepairEdit> move_before(const Hypothesis& h, const std::string& text) {
+  auto toks = csrc::tokenize(text);
+  for (const auto& u : csrc::find_units(toks)) {
+    if (u.kind != csrc::UnitKind::function || toks[u.first].line > h.line || toks[u.last].line < h.line) continue;
+    auto sts = csrc::block_statements(toks, u.body);
+    std::size_t first = sts.size(), later = sts.size();
+    for (std::size_t k = 0; k < sts.size(); ++k) {
+      if (toks[sts[k].first].line == h.line) first = k;
+      if (toks[sts[k].first].line == h.set_line) later = k;
+    }
+    if (first == sts.size() || later == sts.size() || later <= first) return std::nullopt;
+    for (std::size_t k = first; k <= later; ++k)
+      for (std::size_t i = sts[k].first; i <= sts[k].second; ++i)
+        if (toks[i].text == "goto" || (i == sts[k].first && i + 1 <= sts[k].second && toks[i + 1].text == ":"))
+          return std::nullopt;
+    if (!alone_on_lines(toks, sts[later].first, sts[later].second) || !alone_on_lines(toks, sts[first].first, sts[first].second))
+      return std::nullopt;
+    const int from = toks[sts[later].first].line, to = toks[sts[later].second].line, before = toks[sts[first].first].line;
+    auto lines = util::split_lines(text);
+    std::vector<std::string_view> keep;
+    for (int l = 1; l <= static_cast<int>(lines.size()); ++l) {
+      if (l == before)
+        for (int m = from; m <= to; ++m) keep.push_back(lines[static_cast<std::size_t>(m) - 1]);
+      if (l < from || l > to) keep.push_back(lines[static_cast<std::size_t>(l) - 1]);
+    }
+    RepairEdit e;
+    e.kind = h.kind;
+    e.file = h.file;
+    e.new_text = join_lines(keep, !text.empty() && text.back() == '\n');
+    e.description = fmt::format("{}() undid a setup step at {}:{} before {}() undid a later one: {}() moves before it",
+                                h.function, h.file, before, h.callee, h.callee);
+    e.evidence = h.evidence;
+    return e;
+  }
+  return std::nullopt;
+}
+
 /// The second of two identical call statements (the one the crash points at) goes.
 std::optional<RepairEdit> drop_repeat(const Hypothesis& h, const std::string& text) {
   auto toks = csrc::tokenize(text);
@@ -618,6 +657,7 @@ std::vector<RepairEdit> propose_repairs(const std::vector<Hypothesis>& hyps, con
     else if (h.kind == "missing-teardown") e = add_teardown(h, *text);
     else if (h.kind == "loop-bound") e = bound_loop(h, *text);
     else if (h.kind == "managed-release") e = drop_managed_release(h, *text);
+    else if (h.kind == "teardown-order") e = move_before(h, *text);
     if (e && e->new_text != *text) out.push_back(std::move(*e));
   }
   return out;

@@ -374,4 +374,89 @@ std::set<std::string> parameter_types(const std::vector<csrc::Token>& t, const c
   return out;
 }
 
+namespace {
+
+/// A setup function's steps, numbered by the `goto LABEL` checks in source order: each label's
+/// first jump, and where each statement under a label stands.
+struct Ladder {
+  std::map<std::string, std::size_t> first_jump; ///< label -> token of its first goto
+  std::vector<std::size_t> gotos;                ///< every goto's token, in order
+  std::map<std::string, std::size_t> undo_at;    ///< a statement's text under a label -> that label's first goto
+};
+
+Ladder ladder_of(const std::vector<csrc::Token>& t, const csrc::Unit& fn) {
+  Ladder l;
+  for (std::size_t i = fn.body; i + 1 < fn.last; ++i)
+    if (t[i].text == "goto" && t[i + 1].kind == csrc::TokKind::ident) {
+      l.gotos.push_back(i);
+      l.first_jump.emplace(t[i + 1].text, i);
+    }
+  std::string label;
+  for (std::size_t i = fn.body + 1; i + 1 < fn.last; ++i) {
+    if (t[i].kind == csrc::TokKind::ident && t[i + 1].text == ":" &&
+        (t[i - 1].text == ";" || t[i - 1].text == "}" || t[i - 1].text == "{")) {
+      label = t[i].text;
+      ++i;
+      continue;
+    }
+    if (label.empty() || !l.first_jump.count(label) || !(t[i - 1].text == ";" || t[i - 1].text == ":")) continue;
+    std::size_t e = i;
+    while (e < fn.last && t[e].text != ";") ++e;
+    l.undo_at.emplace(csrc::join_tokens(t, i, e), l.first_jump[label]);
+  }
+  return l;
+}
+
+} // namespace
+
+std::optional<OutOfOrder> teardown_out_of_order(const DriverFile& f, const csrc::Unit& fn, int line,
+                                                const PairOracle& teardowns) {
+  const auto& t = f.toks;
+  const auto sts = csrc::block_statements(t, fn.body);
+  std::size_t at = sts.size();
+  for (std::size_t k = 0; k < sts.size(); ++k)
+    if (t[sts[k].first].line <= line && line <= t[sts[k].second].line) at = k;
+  if (at == sts.size()) return std::nullopt;
+  const auto text = [&](std::size_t k) { return csrc::join_tokens(t, sts[k].first, sts[k].second); };
+  const auto callee = [&](std::size_t k) {
+    return t[sts[k].first].kind == csrc::TokKind::ident && t[sts[k].first + 1].text == "(" ? t[sts[k].first].text : "";
+  };
+  if (callee(at).empty()) return std::nullopt;
+  for (const auto* s : functions_in(f.units, entry_functions(t, f.units, false, 0))) {
+    const Ladder l = ladder_of(t, *s);
+    if (l.gotos.empty()) continue;
+    // The step a teardown statement undoes, ordered by the gotos: a statement under a label undoes
+    // a step before the label's first jump (2g - 1), a setup call is the step its next goto
+    // checks (2g).
+    const auto step = [&](std::size_t k, std::string* why) -> std::optional<std::size_t> {
+      if (auto it = l.undo_at.find(text(k)); it != l.undo_at.end()) {
+        if (why) *why = fmt::format("{}() unwinds it on its error path", s->name);
+        return 2 * it->second - 1;
+      }
+      for (const auto& c : csrc::find_calls(t, s->body, s->last)) {
+        const auto pair = teardowns ? teardowns(c.callee) : ScopedPair{};
+        if (!torn_down(pair) || pair.release != callee(k)) continue;
+        for (auto g : l.gotos)
+          if (g > c.close_tok) {
+            if (why)
+              *why = fmt::format("the kernel's drivers end {}() with {}() ({} of {})", c.callee, pair.release, pair.released,
+                                 pair.calls);
+            return 2 * g;
+          }
+      }
+      return std::nullopt;
+    };
+    const auto x = step(at, nullptr);
+    if (!x) continue;
+    for (std::size_t y = at + 1; y < sts.size(); ++y) {
+      if (callee(y).empty()) continue;
+      std::string why;
+      const auto sy = step(y, &why);
+      if (!sy || *sy <= *x) continue;
+      return OutOfOrder{t[sts[at].first].line, t[sts[y].first].line, callee(y), s->name, why};
+    }
+  }
+  return std::nullopt;
+}
+
 } // namespace autodriver::crash

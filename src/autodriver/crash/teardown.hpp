@@ -77,6 +77,22 @@ struct MissingTeardown {
 std::vector<MissingTeardown> missing_teardowns(const std::vector<DriverFile>& files, const PairOracle& teardowns,
                                                const std::set<std::string>& types = {});
 
+/// Two statements of a teardown function in the wrong order: `later` undoes a setup step made
+/// after the one `first` undoes, so it must come first (teardown reverses setup). Which step a
+/// teardown statement undoes is read from the driver's own unwind ladder (the same statement
+/// under an error label of the setup function: the step is the one whose failure first jumps
+/// there) or from the kernel's teardown pairs (a setup call of the function, torn_down()).
+struct OutOfOrder {
+  int first_line = 0;   ///< the statement that ran too early (where the crash is)
+  int later_line = 0;   ///< the one that should precede it
+  std::string callee;   ///< later's call
+  std::string setup_fn; ///< the setup function whose order it is
+  std::string why;      ///< how later's step was found to be the later one
+};
+/// In teardown function `fn` of `f`, a top-level call statement after the one holding `line` that
+/// undoes a later setup step than it.
+std::optional<OutOfOrder> teardown_out_of_order(const DriverFile& f, const csrc::Unit& fn, int line, const PairOracle& teardowns);
+
 /// The struct pointer types of the variables a function names on `line`.
 std::set<std::string> object_types_at(const std::vector<csrc::Token>& t, const csrc::Unit& fn, int line);
 /// The struct pointer types of a function's parameters ("struct net_device *").
