@@ -52,7 +52,7 @@ Drivers are split by driver into dev (the six network drivers bench/seeded_crash
 debugged on, three of the new ones, and virtio_balloon, virtio_input, vmw_pvscsi, bochs and cirrus,
 and of a second held-out set virtio_net, vmxnet3 and e1000e, moved from test when a repair was
 extended after their results) and test (8139too, ib700wdt, snd-ens1370, virtio_scsi, sym53c8xx,
-qxl):
+qxl, and a third held-out set: uhci-hcd, megaraid_sas, am53c974, pvpanic-pci, virtio-gpu):
 `--split dev|test|all`. Results go to WORK/results.jsonl, one line per mutant; a rerun skips the
 mutants already there (resumable). `--report` prints the table of WORK/results.jsonl.
 
@@ -104,7 +104,11 @@ DISPLAY_REPRO = """cat /proc/fb 2>&1
 ls /dev/dri 2>&1
 for d in /dev/dri/card*; do exec 3<>$d; exec 3>&-; done
 """
-REPROS = {"storage": STORAGE_REPRO, "display": DISPLAY_REPRO, "ethernet": NET_REPRO, "watchdog": WATCHDOG_REPRO, "hwrng": HWRNG_REPRO, "sound": SOUND_REPRO,
+USB_REPRO = """ls /sys/bus/usb/devices 2>&1
+cat /sys/kernel/debug/usb/devices 2>&1 | head -20
+sleep 1
+"""
+REPROS = {"usb": USB_REPRO, "misc": IDLE_REPRO, "storage": STORAGE_REPRO, "display": DISPLAY_REPRO, "ethernet": NET_REPRO, "watchdog": WATCHDOG_REPRO, "hwrng": HWRNG_REPRO, "sound": SOUND_REPRO,
           "input": INPUT_REPRO, "virtio": IDLE_REPRO}
 
 
@@ -177,6 +181,28 @@ DRIVERS = [
         "qxl_prime.c", "qxl_release.c", "qxl_ttm.c"]),
      "obj-m += qxl.o\nqxl-y := qxl_drv.o qxl_kms.o qxl_display.o qxl_ttm.o qxl_object.o qxl_gem.o qxl_cmd.o "
      "qxl_image.o qxl_draw.o qxl_debugfs.o qxl_irq.o qxl_dumb.o qxl_ioctl.o qxl_release.o qxl_prime.o\n", "qxl"),
+    # test, a third held-out set added 2026-12-06 after the second was used up (again only the
+    # Makefiles and file names read, to write the kbuild lines).
+    ("uhci-hcd", "test", "usb", files("drivers/usb/host", ["uhci-hcd.c", "uhci-hcd.h", "uhci-debug.c", "uhci-q.c",
+                                                            "uhci-hub.c", "uhci-pci.c", "uhci-grlib.c",
+                                                            "uhci-platform.c"]),
+     "obj-m += uhci-hcd.o\n", "piix3-usb-uhci"),
+    ("megaraid_sas", "test", "storage", files("drivers/scsi/megaraid", [
+        "megaraid_sas.h", "megaraid_sas_fusion.h", "megaraid_sas_base.c", "megaraid_sas_fusion.c", "megaraid_sas_fp.c",
+        "megaraid_sas_debugfs.c"]),
+     "obj-m += megaraid_sas.o\nmegaraid_sas-y := megaraid_sas_base.o megaraid_sas_fusion.o megaraid_sas_fp.o "
+     "megaraid_sas_debugfs.o\n", "megasas"),
+    ("am53c974", "test", "storage", ["drivers/scsi/am53c974.c", "drivers/scsi/esp_scsi.h"], "obj-m += am53c974.o\n",
+     "am53c974"),
+    ("pvpanic-pci", "test", "misc", ["drivers/misc/pvpanic/pvpanic-pci.c", "drivers/misc/pvpanic/pvpanic.h"],
+     "obj-m += pvpanic-pci.o\n", "pvpanic-pci"),
+    ("virtio-gpu", "test", "display", files("drivers/gpu/drm/virtio", [
+        "virtgpu_drv.h", "virtgpu_trace.h", "virtgpu_debugfs.c", "virtgpu_display.c", "virtgpu_drv.c", "virtgpu_fence.c",
+        "virtgpu_gem.c", "virtgpu_ioctl.c", "virtgpu_kms.c", "virtgpu_object.c", "virtgpu_plane.c", "virtgpu_prime.c",
+        "virtgpu_submit.c", "virtgpu_trace_points.c", "virtgpu_vq.c", "virtgpu_vram.c"]),
+     "ccflags-y += -I$(src)\nobj-m += virtio-gpu.o\nvirtio-gpu-y := virtgpu_drv.o virtgpu_kms.o virtgpu_gem.o "
+     "virtgpu_vram.o virtgpu_display.o virtgpu_vq.o virtgpu_fence.o virtgpu_object.o virtgpu_debugfs.o virtgpu_plane.o "
+     "virtgpu_ioctl.o virtgpu_prime.o virtgpu_trace_points.o virtgpu_submit.o\n", "virtio-gpu-pci"),
 ]
 
 # ---- where operators apply ----
