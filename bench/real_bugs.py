@@ -184,7 +184,7 @@ DRIVERS = [
     # test, a third held-out set added 2026-12-06 after the second was used up (again only the
     # Makefiles and file names read, to write the kbuild lines).
     ("uhci-hcd", "test", "usb", files("drivers/usb/host", ["uhci-hcd.c", "uhci-hcd.h", "uhci-debug.c", "uhci-q.c",
-                                                            "uhci-hub.c", "uhci-pci.c", "uhci-grlib.c",
+                                                            "uhci-hub.c", "uhci-pci.c", "uhci-grlib.c", "pci-quirks.h",
                                                             "uhci-platform.c"]),
      "obj-m += uhci-hcd.o\n", "piix3-usb-uhci"),
     ("megaraid_sas", "test", "storage", files("drivers/scsi/megaraid", [
