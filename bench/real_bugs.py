@@ -170,7 +170,7 @@ DRIVERS = [
         "param.c", "phy.c", "phy.h", "ptp.c", "regs.h"]),
      "ccflags-y += -I$(src)\nobj-m += e1000e.o\ne1000e-y := 82571.o ich8lan.o 80003es2lan.o mac.o manage.o nvm.o "
      "phy.o param.o ethtool.o netdev.o ptp.o\n", "e1000e"),
-    ("virtio_scsi", "test", "storage", ["drivers/scsi/virtio_scsi.c"], "obj-m += virtio_scsi.o\n", "virtio-scsi-pci"),
+    ("virtio_scsi", "test", "storage", ["drivers/scsi/virtio_scsi.c", "drivers/scsi/sd.h"], "obj-m += virtio_scsi.o\n", "virtio-scsi-pci"),
     ("sym53c8xx", "test", "storage", files("drivers/scsi/sym53c8xx_2", [
         "sym53c8xx.h", "sym_defs.h", "sym_fw.c", "sym_fw.h", "sym_fw1.h", "sym_fw2.h", "sym_glue.c", "sym_glue.h",
         "sym_hipd.c", "sym_hipd.h", "sym_malloc.c", "sym_misc.h", "sym_nvram.c", "sym_nvram.h"]),
