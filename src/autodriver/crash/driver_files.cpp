@@ -10,6 +10,20 @@ namespace autodriver::crash {
 
 namespace fs = std::filesystem;
 
+const csrc::Unit* function_named(const std::vector<csrc::Unit>& units, const std::string& name) {
+  for (const auto& u : units)
+    if (u.kind == csrc::UnitKind::function && u.name == name) return &u;
+  return nullptr;
+}
+
+std::size_t statement_holding(const std::vector<csrc::Token>& t, const std::vector<std::pair<std::size_t, std::size_t>>& sts,
+                              int line) {
+  std::size_t at = sts.size();
+  for (std::size_t k = 0; k < sts.size(); ++k)
+    if (t[sts[k].first].line <= line && line <= t[sts[k].second].line) at = k;
+  return at;
+}
+
 std::vector<DriverFile> read_driver(const fs::path& tree) {
   std::vector<fs::path> paths;
   std::error_code ec;

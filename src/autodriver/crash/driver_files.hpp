@@ -18,6 +18,14 @@ struct DriverFile {
   std::vector<csrc::Unit> units;
 };
 
+/// The first function definition of `units` named `name`, or nullptr.
+const csrc::Unit* function_named(const std::vector<csrc::Unit>& units, const std::string& name);
+
+/// The index of the statement of `sts` (csrc::block_statements) whose lines hold `line`; sts.size()
+/// when none does.
+std::size_t statement_holding(const std::vector<csrc::Token>& t, const std::vector<std::pair<std::size_t, std::size_t>>& sts,
+                              int line);
+
 /// Every .c file under `tree`, in path order.
 std::vector<DriverFile> read_driver(const std::filesystem::path& tree);
 

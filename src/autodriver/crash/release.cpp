@@ -71,15 +71,6 @@ bool ends_path(const std::vector<csrc::Token>& t, std::size_t semi, std::size_t 
   return t[i].text == "return" || (t[i].kind == csrc::TokKind::ident && i + 1 < t.size() && t[i + 1].text == ":");
 }
 
-/// The index of the statement of `sts` whose lines hold `line`; sts.size() when none does.
-std::size_t statement_holding(const std::vector<csrc::Token>& t, const std::vector<std::pair<std::size_t, std::size_t>>& sts,
-                              int line) {
-  std::size_t at = sts.size();
-  for (std::size_t k = 0; k < sts.size(); ++k)
-    if (t[sts[k].first].line <= line && line <= t[sts[k].second].line) at = k;
-  return at;
-}
-
 bool starts_statement(const std::vector<csrc::Token>& t, std::size_t i) {
   if (i == 0) return true;
   const auto& p = t[i - 1].text;
@@ -246,19 +237,13 @@ std::string parameter_name(const std::vector<csrc::Token>& t, const csrc::Unit& 
   return t[last].kind == csrc::TokKind::ident && last > first ? t[last].text : "";
 }
 
-const csrc::Unit* function_named(const DriverFile& f, const std::string& name) {
-  for (const auto& u : f.units)
-    if (u.kind == csrc::UnitKind::function && u.name == name) return &u;
-  return nullptr;
-}
-
 } // namespace
 
 std::optional<ReleaseInside> release_inside(const std::vector<DriverFile>& driver, const std::string& function, std::size_t param,
                                             const std::set<std::string>& members, const ReleaseOracle& releases, int depth) {
   if (!releases || members.empty() || depth <= 0) return std::nullopt;
   for (const auto& f : driver) {
-    const csrc::Unit* fn = function_named(f, function);
+    const csrc::Unit* fn = function_named(f.units, function);
     if (!fn) continue;
     const std::string p = parameter_name(f.toks, *fn, param);
     if (p.empty()) return std::nullopt;

@@ -17,12 +17,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const csrc::Unit* function_named(const std::vector<csrc::Unit>& units, const std::string& name) {
-  for (const auto& u : units)
-    if (u.kind == csrc::UnitKind::function && u.name == name) return &u;
-  return nullptr;
-}
-
 /// The first argument of a call as one string without blanks ("&p->timer").
 std::string first_arg(const csrc::Call& c) {
   if (c.args.empty()) return {};
@@ -377,14 +371,21 @@ std::set<std::string> parameter_types(const std::vector<csrc::Token>& t, const c
 namespace {
 
 /// A setup function's steps, numbered by the `goto LABEL` checks in source order: each label's
-/// first jump, and where each statement under a label stands.
+/// first jump, where each statement under a label stands, and the setup calls the kernel's
+/// drivers tear down with the goto that checks each.
 struct Ladder {
+  struct Learned {
+    std::string setup;
+    ScopedPair pair;       ///< torn_down()
+    std::size_t check = 0; ///< the first goto after the call
+  };
   std::map<std::string, std::size_t> first_jump; ///< label -> token of its first goto
   std::vector<std::size_t> gotos;                ///< every goto's token, in order
   std::map<std::string, std::size_t> undo_at;    ///< a statement's text under a label -> that label's first goto
+  std::vector<Learned> learned;                  ///< in source order
 };
 
-Ladder ladder_of(const std::vector<csrc::Token>& t, const csrc::Unit& fn) {
+Ladder ladder_of(const std::vector<csrc::Token>& t, const csrc::Unit& fn, const PairOracle& teardowns) {
   Ladder l;
   for (std::size_t i = fn.body; i + 1 < fn.last; ++i)
     if (t[i].text == "goto" && t[i + 1].kind == csrc::TokKind::ident) {
@@ -404,6 +405,13 @@ Ladder ladder_of(const std::vector<csrc::Token>& t, const csrc::Unit& fn) {
     while (e < fn.last && t[e].text != ";") ++e;
     l.undo_at.emplace(csrc::join_tokens(t, i, e), l.first_jump[label]);
   }
+  if (teardowns && !l.gotos.empty())
+    for (const auto& c : csrc::find_calls(t, fn.body, fn.last)) {
+      auto pair = teardowns(c.callee);
+      if (!torn_down(pair)) continue;
+      const auto g = std::find_if(l.gotos.begin(), l.gotos.end(), [&](std::size_t x) { return x > c.close_tok; });
+      if (g != l.gotos.end()) l.learned.push_back({c.callee, std::move(pair), *g});
+    }
   return l;
 }
 
@@ -413,9 +421,7 @@ std::optional<OutOfOrder> teardown_out_of_order(const DriverFile& f, const csrc:
                                                 const PairOracle& teardowns) {
   const auto& t = f.toks;
   const auto sts = csrc::block_statements(t, fn.body);
-  std::size_t at = sts.size();
-  for (std::size_t k = 0; k < sts.size(); ++k)
-    if (t[sts[k].first].line <= line && line <= t[sts[k].second].line) at = k;
+  const std::size_t at = statement_holding(t, sts, line);
   if (at == sts.size()) return std::nullopt;
   const auto text = [&](std::size_t k) { return csrc::join_tokens(t, sts[k].first, sts[k].second); };
   const auto callee = [&](std::size_t k) {
@@ -423,7 +429,7 @@ std::optional<OutOfOrder> teardown_out_of_order(const DriverFile& f, const csrc:
   };
   if (callee(at).empty()) return std::nullopt;
   for (const auto* s : functions_in(f.units, entry_functions(t, f.units, false, 0))) {
-    const Ladder l = ladder_of(t, *s);
+    const Ladder l = ladder_of(t, *s, teardowns);
     if (l.gotos.empty()) continue;
     // The step a teardown statement undoes, ordered by the gotos: a statement under a label undoes
     // a step before the label's first jump (2g - 1), a setup call is the step its next goto
@@ -433,17 +439,13 @@ std::optional<OutOfOrder> teardown_out_of_order(const DriverFile& f, const csrc:
         if (why) *why = fmt::format("{}() unwinds it on its error path", s->name);
         return 2 * it->second - 1;
       }
-      for (const auto& c : csrc::find_calls(t, s->body, s->last)) {
-        const auto pair = teardowns ? teardowns(c.callee) : ScopedPair{};
-        if (!torn_down(pair) || pair.release != callee(k)) continue;
-        for (auto g : l.gotos)
-          if (g > c.close_tok) {
-            if (why)
-              *why = fmt::format("the kernel's drivers end {}() with {}() ({} of {})", c.callee, pair.release, pair.released,
-                                 pair.calls);
-            return 2 * g;
-          }
-      }
+      for (const auto& d : l.learned)
+        if (d.pair.release == callee(k)) {
+          if (why)
+            *why = fmt::format("the kernel's drivers end {}() with {}() ({} of {})", d.setup, d.pair.release, d.pair.released,
+                               d.pair.calls);
+          return 2 * d.check;
+        }
       return std::nullopt;
     };
     const auto x = step(at, nullptr);
