@@ -67,14 +67,6 @@ std::optional<std::size_t> test_after(const std::vector<csrc::Token>& t, std::si
   return std::nullopt;
 }
 
-/// Whole lines [first, last] (1-based) of the text.
-std::string lines_text(const std::vector<std::string_view>& lines, int first, int last) {
-  std::string out;
-  for (int l = first; l <= last && l >= 1 && static_cast<std::size_t>(l) <= lines.size(); ++l)
-    out += std::string(lines[static_cast<std::size_t>(l) - 1]) + "\n";
-  return out;
-}
-
 std::string join_lines(const std::vector<std::string_view>& lines, bool final_newline) {
   std::string out;
   for (std::size_t i = 0; i < lines.size(); ++i) {
@@ -100,6 +92,34 @@ std::string without_lines(const std::string& text, const std::function<bool(int)
   return join_lines(keep, !text.empty() && text.back() == '\n');
 }
 
+/// `text` with its lines [from, to] (1-based) moved to just before line `at`, or just after it with
+/// `after`; its final newline kept as it was.
+std::string with_lines_moved(const std::string& text, int from, int to, int at, bool after) {
+  auto lines = util::split_lines(text);
+  std::vector<std::string_view> keep;
+  const auto moved = [&] {
+    for (int m = from; m <= to; ++m) keep.push_back(lines[static_cast<std::size_t>(m) - 1]);
+  };
+  for (int l = 1; l <= static_cast<int>(lines.size()); ++l) {
+    if (l == at && !after) moved();
+    if (l < from || l > to) keep.push_back(lines[static_cast<std::size_t>(l) - 1]);
+    if (l == at && after) moved();
+  }
+  return join_lines(keep, !text.empty() && text.back() == '\n');
+}
+
+/// A `goto` or a label in the top-level statements sts[first..last]: moving a statement across
+/// them would change which paths run it.
+bool jump_or_label_in(const std::vector<csrc::Token>& toks, const std::vector<std::pair<std::size_t, std::size_t>>& sts,
+                      std::size_t first, std::size_t last) {
+  for (std::size_t k = first; k <= last; ++k)
+    for (std::size_t i = sts[k].first; i <= sts[k].second; ++i)
+      if (toks[i].text == "goto" ||
+          (i == sts[k].first && i + 1 <= sts[k].second && toks[i].kind == csrc::TokKind::ident && toks[i + 1].text == ":"))
+        return true;
+  return false;
+}
+
 /// The statement holding `line` starts on it (its first token is the line's first).
 bool line_starts_statement(const std::vector<csrc::Token>& t, int line) {
   for (std::size_t i = 0; i < t.size(); ++i)
@@ -121,21 +141,12 @@ std::optional<RepairEdit> move_assignment(const Hypothesis& h, const std::string
         if (toks[j].line >= h.line && toks[j].line < from && toks[j].text == toks[k].text && toks[j + 1].text == "=" &&
             !(j > 0 && (toks[j - 1].text == "->" || toks[j - 1].text == ".")))
           return std::nullopt;
-  auto lines = util::split_lines(text);
   for (std::size_t k = 0; k < toks.size(); ++k)
     if ((toks[k].line == from && k < st->first) || (toks[k].line == to && k > last)) return std::nullopt;
-  std::string moved = lines_text(lines, from, to);
-  std::vector<std::string> keep;
-  for (int l = 1; l <= static_cast<int>(lines.size()); ++l) {
-    if (l == h.line) keep.push_back(moved.substr(0, moved.size() - 1)); // the moved lines first
-    if (l >= from && l <= to) continue;
-    keep.emplace_back(lines[static_cast<std::size_t>(l) - 1]);
-  }
-  std::vector<std::string_view> views(keep.begin(), keep.end());
   RepairEdit e;
   e.kind = h.kind;
   e.file = h.file;
-  e.new_text = join_lines(views, !text.empty() && text.back() == '\n');
+  e.new_text = with_lines_moved(text, from, to, h.line, false); // the moved lines first
   e.description = fmt::format("{}() used {} at {}:{} before setting it at line {}: the assignment{} moves before that use",
                               h.function, h.variable, h.file, h.line, h.set_line, to > from ? " and its test move" : " moves");
   e.evidence = h.evidence;
@@ -215,29 +226,15 @@ std::optional<RepairEdit> move_release(const Hypothesis& h, const std::string& t
         last_use = k;
     if (last_use == rel || toks[sts[last_use].first].text == "return") return std::nullopt;
     // A label or a jump between them would change which paths release.
-    for (std::size_t k = rel + 1; k <= last_use; ++k)
-      for (std::size_t i = sts[k].first; i <= sts[k].second; ++i)
-        if (toks[i].text == "goto" ||
-            (i + 1 <= sts[k].second && toks[i].kind == csrc::TokKind::ident && toks[i + 1].text == ":" && i == sts[k].first))
-          return std::nullopt;
+    if (jump_or_label_in(toks, sts, rel + 1, last_use)) return std::nullopt;
     const int from = toks[sts[rel].first].line, to = toks[sts[rel].second].line, after = toks[sts[last_use].second].line;
     // Whole lines: nothing else on the release's lines or after the last use on its line.
-    for (std::size_t i = 0; i < toks.size(); ++i)
-      if ((toks[i].line >= from && toks[i].line <= to && (i < sts[rel].first || i > sts[rel].second)) ||
-          (toks[i].line == after && i > sts[last_use].second))
-        return std::nullopt;
-    auto lines = util::split_lines(text);
-    std::vector<std::string> keep;
-    for (int l = 1; l <= static_cast<int>(lines.size()); ++l) {
-      if (l < from || l > to) keep.emplace_back(lines[static_cast<std::size_t>(l) - 1]);
-      if (l == after)
-        for (int m = from; m <= to; ++m) keep.emplace_back(lines[static_cast<std::size_t>(m) - 1]);
-    }
-    std::vector<std::string_view> views(keep.begin(), keep.end());
+    if (!alone_on_lines(toks, sts[rel].first, sts[rel].second)) return std::nullopt;
+    if (const std::size_t next = sts[last_use].second + 1; next < toks.size() && toks[next].line == after) return std::nullopt;
     RepairEdit e;
     e.kind = h.kind;
     e.file = h.file;
-    e.new_text = join_lines(views, !text.empty() && text.back() == '\n');
+    e.new_text = with_lines_moved(text, from, to, after, true);
     e.description =
         to_end ? fmt::format("{}() released {} with {}() at {}:{} before using it: the release moves last in the function "
                              "(line {}), where the kernel's drivers call {}()",
@@ -264,24 +261,14 @@ std::optional<RepairEdit> move_before(const Hypothesis& h, const std::string& te
       if (toks[sts[k].first].line == h.set_line) later = k;
     }
     if (first == sts.size() || later == sts.size() || later <= first) return std::nullopt;
-    for (std::size_t k = first; k <= later; ++k)
-      for (std::size_t i = sts[k].first; i <= sts[k].second; ++i)
-        if (toks[i].text == "goto" || (i == sts[k].first && i + 1 <= sts[k].second && toks[i + 1].text == ":"))
-          return std::nullopt;
+    if (jump_or_label_in(toks, sts, first, later)) return std::nullopt;
     if (!alone_on_lines(toks, sts[later].first, sts[later].second) || !alone_on_lines(toks, sts[first].first, sts[first].second))
       return std::nullopt;
     const int from = toks[sts[later].first].line, to = toks[sts[later].second].line, before = toks[sts[first].first].line;
-    auto lines = util::split_lines(text);
-    std::vector<std::string_view> keep;
-    for (int l = 1; l <= static_cast<int>(lines.size()); ++l) {
-      if (l == before)
-        for (int m = from; m <= to; ++m) keep.push_back(lines[static_cast<std::size_t>(m) - 1]);
-      if (l < from || l > to) keep.push_back(lines[static_cast<std::size_t>(l) - 1]);
-    }
     RepairEdit e;
     e.kind = h.kind;
     e.file = h.file;
-    e.new_text = join_lines(keep, !text.empty() && text.back() == '\n');
+    e.new_text = with_lines_moved(text, from, to, before, false);
     e.description = fmt::format("{}() undid a setup step at {}:{} before {}() undid a later one: {}() moves before it",
                                 h.function, h.file, before, h.callee, h.callee);
     e.evidence = h.evidence;
