@@ -21,13 +21,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// One boot of `tree`: the boot gate's outcome and the titles of the crash reports on its console.
+/// One boot of `tree`: the boot gate's outcome and the crash reports on its console.
 struct Run {
   std::string outcome;
-  std::vector<std::string> titles;
   std::vector<crash::CrashReport> reports;
   bool ok = false;
   bool loaded = false; ///< every module's insmod succeeded
+
+  std::vector<std::string> titles() const {
+    std::vector<std::string> out;
+    for (const auto& rep : reports) out.push_back(rep.title);
+    return out;
+  }
 };
 
 util::Expected<Run> boot_once(const CrashRepairRequest& req, const core::Kernel& k, const fs::path& tree) {
@@ -47,10 +52,7 @@ util::Expected<Run> boot_once(const CrashRepairRequest& req, const core::Kernel&
   r.ok = chk->ok;
   if (bk.is_object() && bk.contains(k.release)) {
     r.outcome = boot_outcome(j, k.release);
-    for (const auto& rep : boot_crash_reports(j, k.release)) {
-      r.titles.push_back(rep.title);
-      r.reports.push_back(rep);
-    }
+    r.reports = boot_crash_reports(j, k.release);
     const auto details = util::json_get(bk[k.release], "details", nlohmann::json::object());
     const auto insmod = util::json_get(details, "insmod", nlohmann::json::object());
     r.loaded = insmod.is_object() && !insmod.empty();
@@ -60,10 +62,6 @@ util::Expected<Run> boot_once(const CrashRepairRequest& req, const core::Kernel&
     r.outcome = "build-failed";
   }
   return r;
-}
-
-bool crashed_with(const Run& r, const std::string& title) {
-  return std::any_of(r.titles.begin(), r.titles.end(), [&](const std::string& t) { return same_crash_title(t, title); });
 }
 
 } // namespace
@@ -131,7 +129,7 @@ util::Expected<nlohmann::json> repair_crash(const CrashRepairRequest& req, const
   note(fmt::format("reproducing '{}' with the unchanged driver on {}", report.title, k->release));
   auto before = boot_once(req, *k, req.driver);
   if (!before) return util::unexpected(before.error());
-  j["before"] = {{"outcome", before->outcome}, {"titles", before->titles}};
+  j["before"] = {{"outcome", before->outcome}, {"titles", before->titles()}};
   if (!reproduced(report, hyps, before->reports)) {
     j["status"] = "does-not-reproduce";
     j["reason"] = fmt::format("the unchanged driver booted on {} did not crash with '{}' (outcome {}): nothing to validate "
@@ -169,11 +167,12 @@ util::Expected<nlohmann::json> repair_crash(const CrashRepairRequest& req, const
       note(fmt::format("candidate {} ({}): run {}/{}", j["candidates"].size() + 1, e.kind, i + 1, req.runs));
       auto r = boot_once(req, *k, tree);
       if (!r) return util::unexpected(r.error());
-      cj["runs"].push_back({{"outcome", r->outcome}, {"titles", r->titles}});
+      cj["runs"].push_back({{"outcome", r->outcome}, {"titles", r->titles()}});
       // A module whose init failed before the crash too (missing cleanup) may go on failing to
       // load, now without the crash.
       const bool as_before = !before->loaded && r->outcome == "insmod-failed";
-      if ((!r->ok && !as_before) || crashed_with(*r, report.title) || !r->titles.empty()) break;
+      // Any crash report ends it, the original crash's or another.
+      if ((!r->ok && !as_before) || !r->reports.empty()) break;
       ++clean;
     }
     cj["clean_runs"] = clean;
