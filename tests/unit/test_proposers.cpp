@@ -1683,7 +1683,13 @@ TEST(TargetApi, MemberMovedIntoAnEmbeddedStructDroppingAPrefixWord) {
   auto it = std::find_if(edits.begin(), edits.end(), [](const auto& e) { return e.title.find("moved to") != std::string::npos; });
   ASSERT_NE(it, edits.end());
   EXPECT_EQ(it->title, "struct cpuinfo_x86.cpu_core_id moved to .topo.core_id");
-  EXPECT_NE(it->smpl.find("- E.cpu_core_id\n+ E.topo.core_id\n"), std::string::npos) << it->smpl;
+  // The typed rewrite alone first: an untyped `E.m` would also take `x.topo.core_id`'s inner
+  // path and every other struct's member of that name.
+  EXPECT_EQ(it->smpl.find("expression E"), std::string::npos) << it->smpl;
+  auto untyped =
+      std::find_if(edits.begin(), edits.end(), [&](const auto& e) { return e.change_id == it->change_id && e.rank > it->rank; });
+  ASSERT_NE(untyped, edits.end());
+  EXPECT_NE(untyped->smpl.find("- E.cpu_core_id\n+ E.topo.core_id\n"), std::string::npos) << untyped->smpl;
 }
 
 TEST(CTokens, TypeKeyOrdersIntegerKeywords) {

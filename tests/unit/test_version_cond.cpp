@@ -42,6 +42,34 @@ TEST(VersionCond, DeadLinesFollowMirroredConditionsToo) {
   EXPECT_FALSE(dead[3]);
 }
 
+TEST(VersionCond, CombinedConditionsInThreeValues) {
+  const long v61 = (6 << 16) + (1 << 8), v510 = (5 << 16) + (10 << 8);
+  const std::string rhel = "(LINUX_VERSION_CODE >= KERNEL_VERSION(5,19,0) || (RHEL_RELEASE_CODE >= RHEL_RELEASE_VERSION(9, 0)))";
+  EXPECT_EQ(propose::version_condition_value(rhel, v61), std::optional<bool>(true));
+  EXPECT_EQ(propose::version_condition_value(rhel, v510), std::nullopt); // the RHEL side decides
+  const std::string both = "LINUX_VERSION_CODE >= KERNEL_VERSION(5,4,0) && LINUX_VERSION_CODE < KERNEL_VERSION(6,0,0)";
+  EXPECT_EQ(propose::version_condition_value(both, v510), std::optional<bool>(true));
+  EXPECT_EQ(propose::version_condition_value(both, v61), std::optional<bool>(false));
+  EXPECT_EQ(propose::version_condition_value("defined(CONFIG_X) && LINUX_VERSION_CODE < KERNEL_VERSION(6,0,0)", v61),
+            std::optional<bool>(false));
+  EXPECT_EQ(propose::version_condition_value("defined(CONFIG_X) && LINUX_VERSION_CODE < KERNEL_VERSION(6,0,0)", v510),
+            std::nullopt);
+  EXPECT_EQ(propose::version_condition_value("!(LINUX_VERSION_CODE < KERNEL_VERSION(6,0,0)) /* c */", v61),
+            std::optional<bool>(true));
+  EXPECT_EQ(propose::version_condition_value("LINUX_VERSION_CODE >= 0x060000", v61), std::optional<bool>(true));
+  EXPECT_EQ(propose::version_condition_value("KERNEL_VERSION(6,2,0) <= LINUX_VERSION_CODE", v61), std::optional<bool>(false));
+  // Anything else is not guessed: arithmetic, other macros, broken text.
+  EXPECT_EQ(propose::version_condition_value("LINUX_VERSION_CODE + 1 >= KERNEL_VERSION(6,0,0)", v61), std::nullopt);
+  EXPECT_EQ(propose::version_condition_value("MY_VERSION >= 3", v61), std::nullopt);
+  EXPECT_EQ(propose::version_condition_value("(LINUX_VERSION_CODE >= KERNEL_VERSION(6,0,0)", v61), std::nullopt);
+  EXPECT_EQ(propose::version_condition_value("", v61), std::nullopt);
+  // The dead lines follow: the #else of the RHEL condition is not compiled on 6.1.
+  auto dead = propose::version_dead_lines("#if " + rhel + "\nnew();\n#else\nold();\n#endif\n", v61);
+  ASSERT_EQ(dead.size(), 5u);
+  EXPECT_FALSE(dead[1]);
+  EXPECT_TRUE(dead[3]);
+}
+
 TEST(DefineAlias, OneIdentifierOntoAnother) {
   auto a = csrc::define_alias("#define PCI_DMA_TODEVICE\tDMA_TO_DEVICE /* alias */");
   ASSERT_TRUE(a);

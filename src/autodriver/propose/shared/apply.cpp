@@ -282,8 +282,8 @@ std::vector<bool> version_dead_lines(const std::string& text, long code) {
   };
   std::vector<Frame> stack;
   auto decide = [&](const std::string& cond) -> int { // 1 true, 0 false, -1 unknown
-    auto c = parse_version_condition(cond);
-    return !c ? -1 : c->eval(code) ? 1 : 0;
+    auto v = version_condition_value(cond, code);
+    return !v ? -1 : *v ? 1 : 0;
   };
   for (std::size_t i = 0; i < lines.size(); ++i) {
     std::string l(lines[i]);

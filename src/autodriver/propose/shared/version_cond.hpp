@@ -29,4 +29,12 @@ struct VersionCond {
 /// but one version comparison (&&, ||, another macro, RHEL_RELEASE_CODE ...).
 std::optional<VersionCond> parse_version_condition(std::string_view cond);
 
+/// What an `#if`/`#elif` condition says for a kernel of LINUX_VERSION_CODE `code`, read in three
+/// values: version comparisons (`KERNEL_VERSION(a,b,c)` or a number on the other side) are known,
+/// anything else (another macro, `defined(X)`, RHEL_RELEASE_CODE) is unknown, and `!`, `&&`, `||`
+/// and parentheses combine them as C would where the unknown cannot matter
+/// (`LINUX_VERSION_CODE >= KERNEL_VERSION(5,19,0) || RHEL_RELEASE_CODE >= ...` is true on 6.1,
+/// unknown on 5.10). nullopt: unknown.
+std::optional<bool> version_condition_value(std::string_view cond, long code);
+
 } // namespace autodriver::propose

@@ -149,7 +149,7 @@ std::string accessor_smpl(const Accessors& a, const std::string& m, bool reads) 
 /// A member moved into a struct the struct now points to or embeds (net_device.wol_enabled ->
 /// net_device.ethtool->wol_enabled, 6.11): exactly one struct-typed member of the target's
 /// struct has a member of that name.
-bool moved_into_member(TargetIndex& idx, const std::string& type, const std::string& tag, const std::string& m, int rank,
+bool moved_into_member(TargetIndex& idx, const std::string& type, const std::string& tag, const std::string& m, int& rank,
                        std::vector<Edit>& out) {
   static const std::regex k_struct(R"(^(?:const\s+)?struct\s+(\w+)\s*(\*?)$)");
   // Candidates: (member, its struct, pointer?); a struct declared under #ifdef/#else lists
@@ -195,16 +195,20 @@ bool moved_into_member(TargetIndex& idx, const std::string& type, const std::str
   e.title = fmt::format("{}.{} moved to .{}", type, m, path);
   e.description = fmt::format("{} has no member {} in the target kernel; its member {} (struct {}{}) has one.", type, m, via,
                               via_tag, pointer ? " *" : "");
-  // Typed first; then any `E.m` / `E->m` spatch cannot type (`cpu_data(cpu).cpu_core_id`: a
-  // per-cpu macro). A use on another struct with that member would now fail to build, and
-  // the loop keeps no edit that adds errors.
-  e.smpl = fmt::format("@@\n{0} *p;\n@@\n- p->{1}\n+ p->{2}\n\n@@\n{0} s;\n@@\n- s.{1}\n+ s.{2}\n\n"
-                       "@@\nexpression E;\n@@\n(\n- E->{1}\n+ E->{2}\n|\n- E.{1}\n+ E.{2}\n)\n",
-                       type, m, path);
+  // Typed first. Then, as the next alternative, any `E.m` / `E->m` spatch cannot type
+  // (`cpu_data(cpu).cpu_core_id`: a per-cpu macro): one edit with both would also rewrite the
+  // member on every other struct that has it, and a path already taken (`sta->link.m` is
+  // `E.m`), so a tree with one use of each would keep neither.
+  e.smpl = fmt::format("@@\n{0} *p;\n@@\n- p->{1}\n+ p->{2}\n\n@@\n{0} s;\n@@\n- s.{1}\n+ s.{2}\n", type, m, path);
   e.symbols = {type, m, via};
   e.support = 1;
-  e.rank = rank;
+  e.rank = rank++;
+  Edit untyped = e;
   out.push_back(std::move(e));
+  untyped.title += " (untyped uses too)";
+  untyped.smpl = fmt::format("@@\nexpression E;\n@@\n(\n- E->{0}\n+ E->{1}\n|\n- E.{0}\n+ E.{1}\n)\n", m, path);
+  untyped.rank = rank++;
+  out.push_back(std::move(untyped));
   return true;
 }
 
@@ -340,7 +344,7 @@ void member(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d,
   int rank = 1;
   // The accessors the target's own code uses for the member go before similar names.
   if (value.empty() && accessor(idx, tag, m, true, out)) ++rank;
-  if (value.empty() && moved_into_member(idx, type, tag, m, rank, out)) ++rank;
+  if (value.empty()) moved_into_member(idx, type, tag, m, rank, out);
   if (cands.empty() && rank > 1) return;
   if (cands.empty()) {
     // No successor member: when the driver only sets it to a constant in an initializer, the
