@@ -566,6 +566,27 @@ TEST(CallbackSignature, UnusedParameterDropped) {
   ASSERT_TRUE(
       util::write_file(tmp->path() / "d.c", std::string(src).replace(src.find("put_device(dev)"), 15, "put_device(intf->dev)")));
   EXPECT_TRUE(propose::make_callback_signature()->propose(ds, ctx).empty());
+
+  // A use in a branch the target does not compile is no use (6.12 is not below 6.1).
+  std::string guarded = std::string(src).replace(
+      src.find("\treturn 0;"), 0, "#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 1, 0)\n\tput_device(intf->dev);\n#endif\n");
+  ASSERT_TRUE(util::write_file(tmp->path() / "d.c", guarded));
+  core::Kernel k;
+  k.build_dir = tmp->path() / "build";
+  fs::create_directories(k.build_dir / "include/generated/uapi/linux");
+  ASSERT_TRUE(util::write_file(k.build_dir / "include/generated/uapi/linux/version.h",
+                               "#define LINUX_VERSION_CODE 396288\n")); // 6.12.0
+  ctx.to = &k;
+  ds[0].line += 3;
+  edits = propose::make_callback_signature()->propose(ds, ctx);
+  ASSERT_EQ(edits.size(), 1u);
+  ASSERT_TRUE(propose::apply_edit(edits[0], tmp->path(), tmp->path() / "s"));
+  out = *util::read_file(tmp->path() / "d.c");
+  EXPECT_NE(out.find("static int drv_add(struct device *dev)\n{"), std::string::npos) << out;
+  // On 6.0 the branch is compiled: the parameter stays.
+  ASSERT_TRUE(util::write_file(tmp->path() / "d.c", guarded));
+  ASSERT_TRUE(util::write_file(k.build_dir / "include/generated/uapi/linux/version.h", "#define LINUX_VERSION_CODE 393216\n"));
+  EXPECT_TRUE(propose::make_callback_signature()->propose(ds, ctx).empty());
 }
 
 TEST(CallbackSignature, ParameterAddedBeforeOneOfItsTypeFollowsTheKernelsNames) {
@@ -592,6 +613,33 @@ TEST(CallbackSignature, ParameterAddedBeforeOneOfItsTypeFollowsTheKernelsNames) 
   plan = propose::plan_param_reshape(infineon, to, {"chip", "buf", "bufsiz", "count"}, none, {0, 1, 3});
   ASSERT_TRUE(plan);
   EXPECT_EQ(plan->params, (std::vector<std::string>{"struct tpm_chip *chip", "u8 *buf", "size_t bufsiz", "size_t length"}));
+}
+
+TEST(CallbackSignature, ParameterDroppedBesideOneOfItsTypeFollowsTheKernelsNames) {
+  // 5.19 dropped proto.recvmsg's `noblock` (an int beside the int `flags`): by type alone the
+  // kept prefix would take `noblock` for `flags` and drop `flags`.
+  std::vector<propose::Param> old = {{"struct sock *", "sk"}, {"struct msghdr *", "msg"}, {"size_t", "len"},
+                                     {"int", "noblock"},      {"int", "flags"},           {"int *", "addr_len"}};
+  auto none = [](const std::string&) { return std::vector<propose::Param>{}; };
+  std::vector<std::string> to = {"struct sock *", "struct msghdr *", "size_t", "int", "int *"};
+  auto plan = propose::plan_param_reshape(old, to, {"sk", "msg", "len", "flags", "addr_len"}, none);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->params,
+            (std::vector<std::string>{"struct sock *sk", "struct msghdr *msg", "size_t len", "int flags", "int *addr_len"}));
+  EXPECT_EQ(plan->unused, std::vector<std::string>{"noblock"});
+  // The driver's own names (`nonblock`, `size`): where the kernel's own implementations kept
+  // each position (npos: dropped).
+  std::vector<propose::Param> mine = {{"struct sock *", "s"}, {"struct msghdr *", "m"}, {"size_t", "size"}, {"int", "nonblock"},
+                                      {"int", "fl"},          {"int *", "alen"}};
+  const auto npos = std::string::npos;
+  plan = propose::plan_param_reshape(mine, to, {"sk", "msg", "len", "flags", "addr_len"}, none, {0, 1, 2, npos, 3, 4});
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->unused, std::vector<std::string>{"nonblock"});
+  EXPECT_EQ(plan->params[3], "int fl");
+  // Without either, the type alignment (which drops the later one).
+  plan = propose::plan_param_reshape(mine, to, {"sk", "msg", "len", "flags", "addr_len"}, none);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->unused, std::vector<std::string>{"fl"});
 }
 
 TEST(CallbackSignature, ParametersFoldedIntoStruct) {

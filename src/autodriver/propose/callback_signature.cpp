@@ -273,6 +273,48 @@ std::string pointed_struct(const std::string& type) {
   return {};
 }
 
+/// Only parameters dropped: which ones? Types alone cannot tell two neighbours of one type
+/// apart (proto.recvmsg (sk, msg, len, noblock, flags, addr_len) lost `noblock`, not `flags`):
+/// the old parameters the target's own implementations still name, in order, stay; else the
+/// positions the kernel's implementations kept (`old_to_new`, npos for a dropped one). Nullopt:
+/// neither says (the type alignment decides).
+std::optional<ParamReshape> plan_dropped_only(const std::vector<Param>& old_params, const std::vector<std::string>& to_types,
+                                              const std::vector<std::string>& to_names,
+                                              const std::vector<std::size_t>& old_to_new) {
+  const std::size_t no = old_params.size(), nt = to_types.size();
+  auto compatible = [](const std::string& a, const std::string& b) { return drop_const(a) == drop_const(b); };
+  auto kept = [&](const std::function<std::size_t(std::size_t)>& to) -> std::optional<ParamReshape> {
+    ParamReshape p;
+    std::size_t next = 0;
+    for (std::size_t i = 0; i < no; ++i) {
+      std::size_t j = to(i);
+      if (j == std::string::npos) {
+        p.unused.push_back(old_params[i].name);
+        p.dropped.push_back(old_params[i]);
+        continue;
+      }
+      if (j != next || !compatible(old_params[i].type, to_types[j])) return std::nullopt;
+      p.params.push_back(type_key(old_params[i].type) == type_key(to_types[j]) ? with_name(old_params[i].type, old_params[i].name)
+                                                                               : with_name(to_types[j], old_params[i].name));
+      p.names.push_back(old_params[i].name);
+      ++next;
+    }
+    if (next != nt) return std::nullopt;
+    return p;
+  };
+  if (to_names.size() == nt) {
+    std::size_t named = 0;
+    if (auto p = kept([&](std::size_t i) {
+          if (named < nt && to_names[named] == old_params[i].name) return named++;
+          return std::string::npos;
+        }))
+      return p;
+  }
+  if (old_to_new.size() == no)
+    if (auto p = kept([&](std::size_t i) { return old_to_new[i] < nt ? old_to_new[i] : std::string::npos; })) return p;
+  return std::nullopt;
+}
+
 } // namespace
 
 std::optional<ParamReshape> plan_param_reshape(const std::vector<Param>& old_params, const std::vector<std::string>& to_types,
@@ -325,6 +367,8 @@ std::optional<ParamReshape> plan_param_reshape(const std::vector<Param>& old_par
       if (auto p = by_names([&](std::size_t i) { return old_to_new[i] < nt ? to_names[old_to_new[i]] : std::string(); }))
         return p;
   }
+  if (nt < no)
+    if (auto p = plan_dropped_only(old_params, to_types, to_names, old_to_new)) return p;
   std::size_t pre = 0;
   while (pre < no && pre < nt && compatible(old_params[pre].type, to_types[pre])) ++pre;
   std::size_t suf = 0;
@@ -1074,16 +1118,24 @@ private:
     for (const auto& [where, onames] : old_usage.by_function) {
       auto it = usage.by_function.find(where);
       if (it == usage.by_function.end()) continue;
+      // Parameters only added (each old name found, in order), or only dropped (a name not
+      // found is npos; as many as the new list is shorter).
+      const bool dropping = it->second.size() < onames.size();
       std::vector<std::size_t> moved;
-      std::size_t next = 0;
+      std::size_t next = 0, gone = 0;
       for (const auto& n : onames) {
         std::size_t j = next;
         while (j < it->second.size() && it->second[j] != n) ++j;
-        if (j >= it->second.size()) break;
+        if (j >= it->second.size() && !dropping) break;
+        if (j >= it->second.size()) {
+          moved.push_back(std::string::npos);
+          ++gone;
+          continue;
+        }
         moved.push_back(j);
         next = j + 1;
       }
-      if (moved.size() == onames.size()) ++votes[moved];
+      if (moved.size() == onames.size() && onames.size() - gone == it->second.size()) ++votes[moved];
     }
     int best = 1;
     for (const auto& [moved, n] : votes)
@@ -1103,6 +1155,7 @@ private:
     // The definition's parameters (names are needed: they are what the body uses).
     std::vector<Param> old_params;
     std::string body_text;
+    const long version = ctx.to ? linux_version_code(ctx.to->build_dir) : 0;
     for (const auto& [rel, t] : sources) {
       auto toks = tokenize(t);
       for (const auto& fd : fn_decls(toks, fn)) {
@@ -1111,8 +1164,15 @@ private:
           if (toks[b].kind != TokKind::ident || a == b) return; // unnamed or "void"
           old_params.push_back({std::string(util::trim(t.substr(toks[a].begin, toks[b].begin - toks[a].begin))), toks[b].text});
         }
+        // What the target compiles of the body: a use of a dropped parameter inside an
+        // old-kernel branch (`#if LINUX_VERSION_CODE < ...`) is no use on the target.
         auto close = matching_close(toks, fd.body);
-        for (std::size_t k = fd.body; k < toks.size() && k <= close; ++k) body_text += toks[k].text + " ";
+        std::vector<bool> dead = version ? version_dead_lines(t, version) : std::vector<bool>{};
+        for (std::size_t k = fd.body; k < toks.size() && k <= close; ++k) {
+          auto line = static_cast<std::size_t>(toks[k].line);
+          if (line >= 1 && line <= dead.size() && dead[line - 1]) continue;
+          body_text += toks[k].text + " ";
+        }
         break;
       }
       if (!body_text.empty()) break;
@@ -1129,7 +1189,7 @@ private:
     }
     auto members = [&](const std::string& tag) { return idx ? idx->struct_member_types(tag) : std::vector<Param>{}; };
     std::vector<std::size_t> old_to_new;
-    if (!ctx.old_src.empty() && !member.empty() && tp.size() > old_params.size())
+    if (!ctx.old_src.empty() && !member.empty() && tp.size() != old_params.size())
       old_to_new = followed_positions(ctx, member, from, usage);
     // A function passed as an argument has no member to look up: its typedef names the parameters.
     if (const auto* p = passed_for(d);
