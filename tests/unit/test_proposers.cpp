@@ -11,6 +11,7 @@
 #include "autodriver/propose/shared/call_merge.hpp"
 #include "autodriver/propose/shared/stmt_template.hpp"
 #include "autodriver/propose/shared/target_decls.hpp"
+#include "autodriver/propose/shared/token_diff.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/subprocess.hpp"
 #include "fixtures.hpp"
@@ -747,6 +748,64 @@ TEST(CallbackSignature, DroppedParameterComputedLikeTheTargetsOwnImplementations
 
   // With one implementation only, there is no convention to follow: no edit.
   fs::remove(src / "drivers/hwmon/tmp102.c");
+  ASSERT_TRUE(util::write_file(tree / "drv.c", drv));
+  EXPECT_TRUE(propose::make_callback_signature()->propose(ds, ctx).empty());
+}
+
+TEST(CallbackSignature, DroppedParameterReplacedAsTheKernelsOwnImplementationsReplacedIt) {
+  // 5.19 dropped proto.recvmsg's `noblock`; the kernel's implementations now write
+  // `flags & MSG_DONTWAIT` where they used it, and a use passed on to a call that lost the
+  // parameter too went with it (abridged from net/mptcp/protocol.c and net/sctp/socket.c).
+  auto tmp = util::TempDir::create(util::scratch_root(), "test-cb-");
+  ASSERT_TRUE(tmp);
+  fs::path old_src = tmp->path() / "old", new_src = tmp->path() / "new", tree = tmp->path() / "tree";
+  for (const auto& d : {old_src / "net/ipv4", new_src / "net/ipv4", tree}) fs::create_directories(d);
+  for (auto [file, fn, name] : {std::tuple{"udp.c", "udp_recvmsg", "noblock"}, std::tuple{"raw.c", "raw_recvmsg", "nonblock"}}) {
+    const std::string table = fmt::format("struct proto p_{0} = {{\n\t.recvmsg = {0},\n}};\n", fn);
+    ASSERT_TRUE(util::write_file(old_src / "net/ipv4" / file,
+                                 fmt::format("int {0}(struct sock *sk, struct msghdr *msg, size_t len, int {1}, int flags, "
+                                             "int *addr_len)\n{{\n\tlong t = sock_rcvtimeo(sk, {1});\n"
+                                             "\tskb_recv_datagram(sk, flags, {1}, &t);\n\treturn t + len;\n}}\n",
+                                             fn, name) +
+                                     table));
+    ASSERT_TRUE(
+        util::write_file(new_src / "net/ipv4" / file,
+                         fmt::format("int {0}(struct sock *sk, struct msghdr *msg, size_t len, int flags, int *addr_len)\n"
+                                     "{{\n\tlong t = sock_rcvtimeo(sk, flags & MSG_DONTWAIT);\n"
+                                     "\tskb_recv_datagram(sk, flags, &t);\n\treturn t + len;\n}}\n",
+                                     fn) +
+                             table));
+  }
+  const std::string drv = "static int drv_recvmsg(struct sock *sk, struct msghdr *msg, size_t len, int noblock, int flags,\n"
+                          "\t\t       int *addr_len)\n{\n\treturn drv_wait(sk, noblock);\n}\n\n"
+                          "void drv_init(void)\n{\n\tdrv_prot.recvmsg = drv_recvmsg;\n}\n";
+  ASSERT_TRUE(util::write_file(tree / "drv.c", drv));
+  gate::ParseOptions po;
+  auto ds = gate::parse_build_output(
+      "drv.c:9:26: error: assignment to 'int (*)(struct sock *, struct msghdr *, size_t,  int,  int *)' from incompatible "
+      "pointer type 'int (*)(struct sock *, struct msghdr *, size_t,  int,  int,  int *)' [-Werror=incompatible-pointer-types]\n",
+      po);
+  ASSERT_EQ(ds.size(), 1u);
+  core::Kernel from, to;
+  from.build_dir = tmp->path() / "b-old";
+  to.build_dir = tmp->path() / "b-new";
+  propose::PortContext ctx;
+  ctx.tree = tree;
+  ctx.from = &from;
+  ctx.to = &to;
+  ctx.old_src = old_src;
+  ctx.new_src = new_src;
+  auto edits = propose::make_callback_signature()->propose(ds, ctx);
+  ASSERT_EQ(edits.size(), 1u);
+  ASSERT_TRUE(propose::apply_edit(edits[0], tree, tmp->path() / "s"));
+  auto out = *util::read_file(tree / "drv.c");
+  EXPECT_NE(out.find("static int drv_recvmsg(struct sock *sk, struct msghdr *msg, size_t len, int flags, int *addr_len)\n{\n"
+                     "\tint noblock = flags & MSG_DONTWAIT;\n\treturn drv_wait(sk, noblock);"),
+            std::string::npos)
+      << out;
+
+  // One implementation that did so is not a convention.
+  fs::remove(new_src / "net/ipv4/raw.c");
   ASSERT_TRUE(util::write_file(tree / "drv.c", drv));
   EXPECT_TRUE(propose::make_callback_signature()->propose(ds, ctx).empty());
 }
@@ -2332,4 +2391,27 @@ TEST(ReturnFit, ReturnsOfAVoidFunctionLoseTheirValues) {
   EXPECT_NE(after->find("\tfoo_free(f);\n}\n"), std::string::npos) << *after;
   EXPECT_NE(after->find("\tbar_log(x);\n\tbar_done(x);\n}\n"), std::string::npos) << *after;
   EXPECT_NE(after->find("#endif\n{\n\tbaz_stop(p);\n}\n"), std::string::npos) << *after;
+}
+
+TEST(TokenDiff, ALongBodyChangedInOnePlaceIsDiffedThere) {
+  std::string common;
+  for (int i = 0; i < 3000; ++i) common += fmt::format("x{} = {};\n", i, i); // 12,000 tokens: past the cap
+  auto a = csrc::tokenize(common + "t = f(sk, nonblock);\n" + common);
+  auto b = csrc::tokenize(common + "t = f(sk, flags & MSG_DONTWAIT);\n" + common);
+  auto hunks = propose::diff_tokens(a, 0, a.size() - 1, b, 0, b.size() - 1);
+  ASSERT_EQ(hunks.size(), 1u);
+  EXPECT_EQ(hunks[0].a_count, 1u);
+  EXPECT_EQ(a[hunks[0].a_first].text, "nonblock");
+  EXPECT_EQ(hunks[0].b_count, 3u);
+  EXPECT_EQ(b[hunks[0].b_first].text, "flags");
+  // Equal: no hunk; one side only longer: one insertion.
+  EXPECT_TRUE(propose::diff_tokens(a, 0, a.size() - 1, a, 0, a.size() - 1).empty());
+  auto c = csrc::tokenize("a ; b ;"), d = csrc::tokenize("a ; x ; b ;");
+  hunks = propose::diff_tokens(c, 0, c.size() - 1, d, 0, d.size() - 1);
+  ASSERT_EQ(hunks.size(), 1u);
+  EXPECT_EQ(hunks[0].a_count, 0u);
+  EXPECT_EQ(hunks[0].b_count, 2u);
+  // The changed middle itself past the cap: not diffed.
+  auto e = csrc::tokenize("a " + common + " z"), f = csrc::tokenize("b " + common + " y");
+  EXPECT_TRUE(propose::diff_tokens(e, 0, e.size() - 1, f, 0, f.size() - 1).empty());
 }

@@ -10,6 +10,7 @@
 #include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/propose/shared/struct_swap.hpp"
 #include "autodriver/propose/shared/target_decls.hpp"
+#include "autodriver/propose/shared/token_diff.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/strings.hpp"
@@ -271,6 +272,90 @@ std::string pointed_struct(const std::string& type) {
   auto toks = tokenize(type);
   if (toks.size() == 3 && toks[0].text == "struct" && toks[2].text == "*") return toks[1].text;
   return {};
+}
+
+/// What the kernel's own implementations of a callback wrote where they used the parameter at
+/// old position `pos` once the callback lost it: each implementation found in both the old and
+/// the target's source, its two bodies diffed token by token, a hunk that replaced exactly that
+/// parameter's name giving the expression (the target's parameters as $i). The expression at
+/// least two implementations wrote, and more than any other (proto.recvmsg's `noblock` ->
+/// `flags & MSG_DONTWAIT`, 5.19); empty when none.
+std::string replaced_by_implementations(const TargetIndex::CallbackUsage& old_usage, const TargetIndex::CallbackUsage& usage,
+                                        std::size_t pos) {
+  std::map<std::string, int> votes;
+  for (const auto& [key, onames] : old_usage.by_function) {
+    auto it = usage.by_function.find(key);
+    auto ob = old_usage.bodies.find(key), nb = usage.bodies.find(key);
+    if (it == usage.by_function.end() || ob == old_usage.bodies.end() || nb == usage.bodies.end() || pos >= onames.size())
+      continue;
+    const std::string& gone = onames[pos];
+    const auto& names = it->second;
+    if (gone.empty() || std::find(names.begin(), names.end(), gone) != names.end()) continue;
+    auto a = tokenize(ob->second), b = tokenize(nb->second);
+    if (a.empty() || b.empty()) continue;
+    auto plain = [](const std::vector<Token>& t, std::size_t k) {
+      return t[k].kind == TokKind::ident && (k == 0 || (t[k - 1].text != "." && t[k - 1].text != "->"));
+    };
+    // Uses that went with more than the name (an argument dropped from a call that lost the
+    // parameter too) say nothing of what replaced it.
+    std::set<std::string> wrote;
+    bool other = false;
+    for (const auto& h : diff_tokens(a, 0, a.size() - 1, b, 0, b.size() - 1)) {
+      bool uses = false;
+      for (std::size_t k = h.a_first; k < h.a_first + h.a_count; ++k) uses = uses || (a[k].text == gone && plain(a, k));
+      if (!uses) continue;
+      std::vector<std::string> expr;
+      bool param = false, expression = true;
+      for (std::size_t k = h.b_first; k < h.b_first + h.b_count; ++k) {
+        std::string t = b[k].text;
+        if (auto p = std::find(names.begin(), names.end(), t); p != names.end() && plain(b, k)) {
+          t = "$" + std::to_string(p - names.begin());
+          param = true;
+        }
+        expression = expression && t != ";" && t != "{" && t != "}";
+        expr.push_back(t);
+      }
+      if (h.a_count != 1 || !param || !expression) other = true;
+      else wrote.insert(join_c_tokens(expr));
+    }
+    util::log_debug("callback-signature: {} lost {}: wrote {}{}", key, gone, fmt::join(wrote, " | "),
+                    other ? "; other uses went with their call's argument" : "");
+    for (const auto& w : wrote) ++votes[w];
+  }
+  std::string best;
+  int n = 0, second = 0;
+  for (const auto& [expr, c] : votes) {
+    if (c > n) {
+      second = n;
+      n = c;
+      best = expr;
+    } else if (c > second) {
+      second = c;
+    }
+  }
+  util::log_debug("callback-signature: old position {}: {} implementation(s) wrote '{}' where they used it", pos, n, best);
+  return n >= 2 && n > second ? best : std::string();
+}
+
+/// What a dropped parameter the body still uses is now computed from (the target's parameters
+/// as $i): as the target's own implementations compute a local of its type from the parameters
+/// they do get ("const struct i2c_device_id *id = i2c_client_get_device_id(client);", at least
+/// two of them); else what they wrote in its place when they lost it (the old source's
+/// implementations beside the target's: proto.recvmsg's `noblock` became `flags & MSG_DONTWAIT`).
+/// Empty when neither says (one implementation is not a convention).
+std::string derived_value(const Param& g, const std::vector<Param>& old_params, const TargetIndex::CallbackUsage& usage,
+                          const TargetIndex::CallbackUsage& old_usage) {
+  std::string best;
+  int n = 0;
+  if (auto it = usage.locals.find(drop_const(g.type)); it != usage.locals.end())
+    for (const auto& [expr, c] : it->second)
+      if (c > n) {
+        n = c;
+        best = expr;
+      }
+  if (n >= 2) return best;
+  auto at = std::find_if(old_params.begin(), old_params.end(), [&](const Param& p) { return p.name == g.name; });
+  return replaced_by_implementations(old_usage, usage, static_cast<std::size_t>(at - old_params.begin()));
 }
 
 /// Only parameters dropped: which ones? Types alone cannot tell two neighbours of one type
@@ -1109,11 +1194,9 @@ private:
   /// Where the kernel's own implementations moved each old parameter: the same function in the
   /// old source and in the target's, positions matched by the names each gives them (where the
   /// old source is at hand; a move at least two implementations agree on).
-  static std::vector<std::size_t> followed_positions(const PortContext& ctx, const std::string& member, const FnType& from,
+  static std::vector<std::size_t> followed_positions(const TargetIndex::CallbackUsage& old_usage,
                                                      const TargetIndex::CallbackUsage& usage) {
     std::vector<std::size_t> old_to_new;
-    TargetIndex old_idx(ctx.old_src, ctx.from ? ctx.from->build_dir : fs::path());
-    auto old_usage = old_idx.callback_usage(member, split_top_level(from.params));
     std::map<std::vector<std::size_t>, int> votes;
     for (const auto& [where, onames] : old_usage.by_function) {
       auto it = usage.by_function.find(where);
@@ -1189,8 +1272,12 @@ private:
     }
     auto members = [&](const std::string& tag) { return idx ? idx->struct_member_types(tag) : std::vector<Param>{}; };
     std::vector<std::size_t> old_to_new;
-    if (!ctx.old_src.empty() && !member.empty() && tp.size() != old_params.size())
-      old_to_new = followed_positions(ctx, member, from, usage);
+    TargetIndex::CallbackUsage old_usage; // the old source's implementations of the callback
+    if (!ctx.old_src.empty() && !member.empty() && tp.size() != old_params.size()) {
+      TargetIndex old_idx(ctx.old_src, ctx.from ? ctx.from->build_dir : fs::path());
+      old_usage = old_idx.callback_usage(member, split_top_level(from.params));
+      old_to_new = followed_positions(old_usage, usage);
+    }
     // A function passed as an argument has no member to look up: its typedef names the parameters.
     if (const auto* p = passed_for(d);
         p && p->names.size() == tp.size() &&
@@ -1209,18 +1296,8 @@ private:
     for (const auto& g : plan->dropped) {
       bool used = std::any_of(body.begin(), body.end(), [&](const Token& t) { return t.text == g.name; });
       if (!used) continue;
-      // The body still needs it: the target's own implementations compute it from the
-      // parameters they do get ("const struct i2c_device_id *id = i2c_client_get_device_id(client);").
-      auto it = usage.locals.find(drop_const(g.type));
-      if (it == usage.locals.end()) return;
-      std::string best;
-      int n = 0;
-      for (const auto& [expr, c] : it->second)
-        if (c > n) {
-          n = c;
-          best = expr;
-        }
-      if (n < 2) return; // one implementation is not a convention
+      std::string best = derived_value(g, old_params, usage, old_usage);
+      if (best.empty()) return;
       for (std::size_t i = plan->names.size(); i-- > 0;) {
         std::string ph = "$" + std::to_string(i);
         for (auto pos = best.find(ph); pos != std::string::npos; pos = best.find(ph))

@@ -518,6 +518,8 @@ TargetIndex::CallbackUsage TargetIndex::callback_usage(const std::string& member
       implementing.insert(m[1].str());
       // The declarations opening the body: "type name = expr;" with expr over the parameters.
       std::size_t end = matching_close(toks, u.body);
+      if (end != std::string::npos && end < toks.size())
+        out.bodies[m[1].str() + "|" + m[2].str()] = text->substr(toks[u.body].begin, toks[end].end - toks[u.body].begin);
       for (std::size_t k = u.body + 1; k < end && k < toks.size();) {
         std::size_t eq = k, semi = k;
         int d = 0;

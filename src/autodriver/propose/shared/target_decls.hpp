@@ -72,6 +72,8 @@ public:
     std::map<std::string, std::map<std::string, int>> locals;
     /// Each implementation's parameter names, by "file|function".
     std::map<std::string, std::vector<std::string>> by_function;
+    /// Each implementation's body, braces included, by "file|function".
+    std::map<std::string, std::string> bodies;
   };
   /// Only implementations whose parameter types are `types` (const and spaces ignored) count.
   CallbackUsage callback_usage(const std::string& member, const std::vector<std::string>& types);

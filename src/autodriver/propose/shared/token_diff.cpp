@@ -9,6 +9,18 @@ std::vector<TokenHunk> diff_tokens(const std::vector<Token>& a, std::size_t a0, 
   std::vector<TokenHunk> out;
   if (a1 < a0 || b1 < b0) return out;
   std::size_t n = a1 - a0 + 1, m = b1 - b0 + 1;
+  // The common head and tail are no part of any hunk: a long function changed in one line is
+  // diffed over that line (the LCS of the rest is unchanged by taking them out).
+  std::size_t head = 0, tail = 0;
+  while (head < n && head < m && a[a0 + head].text == b[b0 + head].text) ++head;
+  while (tail < n - head && tail < m - head && a[a1 - tail].text == b[b1 - tail].text) ++tail;
+  if (head == n && head == m) return out;
+  if (head + tail == n || head + tail == m) {
+    out.push_back({a0 + head, n - head - tail, b0 + head, m - head - tail});
+    return out;
+  }
+  a0 += head, b0 += head, a1 -= tail, b1 -= tail;
+  n -= head + tail, m -= head + tail;
   if (n > cap || m > cap) return out;
   // Suffix LCS table; uint16 is enough for the cap.
   std::vector<std::uint16_t> t((n + 1) * (m + 1), 0);

@@ -14,8 +14,8 @@ struct TokenHunk {
   std::size_t b_first = 0, b_count = 0; ///< range in the second sequence
 };
 
-/// Hunks of the LCS diff of a[a0..a1] and b[b0..b1] (inclusive ranges). Ranges longer than
-/// `cap` tokens are not diffed (empty result).
+/// Hunks of the LCS diff of a[a0..a1] and b[b0..b1] (inclusive ranges). Ranges whose parts
+/// between their common head and tail are longer than `cap` tokens are not diffed (empty result).
 std::vector<TokenHunk> diff_tokens(const std::vector<Token>& a, std::size_t a0, std::size_t a1, const std::vector<Token>& b,
                                    std::size_t b0, std::size_t b1, std::size_t cap = 4000);
 
