@@ -2415,3 +2415,22 @@ TEST(TokenDiff, ALongBodyChangedInOnePlaceIsDiffedThere) {
   auto e = csrc::tokenize("a " + common + " z"), f = csrc::tokenize("b " + common + " y");
   EXPECT_TRUE(propose::diff_tokens(e, 0, e.size() - 1, f, 0, f.size() - 1).empty());
 }
+
+TEST(TargetApi, ConstantSettingOfAMemberWithNoSuccessorGoes) {
+  // v4l2_buffer lost .input (a field drivers set to 0 in their querybuf): nothing similar took
+  // its place, so the setting goes; a read of it stays (and stays an error).
+  MiniPort m("lost-", {{"include/uapi/linux/videodev2.h", "struct v4l2_buffer {\n\t__u32 index;\n\t__u32 reserved2;\n};\n"}},
+             {{"d.c", "static int q(struct v4l2_buffer *b, struct v4l2_buffer c)\n{\n\tb->index = 1;\n\tb->input = 0;\n"
+                      "\tc.input = NULL;\n\treturn b->input;\n}\n"}});
+  ASSERT_TRUE(m.tmp.has_value());
+  TargetOnly port(m.src, m.tree, m.tmp->path() / "s");
+  auto edits = propose::make_target_api()->propose(
+      {diag_at(core::DiagKind::no_member, "d.c", 4, {"struct v4l2_buffer", "input"})}, port.ctx);
+  auto it = std::find_if(edits.begin(), edits.end(),
+                         [](const auto& e) { return e.title.find("lost the member") != std::string::npos; });
+  ASSERT_NE(it, edits.end());
+  if (util::find_program("spatch").empty()) AD_SKIP("spatch not installed");
+  ASSERT_TRUE(propose::apply_edit(*it, m.tree, port.ctx.scratch));
+  EXPECT_EQ(*util::read_file(m.tree / "d.c"),
+            "static int q(struct v4l2_buffer *b, struct v4l2_buffer c)\n{\n\tb->index = 1;\n\treturn b->input;\n}\n");
+}

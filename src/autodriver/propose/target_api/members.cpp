@@ -347,8 +347,9 @@ void member(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d,
   if (value.empty()) moved_into_member(idx, type, tag, m, rank, out);
   if (cands.empty() && rank > 1) return;
   if (cands.empty()) {
-    // No successor member: when the driver only sets it to a constant in an initializer, the
-    // setting has no meaning on the target any more and goes (the diagnostic names it).
+    // No successor member: when the driver only sets it to a constant, in an initializer or a
+    // statement of its own (`b->input = 0;`), the setting has no meaning on the target any more
+    // and goes (the diagnostic names it). A read of it, or a value computed, stays an error.
     Edit e;
     e.proposer = "target-api";
     e.change_id = "member:" + type + "." + m;
@@ -358,7 +359,9 @@ void member(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d,
                                 "constant setting of it is dropped.",
                                 type, m);
     e.smpl = fmt::format("@@\nidentifier x;\nconstant C;\n@@\n{0} x = {{\n-\t.{1} = C,\n}};\n\n"
-                         "@@\nidentifier x;\n@@\n{0} x = {{\n-\t.{1} = \\(true\\|false\\|NULL\\),\n}};\n",
+                         "@@\nidentifier x;\n@@\n{0} x = {{\n-\t.{1} = \\(true\\|false\\|NULL\\),\n}};\n\n"
+                         "@@\n{0} *p;\n{0} s;\nconstant C;\n@@\n(\n- p->{1} = C;\n|\n- s.{1} = C;\n|\n"
+                         "- p->{1} = \\(true\\|false\\|NULL\\);\n|\n- s.{1} = \\(true\\|false\\|NULL\\);\n)\n",
                          type, m);
     e.symbols = {type, m};
     e.support = 1;
