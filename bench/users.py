@@ -564,7 +564,8 @@ def main():
     ap.add_argument("--sample", type=int, help="a seeded random sample of N (tree, line) pairs to make, in that random order (N >= all: every pair, shuffled), and of N cases to check and port")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="make -j of each build")
-    ap.add_argument("--rerun", action="store_true", help="port the selected cases again even if a result exists (the newest result counts)")
+    ap.add_argument("--rerun", action="store_true", help="port the selected cases again unless this autodriver binary "
+                    "already ported them (the newest result counts; a stopped rerun resumes)")
     ap.add_argument("--report", action="store_true", help="print the markdown report and exit")
     ap.add_argument("--binary", help="with --report: only the ports of the autodriver binary whose identity starts so")
     a = ap.parse_args()
@@ -620,7 +621,9 @@ def main():
                 append(p["hist_checks"], rec)
                 checks[c["id"]] = rec
                 F.log(f"[{i}/{len(todo)}] {c['id']} -> {c['target']}: " + ("eligible" if rec["eligible"] else rec["why"]))
-            if a.stage in ("port", "all") and eligible(c, checks) and (a.rerun or c["id"] not in ports):
+            # --rerun ports again what another binary ported: a stopped rerun resumes.
+            done = ports.get(c["id"], {}).get("autodriver_binary") == binary if a.rerun else c["id"] in ports
+            if a.stage in ("port", "all") and eligible(c, checks) and not done:
                 port_one(c, f"[{i}/{len(todo)}]")
     return 0
 
