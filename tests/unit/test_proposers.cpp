@@ -2434,3 +2434,22 @@ TEST(TargetApi, ConstantSettingOfAMemberWithNoSuccessorGoes) {
   EXPECT_EQ(*util::read_file(m.tree / "d.c"),
             "static int q(struct v4l2_buffer *b, struct v4l2_buffer c)\n{\n\tb->index = 1;\n\treturn b->input;\n}\n");
 }
+
+TEST(TargetApi, AnAddedAllocationFlagsArgumentPassesTheCallersOwn) {
+  // A function that gained a gfp_t: a call inside a function given allocation flags passes
+  // those (its caller knows the context: atomic or not); elsewhere the default.
+  MiniPort m("gfp-", {{"include/linux/pool.h", "void *pool_get(struct pool *p, gfp_t gfp);\n"}},
+             {{"d.c", "static void *a(struct pool *p, gfp_t flags)\n{\n\treturn pool_get(p);\n}\n\n"
+                      "static void *b(struct pool *p)\n{\n\treturn pool_get(p);\n}\n"}});
+  ASSERT_TRUE(m.tmp.has_value());
+  TargetOnly port(m.src, m.tree, m.tmp->path() / "s");
+  auto edits =
+      propose::make_target_api()->propose({diag_at(core::DiagKind::too_few_arguments, "d.c", 8, {"pool_get"})}, port.ctx);
+  auto it = std::find_if(edits.begin(), edits.end(), [](const auto& e) { return e.change_id == "call:pool_get"; });
+  ASSERT_NE(it, edits.end());
+  if (util::find_program("spatch").empty()) AD_SKIP("spatch not installed");
+  ASSERT_TRUE(propose::apply_edit(*it, m.tree, port.ctx.scratch));
+  EXPECT_EQ(*util::read_file(m.tree / "d.c"),
+            "static void *a(struct pool *p, gfp_t flags)\n{\n\treturn pool_get(p, flags);\n}\n\n"
+            "static void *b(struct pool *p)\n{\n\treturn pool_get(p, GFP_KERNEL);\n}\n");
+}

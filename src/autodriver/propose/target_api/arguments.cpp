@@ -50,9 +50,11 @@ std::vector<std::size_t> best_subset(std::size_t n, std::size_t k,
   return best;
 }
 
+bool is_gfp(const Param& p) { return p.type.find("gfp") != std::string::npos; }
+
 std::string default_value(const Param& p) {
   const std::string& t = p.type;
-  if (t.find("gfp") != std::string::npos) return "GFP_KERNEL";
+  if (is_gfp(p)) return "GFP_KERNEL";
   if (t.find('*') != std::string::npos) return "NULL";
   if (t.find("bool") != std::string::npos) return "false";
   return "0";
@@ -93,6 +95,7 @@ void arguments(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic&
   std::size_t n = c->args.size(), m = proto->params.size();
   std::vector<std::string> new_args;
   std::string what;
+  std::size_t gfp_at = std::string::npos; // the added allocation-flags argument, if any
   if (n > m) {
     auto keep = best_subset(n, m, [&](const std::vector<std::size_t>& ks) {
       int s = 0;
@@ -120,6 +123,7 @@ void arguments(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic&
         continue;
       }
       std::string value = default_value(proto->params[p]);
+      if (is_gfp(proto->params[p]) && gfp_at == std::string::npos) gfp_at = new_args.size();
       int best = 0;
       for (const auto& [v, cnt] : callers[p])
         if (cnt > best && ncalls > 0 && cnt * 10 >= ncalls * 3) best = cnt, value = v;
@@ -138,6 +142,19 @@ void arguments(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic&
                               "type and name; new ones take the value the target's own callers pass most often.",
                               what, util::trim(proto->text), proto->header);
   e.smpl = smpl_call(name, n, name, new_args);
+  if (gfp_at != std::string::npos) {
+    // A call inside a function that is itself given allocation flags passes those on: the
+    // context it runs in is its caller's to say (an atomic one included), not the default's.
+    auto in_scope = new_args;
+    in_scope[gfp_at] = "g";
+    std::vector<std::string> olds;
+    for (std::size_t i = 0; i < n; ++i) olds.push_back(fmt::format("E{}", i));
+    e.smpl = fmt::format("@@\nidentifier f, g;\n{}@@\nf(..., gfp_t g, ...)\n{{\n<...\n- {}({})\n+ {}({})\n...>\n}}\n\n",
+                         n ? fmt::format("expression {};\n", fmt::join(olds, ", ")) : "", name, fmt::join(olds, ", "), name,
+                         fmt::join(in_scope, ", ")) +
+             e.smpl;
+    e.description += " A call inside a function that takes allocation flags (gfp_t) passes those.";
+  }
   CallRewrite cr{name, n, name, {}};
   for (const auto& a : new_args) cr.args.push_back(std::regex_replace(a, std::regex(R"(\bE(\d+)\b)"), "$$$1"));
   e.call = cr;
