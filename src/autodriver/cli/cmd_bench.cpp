@@ -42,11 +42,11 @@ Command bench_command() {
             add_llm_options(sub, req->llm, *llm_price, "each case");
             sub.add_option("--rules", req->rule_dirs, "rule-pack: a folder of your own rule files (as port --rules; repeatable)")
                 ->check(CLI::ExistingDirectory);
-            sub.add_option("--budget-s", *budget, "Per-case time budget")->capture_default_str()->check(CLI::PositiveNumber);
+            sub.add_option("--budget-s", *budget, "Per-case time budget")->capture_default_str()->check(positive());
             auto build_timeout = std::make_shared<int>(0);
             sub.add_option("--build-timeout", *build_timeout,
                            "Seconds one build may take (default: port's, 3x the case's first full build)")
-                ->check(CLI::PositiveNumber);
+                ->check(positive());
             sub.add_flag("--json", *json, "Print the report as JSON");
             return [=]() -> int {
               if (auto bad = finish_llm_options(req->llm, *llm_price); !bad.empty()) {

@@ -75,13 +75,13 @@ Command check_command() {
         sub.add_flag("--no-sparse", *no_sparse, "Skip the sparse gate");
         sub.add_option("--build-timeout", *build_timeout, "Seconds before a build is killed")
             ->capture_default_str()
-            ->check(CLI::PositiveNumber);
+            ->check(positive());
         sub.add_option("--boot-timeout", *boot_timeout,
                        "Seconds the guest has from its init on before it is killed as hung (the kernel's own boot before init "
                        "may take 120 s more)")
             ->capture_default_str()
-            ->check(CLI::PositiveNumber);
-        sub.add_option("-j,--jobs", req->jobs, "make -j (default: the CPUs this process may use)")->check(CLI::PositiveNumber);
+            ->check(positive());
+        sub.add_option("-j,--jobs", req->jobs, "make -j (default: the CPUs this process may use)")->check(positive());
         sub.add_flag("--json", *json, "Print the versioned JSON verdict (docs/check-json.md)");
         return [=]() -> int {
           req->sparse = !*no_sparse;

@@ -95,7 +95,7 @@ Command port_command() {
                        "is repaired (autodriver crash --repair's repairs), a repair kept only if this many boots run clean; "
                        "0: only analysed")
             ->capture_default_str()
-            ->check(CLI::NonNegativeNumber);
+            ->check(non_negative());
         auto compat = sub.add_option("--compat", req->compat_kernels,
                                      "Keep older kernels building (#if LINUX_VERSION_CODE guards): alone, the --from "
                                      "kernel; with a kernel (repeatable: --compat 6.1 --compat 6.12) that one too")
@@ -103,14 +103,13 @@ Command port_command() {
                           ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
         sub.add_option("-o,--out", req->out, "Output directory: OUT/tree, OUT/patches, OUT/verdict.json")->required();
         sub.add_option("--max-iters", req->max_iters, "Iterations of the loop")->capture_default_str();
-        sub.add_option("--budget-s", *budget, "Wall-time budget in seconds")->capture_default_str()->check(CLI::PositiveNumber);
+        sub.add_option("--budget-s", *budget, "Wall-time budget in seconds")->capture_default_str()->check(positive());
         auto build_timeout = std::make_shared<int>(0);
         sub.add_option("--build-timeout", *build_timeout,
                        "Seconds one build may take (default: 3x the target's first full build, at least 180; "
                        "never more than the budget left). A build cut short ends the run as `timeout` or `budget`")
-            ->check(CLI::PositiveNumber);
-        sub.add_option("-j,--jobs", req->jobs, "make -j of a build (default: the CPUs this process may use)")
-            ->check(CLI::PositiveNumber);
+            ->check(positive());
+        sub.add_option("-j,--jobs", req->jobs, "make -j of a build (default: the CPUs this process may use)")->check(positive());
         sub.add_option("--leave-out", req->leave_out,
                        "Kernel-relative path never learned from (the driver's own in-tree copy; repeatable)");
         std::vector<std::string> proposer_ids;

@@ -17,6 +17,11 @@ inline constexpr int k_exit_failed = 1; ///< the driver failed a gate (data, not
 inline constexpr int k_exit_error = 2;  ///< bad input or the tool could not do its job
 inline constexpr int k_exit_interrupted = 130;
 
+/// A number option's bound, said plainly when broken ("--jobs: 0 is not above 0"): CLI11's own
+/// positive-number check prints the double range up to 1.8e308.
+CLI::Validator positive();
+CLI::Validator non_negative();
+
 struct Command {
   std::string_view name;
   std::string_view help;

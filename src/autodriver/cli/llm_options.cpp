@@ -12,13 +12,13 @@ void add_llm_options(CLI::App& sub, llm::Options& o, std::string& price, const s
                  "asked for the errors the rule proposers leave; its answers are data, tried and gated like any edit");
   sub.add_option("--model", o.model, "With --llm: the model's name");
   sub.add_option("--llm-budget", o.budget_tokens, fmt::format("With --llm: tokens {} may spend (default: no limit)", per))
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   sub.add_option("--llm-price", price,
                  "With --llm: the endpoint's prices per million prompt and completion tokens, IN,OUT (e.g. 0.5,1.5); "
                  "the verdict and the bench report then say what the calls cost");
   sub.add_option("--llm-max-cost", o.max_cost,
                  fmt::format("With --llm and --llm-price: what {} may spend at those prices (default: no limit)", per))
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   sub.add_option("--llm-attempts", o.attempts,
                  "With --llm: answers built and reviewed per round (the first, refinements of the best near miss, a last "
                  "one given the lessons of all failed ones)")
