@@ -160,3 +160,10 @@ TEST(ConsoleParser, BindingsOnOtherBuses) {
   ASSERT_EQ(r.pci_after.size(), 1u);
   EXPECT_EQ(r.pci_after[0].module, "");
 }
+
+TEST(ConsoleParser, LongLinesDoNotExhaustTheStack) {
+  // A guest console is untrusted: one line of a megabyte, then a real oops headline.
+  const std::string n(1 << 20, 'a');
+  auto r = parse_console("[    1.0] " + n + "\nBUG: kernel NULL pointer dereference, address: " + n + "\n" + n + "\n");
+  EXPECT_FALSE(r.findings.empty());
+}

@@ -1574,3 +1574,10 @@ TEST(CrashRepair, AReleaseOfManagedMemoryGoes) {
   auto none = crash::hypothesize(r, {at}, own.path(), {}, {}, {}, {}, {}, managed);
   EXPECT_TRUE(none.empty() || none[0].kind != "managed-release");
 }
+
+TEST(CrashReport, LongLinesDoNotExhaustTheStack) {
+  const std::string n(1 << 20, 'a');
+  auto rs = crash::parse_reports("BUG: KASAN: slab-use-after-free in " + n + "\nBUG: KFENCE: use-after-free read in " + n +
+                                 "\nWARNING: CPU: 0 PID: 1 at " + n + "\n" + n + "\n");
+  EXPECT_FALSE(rs.empty());
+}

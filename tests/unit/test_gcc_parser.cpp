@@ -313,3 +313,12 @@ TEST(GccParser, TextBeforeTheLocationIsNoDiagnostic) {
   EXPECT_EQ(ds[0].file, "main.c");
   EXPECT_EQ(ds[0].line, 163);
 }
+
+TEST(GccParser, LongLinesDoNotExhaustTheStack) {
+  // Compiler output is untrusted: a Makefile can print one line of megabytes.
+  const std::string n(1 << 20, 'a');
+  std::string out = "d.c:1:2: error: " + n + "\n" + n + ": In function 'f':\n" + n + "\nIn file included from " + n + ":\n" + n +
+                    ".c:1:2: error: x\n";
+  auto ds = gate::parse_build_output(out, {});
+  EXPECT_LE(ds.size(), 2u);
+}

@@ -1,4 +1,5 @@
 #include "autodriver/crash/report.hpp"
+#include "autodriver/util/strings.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -527,7 +528,7 @@ std::vector<CrashReport> parse_reports(std::string_view log) {
     std::string_view raw = log.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
     pos = nl == std::string_view::npos ? log.size() + 1 : nl + 1;
     ++n;
-    std::string_view t = strip_prefix(raw);
+    std::string_view t = strip_prefix(util::parsed_line(raw));
     const bool separated = cur && ((cur->kind >= CrashKind::kasan_use_after_free && cur->kind <= CrashKind::kasan_other) ||
                                    cur->kind == CrashKind::ubsan);
     if (cur && (is_end(t) || (separated && is_separator(t) && n > cur->first_line + 1))) {

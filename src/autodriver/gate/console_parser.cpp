@@ -137,7 +137,7 @@ ConsoleReport parse_console(std::string_view log) {
   bool driver_loading = false; // the first "insmod-begin" marker was seen
 
   for (auto raw_line : util::split_lines(log)) {
-    std::string line(raw_line);
+    std::string line(util::parsed_line(raw_line));
     auto marker = line.find("@@AD ");
     if (marker != std::string::npos) {
       std::istringstream ss(line.substr(marker + 5));

@@ -268,7 +268,7 @@ std::vector<Diagnostic> parse_build_output(std::string_view text, const ParseOpt
   std::string compiling; // the source file of the object kbuild compiles now (relative)
 
   for (auto line_view : util::split_lines(text)) {
-    std::string line(line_view);
+    std::string line(util::parsed_line(line_view));
     std::smatch m;
     Loc loc;
     if (std::regex_match(line, m, k_in_function)) {

@@ -22,6 +22,14 @@ constexpr std::uint32_t fnv1a_32(std::string_view s) {
 }
 
 std::vector<std::string_view> split_lines(std::string_view text);
+
+/// How much of one line of untrusted output (compiler, sparse, guest console) the parsers read:
+/// libstdc++'s regex recurses per character and overflows the stack on lines of ~32 KiB.
+inline constexpr std::size_t k_max_parsed_line = 8192;
+
+/// A line of untrusted output as its parsers read it: at most k_max_parsed_line bytes (a longer
+/// line is a Makefile's $(info) of a huge variable or junk, never a diagnostic's own text).
+inline std::string_view parsed_line(std::string_view line) { return line.substr(0, k_max_parsed_line); }
 std::vector<std::string> split_words(std::string_view text);
 std::string_view trim(std::string_view s);
 bool contains(std::string_view haystack, std::string_view needle);
