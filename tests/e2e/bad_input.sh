@@ -44,6 +44,19 @@ expect_error "not empty" "$AD" crash "$AD_SRC/tests/fixtures/crash/gpf-kasan-nul
 [ "$(ls "$WORK/full")" = verdict.json ] || fail "a refused crash --repair -o wrote into a folder that was not empty"
 AUTODRIVER_CACHE="$WORK/emptycache" expect_error "autodriver kernel fetch 6.1" "$AD" check "$AD_SRC/examples/misc-counter" -k 6.1 --boot
 
+# A source line of 200 KB with an error on it (a vendor's firmware table): gcc echoes the line;
+# the build fails and is reported (this crashed autodriver with a stack overflow once).
+cp -r "$M" "$WORK/longline"
+python3 - "$WORK/longline/misc_counter.c" <<'PY'
+import sys
+p = sys.argv[1]
+blob = "static const unsigned char fw_blob[] = { sizeof(struct no_such_struct_x), " + ", ".join("0x%02x" % (i % 256) for i in range(40000)) + " };\n"
+open(p, "w").write(blob + open(p).read())
+PY
+rc=0; "$AD" check "$WORK/longline" -k 6.1 --no-sparse --json > "$WORK/ll.json" 2> "$WORK/ll.err" || rc=$?
+[ $rc -eq 1 ] || { tail -3 "$WORK/ll.err"; fail "a 200 KB source line with an error: expected exit 1, got $rc"; }
+py "$WORK/ll.json" "any('no_such_struct_x' in e['message'] for e in d['gates']['build']['by_kernel']['$R61']['diagnostics'])"
+
 # A build that never ends is killed at its timeout and reported as a failed build.
 rc=0; "$AD" check "$AD_SRC/examples/misc-counter" -k 6.1 --build-cmd 'sleep 600' --build-timeout 2 --json > "$WORK/b.json" || rc=$?
 [ $rc -eq 1 ] || fail "hanging build: expected exit 1, got $rc"
