@@ -80,3 +80,18 @@ TEST(DefineAlias, OneIdentifierOntoAnother) {
   EXPECT_FALSE(csrc::define_alias("#define A 1"));
   EXPECT_FALSE(csrc::define_alias("#define A B C"));
 }
+
+TEST(VersionCond, HugeDirectivesDoNotExhaustTheStack) {
+  // Driver sources are untrusted: a directive of a megabyte (a generated condition, a comment
+  // after #endif), on one line or continued.
+  const std::string n(1 << 20, '1');
+  const std::string text = "#if LINUX_VERSION_CODE < KERNEL_VERSION(5,0,0)\nold();\n#endif /* " + n +
+                           " */\n#if defined(A) || \\\n" + n + "\nx();\n#endif\n";
+  auto dead = propose::version_dead_lines(text, (6 << 16) + (1 << 8));
+  ASSERT_EQ(dead.size(), 7u);
+  EXPECT_TRUE(dead[1]);
+  EXPECT_FALSE(dead[5]);
+  propose::ExtractStats st;
+  propose::extract_version_blocks(text, st);
+  EXPECT_EQ(st.conditionals, 1);
+}

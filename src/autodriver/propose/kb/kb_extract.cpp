@@ -2,6 +2,7 @@
 #include "autodriver/propose/shared/version_cond.hpp"
 
 #include "autodriver/csrc/tokens.hpp"
+#include "autodriver/util/strings.hpp"
 
 #include <fmt/format.h>
 
@@ -116,7 +117,11 @@ std::vector<VersionBlock> extract_version_blocks(std::string_view text, ExtractS
       ++i;
     }
     std::smatch m;
-    if (l.find('#') == std::string::npos || !std::regex_match(l, m, k_dir)) continue;
+    // A directive is read up to util::k_max_parsed_line (a joined #define of a whole table can be
+    // longer; the regex would overflow the stack on it).
+    if (l.find('#') == std::string::npos) continue;
+    l.resize(std::min(l.size(), util::k_max_parsed_line));
+    if (!std::regex_match(l, m, k_dir)) continue;
     std::string d = m[1].str(), cond = m[2].str();
     bool names_version = cond.find("LINUX_VERSION_CODE") != std::string::npos;
     if ((d == "if" || d == "elif") && names_version) ++stats.conditionals;

@@ -286,7 +286,7 @@ std::vector<bool> version_dead_lines(const std::string& text, long code) {
     return !v ? -1 : *v ? 1 : 0;
   };
   for (std::size_t i = 0; i < lines.size(); ++i) {
-    std::string l(lines[i]);
+    std::string l(util::parsed_line(lines[i])); // the regex overflows the stack on huge lines
     std::smatch m;
     if (std::regex_match(l, m, k_dir)) {
       std::string d = m[1].str(), cond = m[2].str();
