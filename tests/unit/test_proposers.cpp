@@ -628,6 +628,12 @@ TEST(CallbackSignature, ParameterDroppedBesideOneOfItsTypeFollowsTheKernelsNames
   EXPECT_EQ(plan->params,
             (std::vector<std::string>{"struct sock *sk", "struct msghdr *msg", "size_t len", "int flags", "int *addr_len"}));
   EXPECT_EQ(plan->unused, std::vector<std::string>{"noblock"});
+  // A kept parameter the target made const is written as the target has it.
+  auto to_const = to;
+  to_const[1] = "const struct msghdr *";
+  plan = propose::plan_param_reshape(old, to_const, {"sk", "msg", "len", "flags", "addr_len"}, none);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->params[1], "const struct msghdr *msg");
   // The driver's own names (`nonblock`, `size`): where the kernel's own implementations kept
   // each position (npos: dropped).
   std::vector<propose::Param> mine = {{"struct sock *", "s"}, {"struct msghdr *", "m"}, {"size_t", "size"}, {"int", "nonblock"},

@@ -274,6 +274,16 @@ std::string pointed_struct(const std::string& type) {
   return {};
 }
 
+/// Two parameter types that differ at most in const: the same parameter, retyped.
+bool compatible(const std::string& a, const std::string& b) { return drop_const(a) == drop_const(b); }
+
+/// The type a kept parameter is written with: as the driver spelled it (`unsigned long`, not
+/// gcc's `long unsigned int`) when it is the target's type, const included; else the target's.
+std::string kept_type(const std::string& driver, const std::string& target) {
+  auto consts = [](const std::string& t) { return std::ranges::count(tokenize(t), "const", &Token::text); };
+  return type_key(driver) == type_key(target) && consts(driver) == consts(target) ? driver : target;
+}
+
 /// What the kernel's own implementations of a callback wrote where they used the parameter at
 /// old position `pos` once the callback lost it: each implementation found in both the old and
 /// the target's source, its two bodies diffed token by token, a hunk that replaced exactly that
@@ -367,7 +377,6 @@ std::optional<ParamReshape> plan_dropped_only(const std::vector<Param>& old_para
                                               const std::vector<std::string>& to_names,
                                               const std::vector<std::size_t>& old_to_new) {
   const std::size_t no = old_params.size(), nt = to_types.size();
-  auto compatible = [](const std::string& a, const std::string& b) { return drop_const(a) == drop_const(b); };
   auto kept = [&](const std::function<std::size_t(std::size_t)>& to) -> std::optional<ParamReshape> {
     ParamReshape p;
     std::size_t next = 0;
@@ -379,8 +388,7 @@ std::optional<ParamReshape> plan_dropped_only(const std::vector<Param>& old_para
         continue;
       }
       if (j != next || !compatible(old_params[i].type, to_types[j])) return std::nullopt;
-      p.params.push_back(type_key(old_params[i].type) == type_key(to_types[j]) ? with_name(old_params[i].type, old_params[i].name)
-                                                                               : with_name(to_types[j], old_params[i].name));
+      p.params.push_back(with_name(kept_type(old_params[i].type, to_types[j]), old_params[i].name));
       p.names.push_back(old_params[i].name);
       ++next;
     }
@@ -408,7 +416,6 @@ std::optional<ParamReshape> plan_param_reshape(const std::vector<Param>& old_par
                                                const std::vector<std::size_t>& old_to_new) {
   ParamReshape r;
   const std::size_t no = old_params.size(), nt = to_types.size();
-  auto compatible = [](const std::string& a, const std::string& b) { return drop_const(a) == drop_const(b); };
   // Only parameters added: where did each old parameter go? When the target's own
   // implementations give every old parameter's name to a parameter of a compatible type, in the
   // same order, there (tpm_class_ops.send (chip, buf, count) -> (chip, buf, bufsiz, count)); else
@@ -427,10 +434,7 @@ std::optional<ParamReshape> plan_param_reshape(const std::vector<Param>& old_par
         if (to_names[j] == k && compatible(old_params[i].type, to_types[j])) hit = j;
       if (hit == nt) return std::nullopt;
       names[hit] = old_params[i].name;
-      // The same type as the driver spelled it (`unsigned long`, not gcc's `long unsigned int`).
-      auto consts = [](const std::string& t) { return std::ranges::count(tokenize(t), "const", &Token::text); };
-      if (type_key(old_params[i].type) == type_key(to_types[hit]) && consts(old_params[i].type) == consts(to_types[hit]))
-        types[hit] = old_params[i].type;
+      types[hit] = kept_type(old_params[i].type, to_types[hit]);
       next = hit + 1;
     }
     std::set<std::string> taken;
