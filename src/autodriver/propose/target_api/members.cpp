@@ -148,8 +148,9 @@ std::string accessor_smpl(const Accessors& a, const std::string& m, bool reads) 
 
 /// A member moved into a struct the struct now points to or embeds (net_device.wol_enabled ->
 /// net_device.ethtool->wol_enabled, 6.11): exactly one struct-typed member of the target's
-/// struct has a member of that name.
-bool moved_into_member(TargetIndex& idx, const std::string& type, const std::string& tag, const std::string& m, int& rank,
+/// struct has a member of that name. Two edits (typed, then untyped) ranked from `rank` on,
+/// which advances past them; none when the target says nothing that clear.
+void moved_into_member(TargetIndex& idx, const std::string& type, const std::string& tag, const std::string& m, int& rank,
                        std::vector<Edit>& out) {
   static const std::regex k_struct(R"(^(?:const\s+)?struct\s+(\w+)\s*(\*?)$)");
   // Candidates: (member, its struct, pointer?); a struct declared under #ifdef/#else lists
@@ -186,7 +187,7 @@ bool moved_into_member(TargetIndex& idx, const std::string& type, const std::str
     }
   }
   util::log_debug("target-api: {}.{}: {} candidate path(s), best {} uses ({})", type, m, cands.size(), via, best);
-  if (cands.empty() || best <= 0 || best == second) return false;
+  if (cands.empty() || best <= 0 || best == second) return;
   std::string path = via + (pointer ? "->" : ".") + sub_name;
   Edit e;
   e.proposer = "target-api";
@@ -209,7 +210,6 @@ bool moved_into_member(TargetIndex& idx, const std::string& type, const std::str
   untyped.smpl = fmt::format("@@\nexpression E;\n@@\n(\n- E->{0}\n+ E->{1}\n|\n- E.{0}\n+ E.{1}\n)\n", m, path);
   untyped.rank = rank++;
   out.push_back(std::move(untyped));
-  return true;
 }
 
 /// The member of the target's struct that replaced `m` of the old kernel's in place: `m` is the only
