@@ -21,26 +21,25 @@ std::string read_number(const std::string& s, double& out) {
   return fmt::format("'{}' is not a number", s);
 }
 
+/// A validator of numbers that `holds`, else "`s` `broken`".
+CLI::Validator number_check(bool (*holds)(double), const char* broken, const char* desc, const char* name) {
+  return CLI::Validator(
+      [holds, broken](std::string& s) -> std::string {
+        double v = 0;
+        if (auto why = read_number(s, v); !why.empty()) return why;
+        return holds(v) ? "" : fmt::format("{} {}", s, broken);
+      },
+      desc, name);
+}
+
 } // namespace
 
 CLI::Validator positive() {
-  return CLI::Validator(
-      [](std::string& s) -> std::string {
-        double v = 0;
-        if (auto why = read_number(s, v); !why.empty()) return why;
-        return v > 0 ? "" : fmt::format("{} is not above 0", s);
-      },
-      "NUMBER > 0", "positive");
+  return number_check([](double v) { return v > 0; }, "is not above 0", "NUMBER > 0", "positive");
 }
 
 CLI::Validator non_negative() {
-  return CLI::Validator(
-      [](std::string& s) -> std::string {
-        double v = 0;
-        if (auto why = read_number(s, v); !why.empty()) return why;
-        return v >= 0 ? "" : fmt::format("{} is below 0", s);
-      },
-      "NUMBER >= 0", "non-negative");
+  return number_check([](double v) { return v >= 0; }, "is below 0", "NUMBER >= 0", "non-negative");
 }
 
 } // namespace autodriver::cli
