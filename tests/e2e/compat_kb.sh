@@ -52,5 +52,25 @@ if [ "$(kernel_field 6.1 headers_fetched)" = True ] && [ "$(kernel_field 6.12 he
   sed -i 's/blk_alloc_disk(NUMA_NO_NODE);/blk_alloc_disk(NULL,\n\t\tNUMA_NO_NODE); \/* 6.9 *\//' "$WORK/fixed/rapiddisk.c"
   "$AD" kb compare "$c" "$WORK/fixed" > "$WORK/cmp1.json" || fail "the maintainers' form (reflowed) did not compare identical"
   py "$WORK/cmp1.json" 'd["identical"] is True and d["file"] == "rapiddisk.c"' "compare json"
+
+  # One case per boundary: 6.9 changed both the allocation and its check (two blocks), so the
+  # case holds both old branches and only the whole port compares identical.
+  "$AD" kb cases --package rapiddisk-dkms --by-boundary -o "$WORK/bcases" > "$WORK/bcases.txt"
+  b="$WORK/bcases/rapiddisk-dkms--B6.9.0"
+  [ -f "$b/case.json" ] || fail "no 6.9 boundary case: $(cat "$WORK/bcases.txt")"
+  py "$b/case.json" 'd["schema_version"] == 2 and len(d["blocks"]) == 2 and {x["boundary"] for x in d["blocks"]} == {"6.9.0"}' "two blocks of 6.9"
+  py "$WORK/bcases/summary.json" 'd["by_boundary"] and d["selected_blocks"] > d["selected_cases"]' "blocks grouped"
+  grep -q 'blk_alloc_disk(NUMA_NO_NODE)' "$b/tree/rapiddisk.c" && grep -q 'if (!disk)' "$b/tree/rapiddisk.c" \
+    || fail "the case does not hold both old branches"
+  cp -r "$b/tree" "$WORK/half"
+  sed -i 's/blk_alloc_disk(NUMA_NO_NODE);/blk_alloc_disk(NULL, NUMA_NO_NODE);/' "$WORK/half/rapiddisk.c"
+  set +e
+  "$AD" kb compare "$b" "$WORK/half" > "$WORK/cmp-half.json"; rc=$?
+  set -e
+  [ $rc -eq 1 ] || fail "half of the boundary's port compared identical (rc $rc)"
+  cp -r "$WORK/half" "$WORK/whole"
+  sed -i 's/if (!disk)/if (IS_ERR(disk))/' "$WORK/whole/rapiddisk.c"
+  "$AD" kb compare "$b" "$WORK/whole" > "$WORK/cmp-whole.json" || fail "the whole port did not compare identical"
+  py "$WORK/cmp-whole.json" 'd["identical"] is True and d["blocks"] == d["blocks_identical"] == 2' "every block identical"
 fi
 echo "ok"

@@ -252,3 +252,34 @@ TEST(KbCases, OlderThanTargetPicksTheBranchTheTargetCompilesAndTheOneBelowIt) {
   EXPECT_TRUE(block_changed_by(ab[0], k61));
   EXPECT_FALSE(block_changed_by(ab[0], {5, 18, 0}));
 }
+
+TEST(KbCases, EveryBlockOfOneBoundaryCollapsesTogetherAndEachIsComparedInItsContext) {
+  std::string text = kb_fixture("rapiddisk_blk_alloc_disk.c");
+  ExtractStats st;
+  auto blocks = extract_version_blocks(text, st);
+  ASSERT_EQ(blocks.size(), 3u);
+  // 6.9 changed both the allocation and its check: one port, two blocks.
+  ASSERT_EQ(blocks[0].boundary, blocks[2].boundary);
+  auto f = collapse_blocks(text, {blocks[2], blocks[0]});
+  EXPECT_EQ(f.old_text.find("KERNEL_VERSION(6,9,0)"), std::string::npos);
+  EXPECT_NE(f.old_text.find("blk_alloc_disk(NUMA_NO_NODE);"), std::string::npos);
+  EXPECT_NE(f.old_text.find("if (!disk)"), std::string::npos);
+  EXPECT_NE(f.expected_text.find("blk_alloc_disk(NULL, NUMA_NO_NODE);"), std::string::npos);
+  EXPECT_NE(f.expected_text.find("if (IS_ERR(disk))"), std::string::npos);
+  ASSERT_EQ(f.context.size(), 2u);
+  // The context of each block is the expected text around it: the other block's new branch.
+  EXPECT_EQ(f.context[0].before.back(), ";");
+  EXPECT_TRUE(matches_in_context(f.expected_text, f.context[0], blocks[2].new_code));
+  EXPECT_TRUE(matches_in_context(f.expected_text, f.context[1], blocks[0].new_code));
+  // Half a port is not the port.
+  std::string half = f.old_text;
+  half.replace(half.find("if (!disk)"), 10, "if (IS_ERR(disk))");
+  EXPECT_FALSE(matches_in_context(half, f.context[1], blocks[0].new_code));
+  EXPECT_FALSE(matches_in_context(f.old_text, f.context[0], blocks[2].new_code));
+  // Two pairs of one #elif chain overlap: the later-listed one is left as it is.
+  auto o = collapse_blocks(text, {blocks[0], blocks[1]});
+  EXPECT_TRUE(o.context[1].before.empty() && o.context[1].after.empty());
+  EXPECT_FALSE(o.context[0].before.empty());
+  EXPECT_NE(o.old_text.find("= blk_alloc_disk(NUMA_NO_NODE);"), std::string::npos) << "the first pair's old branch, once";
+  EXPECT_EQ(o.old_text.find("alloc_disk(1)"), std::string::npos);
+}

@@ -163,17 +163,31 @@ int run_compare(const fs::path& case_dir, const fs::path& ported_tree) {
     return k_exit_error;
   }
   std::string file = j.value("file", "");
-  auto ported = util::read_file(ported_tree / file);
+  nlohmann::json out = {{"id", j.value("id", "")}, {"file", file}};
   bool identical = false;
-  if (ported) {
-    propose::CollapsedCase c;
+  if (j.contains("blocks") && j["blocks"].is_array() && !j["blocks"].empty()) {
+    // Every block of the case (one boundary's whole port) where it was, in its context.
+    int same = 0;
+    for (const auto& b : j["blocks"]) {
+      auto ported = util::read_file(ported_tree / b.value("file", ""));
+      propose::BlockContext c;
+      if (b.contains("context_before") && b["context_before"].is_array())
+        c.before = b["context_before"].get<std::vector<std::string>>();
+      if (b.contains("context_after") && b["context_after"].is_array())
+        c.after = b["context_after"].get<std::vector<std::string>>();
+      if (ported && propose::matches_in_context(*ported, c, b.value("new_code", ""))) ++same;
+    }
+    identical = same == static_cast<int>(j["blocks"].size());
+    out["blocks"] = j["blocks"].size();
+    out["blocks_identical"] = same;
+  } else if (auto ported = util::read_file(ported_tree / file)) {
+    propose::CollapsedCase c; // a case of schema 1: the whole text around its one block
     c.before = j.value("before", "");
     c.after = j.value("after", "");
     identical = propose::matches_new_branch(*ported, c, j.value("new_code", ""));
   }
-  std::cout << nlohmann::json({{"id", j.value("id", "")}, {"file", file}, {"identical", identical}})
-                   .dump(-1, ' ', false, util::json_bytes)
-            << "\n";
+  out["identical"] = identical;
+  std::cout << out.dump(-1, ' ', false, util::json_bytes) << "\n";
   return identical ? k_exit_ok : k_exit_failed;
 }
 
@@ -290,6 +304,9 @@ Command kb_command() {
                             "no --from kernel needed");
             cases->add_flag("--check-build", co->check_build,
                             "Keep only eligible cases: the package as shipped builds on TO and the collapsed tree does not");
+            cases->add_flag("--by-boundary", co->by_boundary,
+                            "One case per boundary: every selected block of the package with that boundary collapsed "
+                            "together (the maintainers' whole port to that kernel), newest boundary first");
             cases->add_option("--max-per-package", co->max_per_package,
                               "With --check-build: at most N eligible cases per package (0: all)");
             cases->add_option("--max-package-build-s", co->max_package_build_s,

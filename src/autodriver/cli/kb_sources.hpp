@@ -39,6 +39,7 @@ struct CasesOptions {
   std::string to = "6.12";
   bool older_than_target = false; ///< every block whose new branch `to` compiles; --from unused
   bool check_build = false;       ///< keep only cases whose package builds on `to` and whose collapsed tree does not
+  bool by_boundary = false;       ///< one case per boundary: every selected block of it collapsed together
   int max_per_package = 0;        ///< 0: no cap
   int max_package_build_s = 0;    ///< 0: no limit
   std::filesystem::path out;

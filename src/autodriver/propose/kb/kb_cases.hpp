@@ -7,6 +7,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace autodriver::propose {
 
@@ -34,5 +35,28 @@ CollapsedCase collapse_block(std::string_view text, const VersionBlock& block);
 /// (last tokens before the block, new branch, first tokens after it) occurs in `ported`.
 /// Comparison is on C tokens, so whitespace and comments do not count.
 bool matches_new_branch(std::string_view ported, const CollapsedCase& c, std::string_view new_code);
+
+/// Tokens of context on each side of a block's new branch that a comparison requires.
+inline constexpr std::size_t k_context_tokens = 12;
+
+/// The C tokens before and after one block's new branch in the expected file.
+struct BlockContext {
+  std::vector<std::string> before; ///< the last k_context_tokens before the branch
+  std::vector<std::string> after;  ///< the first k_context_tokens after it
+};
+
+/// Several blocks of one file collapsed together (one case holds every block of a boundary).
+struct CollapsedFile {
+  std::string old_text;              ///< every block replaced by its old branch
+  std::string expected_text;         ///< every block replaced by its new branch
+  std::vector<BlockContext> context; ///< per block, in the order given, within expected_text
+};
+
+/// Replaces every block of `blocks` in `text` with each branch; a block overlapping an earlier
+/// one (by `#if` line) is left as it is and gets an empty context.
+CollapsedFile collapse_blocks(std::string_view text, const std::vector<VersionBlock>& blocks);
+
+/// Whether `ported` holds the token sequence before-context, `new_code`, after-context.
+bool matches_in_context(std::string_view ported, const BlockContext& context, std::string_view new_code);
 
 } // namespace autodriver::propose
