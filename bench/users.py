@@ -20,7 +20,12 @@ case, one table:
              older than the oldest kernel source Debian serves). Trees: the wild trees, the newest
              commit of each history, and every `*-dkms` source package of bullseye, bookworm,
              trixie and sid (fetched by autodriver into its cache, as bench/fidelity.py does), at
-             most --cap cases per tree and line.
+             most --cap cases per tree and line. Each case is one block collapsed alone, its
+             siblings of the same boundary left new (a tree no maintainer had): kept for the
+             figures already published, no longer part of `--kind all`.
+  boundary   as collapsed, but one case per boundary: every block of the tree with that boundary
+             collapsed together (`kb cases --by-boundary`), the maintainers' whole port to that
+             kernel; compared on every block.
 
 Each case is ported with `autodriver port INPUT --to T --no-store-kb --budget-s 300` (history
 cases also `--from F --api-changes` when their input builds on the line below; collapsed cases
@@ -38,7 +43,7 @@ whose cases were debugged on moves to dev (MOVED_TO_DEV, with the reason) and it
 
 Every stage is resumable (JSONL under <cache>/users-bench/, one run at a time):
 
-  bench/users.py [--kind history|collapsed] [--stage make|check|port|all] [--split dev|test]
+  bench/users.py [--kind history|boundary|collapsed] [--stage make|check|port|all] [--split dev|test]
                  [--only SUBSTR] [--sample N --seed S] [--report]
 
 Needs git, unifdef (apt-get install unifdef) and the kernels (`autodriver kernel fetch LINE`).
@@ -60,6 +65,8 @@ import fidelity as F  # noqa: E402  (shared: run, log, cache_root, kernel_info, 
 
 K_LINES = ["5.10", "6.1", "6.12", "7.2", "7.3"]
 K_SCHEMA = 1
+K_COLLAPSED_KINDS = ("boundary", "collapsed")
+K_ALL_KINDS = ("history", "boundary")  # what --kind all makes and the headline figures count
 DEFAULT_WILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "wild")
 K_BUILD_TIMEOUT_S = 300
 K_PORT_BUDGET_S = 300
@@ -287,12 +294,15 @@ def collapsed_units(wild, no_dkms):
     return units
 
 
-def make_collapsed(u, line, lines, cap, jobs):
-    """`kb cases` for one tree and one target line; the case records (and the tally) it gave."""
-    out = os.path.join(work_dir(), "collapsed", u["slug"], line)
+def make_collapsed(u, line, lines, cap, jobs, kind):
+    """`kb cases` for one tree and one target line (KIND boundary: --by-boundary); the case
+    records (and the tally) it gave."""
+    out = os.path.join(work_dir(), kind, u["slug"], line)
     shutil.rmtree(out, ignore_errors=True)
     argv = [F.ad_bin(), "kb", "cases", "--source", u["path"], "--to", line, "--check-build",
             "--max-per-package", str(cap), "--max-package-build-s", str(K_BUILD_TIMEOUT_S), "-o", out]
+    if kind == "boundary":
+        argv.append("--by-boundary")
     f = prev_line(line, lines)
     argv += ["--from", f] if f else ["--older-than-target"]
     rc, text, secs = F.run(["nice", "-n", "10"] + argv, 6 * 3600)
@@ -304,11 +314,12 @@ def make_collapsed(u, line, lines, cap, jobs):
     for cj in sorted(glob.glob(os.path.join(out, "*", "case.json"))):
         c = json.load(open(cj))
         cid = f"{u['slug']}@{line}/{os.path.basename(os.path.dirname(cj))}"
-        recs.append({"kind": "case", "source": "collapsed", "schema_version": K_SCHEMA, "id": cid,
+        recs.append({"kind": "case", "source": kind, "schema_version": K_SCHEMA, "id": cid,
                      "repository": u["name"], "unit": u["repo_unit"], "split": split_of(u["repo_unit"]),
                      "target": line, "from": f, "dir": os.path.relpath(os.path.dirname(cj), work_dir()),
                      "package": c.get("package", u["name"]), "build_cmd": c.get("build_cmd", ""),
-                     "boundary": c.get("boundary"), "file": c.get("file")})
+                     "boundary": c.get("boundary"), "file": c.get("file"),
+                     "blocks": len(c.get("blocks") or [None])})
     tally = {"kind": "unit", "id": f"{u['id']}@{line}", "exit": rc, "seconds": round(secs, 1), "cases": len(recs),
              "summary_excluded": summary.get("excluded") if isinstance(summary.get("excluded"), dict) else {},
              "log": F.tail(text, 5) if rc != 0 else ""}
@@ -433,7 +444,8 @@ def append(path, rec):
 
 def paths():
     return {"hist_cases": os.path.join(hist_dir(), "cases.jsonl"), "hist_checks": os.path.join(hist_dir(), "checks.jsonl"),
-            "col_cases": os.path.join(work_dir(), "collapsed.jsonl"), "ports": os.path.join(work_dir(), "ports.jsonl")}
+            "col_cases": os.path.join(work_dir(), "collapsed.jsonl"), "bnd_cases": os.path.join(work_dir(), "boundary.jsonl"),
+            "ports": os.path.join(work_dir(), "ports.jsonl")}
 
 
 def all_cases():
@@ -442,23 +454,24 @@ def all_cases():
     for c in cases.values():
         c.setdefault("source", "history")
     cases.update(load(p["col_cases"], "case"))
+    cases.update(load(p["bnd_cases"], "case"))
     return cases
 
 
 def eligible(c, checks):
-    return c["source"] == "collapsed" or bool(checks.get(c["id"], {}).get("eligible"))
+    return c["source"] in K_COLLAPSED_KINDS or bool(checks.get(c["id"], {}).get("eligible"))
 
 
 def report(binary=None):
     p = paths()
     cases = all_cases()
     checks = load(p["hist_checks"], "check")
-    units = load(p["col_cases"], "unit")
+    units = {kind: load(p[key], "unit") for kind, key in (("collapsed", "col_cases"), ("boundary", "bnd_cases"))}
     ports = {k: v for k, v in load(p["ports"], "port").items() if not binary or v.get("autodriver_binary", "").startswith(binary)}
     print(f"# The drivers users bring ({len(cases)} cases)\n")
     print("| kind | target | split | cases | ported | builds + integrity | identical | median s |")
     print("|---|---|---|---|---|---|---|---|")
-    for kind in ("history", "collapsed"):
+    for kind in ("history", "boundary", "collapsed"):
         for line in K_LINES:
             for split in ("dev", "test"):
                 el = [i for i, c in cases.items() if c["source"] == kind and c["target"] == line and c["split"] == split
@@ -470,11 +483,12 @@ def report(binary=None):
                 med = f"{secs[len(secs) // 2]:.1f}" if secs else "-"
                 print(f"| {kind} | {line} | {split} | {len(el)} | {len(pr)} | {sum(x['ok'] for x in pr)} | "
                       f"{sum(x['identical'] for x in pr)} | {med} |")
-    for split in ("dev", "test"):
-        pr = [ports[i] for i, c in cases.items() if c["split"] == split and i in ports]
-        if pr:
-            print(f"\n**{split}**: {sum(x['ok'] for x in pr)}/{len(pr)} build + integrity, "
-                  f"{sum(x['identical'] for x in pr)}/{len(pr)} identical")
+    for kinds in (K_ALL_KINDS, ("collapsed",)):
+        for split in ("dev", "test"):
+            pr = [ports[i] for i, c in cases.items() if c["split"] == split and c["source"] in kinds and i in ports]
+            if pr:
+                print(f"\n**{split}, {' + '.join(kinds)}**: {sum(x['ok'] for x in pr)}/{len(pr)} build + integrity, "
+                      f"{sum(x['identical'] for x in pr)}/{len(pr)} identical")
     per = {}
     for c in cases.values():
         if c["source"] == "history":
@@ -487,22 +501,25 @@ def report(binary=None):
             why[ch.get("why")] = why.get(ch.get("why"), 0) + 1
     print(f"History: {sum(1 for c in checks.values() if c.get('eligible'))} of {len(checks)} checked are eligible; "
           "not eligible: " + (", ".join(f"{k} {v}" for k, v in sorted(why.items())) or "none"))
-    ex = {}
-    for u in units.values():
-        for k, v in (u.get("summary_excluded") or {}).items():
-            ex[k] = ex.get(k, 0) + v
-    print(f"Collapsed: {len(units)} (tree, line) pairs made; blocks not made cases: "
-          + (", ".join(f"{k} {v}" for k, v in sorted(ex.items())) or "none"))
-    classes = {}
-    for i, x in ports.items():
-        if not x["ok"]:
-            key = (cases.get(i, {}).get("split", "?"), x.get("class") or "unknown")
-            classes[key] = classes.get(key, 0) + 1
-    if classes:
-        print("\n| failure class (first unsolved diagnostic) | dev | test |")
-        print("|---|---|---|")
-        for cl in sorted({k[1] for k in classes}, key=lambda x: -sum(v for k, v in classes.items() if k[1] == x)):
-            print(f"| {cl} | {classes.get(('dev', cl), 0)} | {classes.get(('test', cl), 0)} |")
+    for kind, us in units.items():
+        ex = {}
+        for u in us.values():
+            for k, v in (u.get("summary_excluded") or {}).items():
+                ex[k] = ex.get(k, 0) + v
+        print(f"{kind.capitalize()}: {len(us)} (tree, line) pairs made; selections not made cases: "
+              + (", ".join(f"{k} {v}" for k, v in sorted(ex.items())) or "none"))
+    for kinds in (K_ALL_KINDS, ("collapsed",)):
+        classes = {}
+        for i, x in ports.items():
+            c = cases.get(i, {})
+            if not x["ok"] and c.get("source") in kinds:
+                key = (c.get("split", "?"), x.get("class") or "unknown")
+                classes[key] = classes.get(key, 0) + 1
+        if classes:
+            print(f"\n| failure class (first unsolved diagnostic), {' + '.join(kinds)} | dev | test |")
+            print("|---|---|---|")
+            for cl in sorted({k[1] for k in classes}, key=lambda x: -sum(v for k, v in classes.items() if k[1] == x)):
+                print(f"| {cl} | {classes.get(('dev', cl), 0)} | {classes.get(('test', cl), 0)} |")
 
 
 # ---- main ----------------------------------------------------------------------------------------
@@ -522,7 +539,9 @@ def make_stage(a, lines, cases, port_now):
                 cases[c["id"]] = c
             F.log(f"users: {os.path.basename(b)}: {stats['commits']} commits, {stats['ports']} add a version "
                   f"boundary ({stats['no_target']} newer than every fetched line), {len(made)} new cases")
-    if a.kind in ("collapsed", "all"):
+    kinds = [k for k in K_COLLAPSED_KINDS if a.kind == k or (a.kind == "all" and k in K_ALL_KINDS)]
+    chosen = None
+    for kind in kinds:
         units = [u for u in collapsed_units(a.wild, a.no_dkms) if not a.only or any(s in u["id"] for s in a.only)]
         units = [u for u in units if not a.split or split_of(u["repo_unit"]) == a.split]
         pairs = [(u, l) for u in units for l in K_LINES if l in lines]
@@ -530,28 +549,29 @@ def make_stage(a, lines, cases, port_now):
             # Kept in the seeded random order: a run stopped early (and resumed later) has made a
             # prefix of that order, itself a seeded random sample, never the first trees by name.
             pairs = random.Random(a.seed).sample(pairs, min(a.sample, len(pairs)))
-            F.log(f"users: collapsed: a sample of {len(pairs)} (tree, line) pairs in seeded random order (seed {a.seed})")
-        done = load(p["col_cases"], "unit")
-        chosen = {f"{u['slug']}@{l}/" for u, l in pairs}
+            F.log(f"users: {kind}: a sample of {len(pairs)} (tree, line) pairs in seeded random order (seed {a.seed})")
+        key = "bnd_cases" if kind == "boundary" else "col_cases"
+        done = load(p[key], "unit")
+        chosen = (chosen or set()) | {f"{u['slug']}@{l}/" for u, l in pairs}
         for i, (u, l) in enumerate(pairs, 1):
             if f"{u['id']}@{l}" in done:
                 continue
-            recs, tally = make_collapsed(u, l, lines, a.cap, a.jobs)
+            recs, tally = make_collapsed(u, l, lines, a.cap, a.jobs, kind)
             for r in recs:
-                append(p["col_cases"], r)
+                append(p[key], r)
                 cases[r["id"]] = r
-            append(p["col_cases"], tally)
-            F.log(f"[{i}/{len(pairs)}] {u['id']} on {l}: {tally['cases']} case(s) ({tally['seconds']} s)")
+            append(p[key], tally)
+            F.log(f"[{i}/{len(pairs)}] {kind}: {u['id']} on {l}: {tally['cases']} case(s) ({tally['seconds']} s)")
             if port_now:
                 for r in recs:
                     port_now(r, f"[{i}/{len(pairs)}]")
-        return chosen
-    return None
+    return chosen
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--kind", choices=["history", "collapsed", "all"], default="all")
+    ap.add_argument("--kind", choices=["history", "boundary", "collapsed", "all"], default="all",
+                    help="all: history and boundary (collapsed, one block per case, only when named)")
     ap.add_argument("--stage", choices=["make", "check", "port", "all"], default="all",
                     help="make the cases (history: mine; collapsed: kb cases), check history cases' eligibility, port")
     ap.add_argument("--wild", default=DEFAULT_WILD, help="folder with trees.tsv, *.tar.gz and history/*.bundle")
@@ -599,12 +619,12 @@ def main():
             chosen = make_stage(a, lines, cases, port_one if a.stage == "all" else None)
         else:
             chosen = None
-        todo = [c for c in cases.values() if (a.kind == "all" or c["source"] == a.kind)
+        todo = [c for c in cases.values() if ((a.kind == "all" and c["source"] in K_ALL_KINDS) or c["source"] == a.kind)
                 and (not a.only or any(s in c["unit"] for s in a.only)) and (not a.split or c["split"] == a.split)
                 and (not a.case or c["id"] in a.case)]
         if chosen is not None and a.sample is not None:
             # The collapsed cases of the sampled (tree, line) pairs; history cases sampled below.
-            todo = [c for c in todo if c["source"] != "collapsed" or any(c["id"].startswith(x) for x in chosen)]
+            todo = [c for c in todo if c["source"] not in K_COLLAPSED_KINDS or any(c["id"].startswith(x) for x in chosen)]
         # Newest target lines first (all run; the order only decides what an interrupted run has).
         todo.sort(key=lambda c: (-K_LINES.index(c["target"]), c["source"], c.get("date", ""), c["id"]))
         selection = f"{len(todo)} cases"
