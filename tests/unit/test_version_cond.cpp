@@ -32,6 +32,18 @@ TEST(VersionCond, EitherSideParenthesesAndComments) {
   EXPECT_FALSE(propose::parse_version_condition("LINUX_VERSION_CODE >= KERNEL_VERSION(4,19,0) && defined(X)"));
   EXPECT_FALSE(propose::parse_version_condition("(LINUX_VERSION_CODE >= KERNEL_VERSION(4,19,0)) || (RHEL_RELEASE_CODE > 7)"));
   EXPECT_FALSE(propose::parse_version_condition("defined(CONFIG_X)"));
+  // A block's boundary is a release: a bare LINUX_VERSION_CODE number is read by the three-valued
+  // reader, not as a block; numbers that overflow and broken text are no condition, never a throw.
+  EXPECT_FALSE(propose::parse_version_condition("LINUX_VERSION_CODE >= 0x060400"));
+  EXPECT_FALSE(propose::parse_version_condition("LINUX_VERSION_CODE >= KERNEL_VERSION(99999999999999999999999,0,0)"));
+  // A comment that goes on past the line is a comment, as C reads it.
+  EXPECT_TRUE(propose::parse_version_condition("LINUX_VERSION_CODE >= KERNEL_VERSION(6,4,0) /* goes on"));
+  EXPECT_FALSE(propose::parse_version_condition("LINUX_VERSION_CODE >= KERNEL_VERSION(6,4)"));
+  EXPECT_FALSE(propose::parse_version_condition("(LINUX_VERSION_CODE >= KERNEL_VERSION(6,4,0)) && (1)"));
+  EXPECT_FALSE(propose::parse_version_condition(""));
+  c = propose::parse_version_condition("LINUX_VERSION_CODE>=KERNEL_VERSION(06,4,0)");
+  ASSERT_TRUE(c) << "an octal-looking field is read as C reads it";
+  EXPECT_EQ(c->v.str(), "6.4.0");
 }
 
 TEST(VersionCond, DeadLinesFollowMirroredConditionsToo) {
