@@ -99,6 +99,10 @@ TEST(Rules, VersionScopeChoosesTheDefinitionForTheTarget) {
   EXPECT_EQ(propose::version_code_of("6.4"), (6 << 16) + (4 << 8));
   EXPECT_EQ(propose::version_code_of("2.6.37"), (2 << 16) + (6 << 8) + 37);
   EXPECT_EQ(propose::version_code_of("six"), -1);
+  EXPECT_EQ(propose::version_code_of(" 6.4 "), (6 << 16) + (4 << 8));
+  EXPECT_EQ(propose::version_code_of("6"), -1);
+  EXPECT_EQ(propose::version_code_of("6.4-rc1"), -1);
+  EXPECT_EQ(propose::version_code_of("6.99999999999999999999"), -1) << "a rule file's absurd number is no version (it threw)";
   const auto& rules = propose::shipped_rules();
   auto old = std::find_if(rules.begin(), rules.end(), [](const auto& r) { return r.name == "semaphore-mutex-helpers"; });
   auto now = std::find_if(rules.begin(), rules.end(), [](const auto& r) { return r.name == "semaphore-mutex-helpers-6.4"; });

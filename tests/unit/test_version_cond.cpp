@@ -107,3 +107,32 @@ TEST(VersionCond, HugeDirectivesDoNotExhaustTheStack) {
   propose::extract_version_blocks(text, st);
   EXPECT_EQ(st.conditionals, 1);
 }
+
+TEST(VersionCond, OneReaderOfKernelVersionNumbers) {
+  auto r = core::release_numbers("6.12.117+deb12-amd64");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->count, 3);
+  EXPECT_EQ(r->line(), "6.12");
+  EXPECT_EQ(r->code(), (6 << 16) + (12 << 8) + 117);
+  EXPECT_EQ(r->used, 8u);
+  EXPECT_EQ(core::release_numbers("5.10.300")->code(), (5 << 16) + (10 << 8) + 255) << "patch capped as KERNEL_VERSION caps it";
+  r = core::release_numbers("6.4");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->count, 2);
+  EXPECT_EQ(r->used, 3u);
+  r = core::release_numbers("6.");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->count, 1);
+  EXPECT_EQ(r->used, 1u);
+  EXPECT_FALSE(core::release_numbers("v6.1"));
+  EXPECT_FALSE(core::release_numbers(""));
+  EXPECT_FALSE(core::release_numbers("99999999999.1")) << "absurd numbers are no version, never an overflow";
+  // Its users agree: the compat KB's versions, a kernel's code, a rule file's scope.
+  EXPECT_EQ(propose::parse_kversion("6.12.117+deb12-amd64").str(), "6.12.117");
+  EXPECT_EQ(propose::parse_kversion("junk").str(), "0.0.0");
+  core::Kernel k;
+  k.release = "6.1.0-57-amd64";
+  EXPECT_EQ(k.version_code(), (6 << 16) + (1 << 8));
+  k.release = "host";
+  EXPECT_EQ(k.version_code(), 0);
+}

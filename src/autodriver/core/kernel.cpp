@@ -8,10 +8,35 @@ bool Kernel::has_headers() const { return !build_dir.empty() && std::filesystem:
 
 bool Kernel::has_image() const { return !vmlinux.empty() && std::filesystem::exists(vmlinux); }
 
+std::optional<ReleaseNumbers> release_numbers(std::string_view s) {
+  constexpr std::size_t k_max_digits = 6;
+  ReleaseNumbers r;
+  int* parts[3] = {&r.major, &r.minor, &r.patch};
+  std::size_t i = 0;
+  for (int k = 0; k < 3; ++k) {
+    std::size_t start = i;
+    int n = 0;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+      if (i - start == k_max_digits) return std::nullopt;
+      n = n * 10 + (s[i++] - '0');
+    }
+    if (i == start) {
+      if (k == 0) return std::nullopt;
+      i = start - 1; // the '.' before belongs to what follows ("6." is 6)
+      break;
+    }
+    *parts[k] = n;
+    r.count = k + 1;
+    if (k == 2 || i >= s.size() || s[i] != '.') break;
+    ++i;
+  }
+  r.used = i;
+  return r;
+}
+
 int Kernel::version_code() const {
-  int a = 0, b = 0, c = 0;
-  std::sscanf(release.c_str(), "%d.%d.%d", &a, &b, &c);
-  return (a << 16) + (b << 8) + (c > 255 ? 255 : c);
+  auto r = release_numbers(release);
+  return r ? static_cast<int>(r->code()) : 0;
 }
 
 util::SandboxSpec Kernel::build_sandbox(const std::filesystem::path& writable) const {

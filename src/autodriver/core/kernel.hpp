@@ -4,10 +4,27 @@
 #include "autodriver/util/sandbox.hpp"
 
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace autodriver::core {
+
+/// The leading numbers of a kernel release or version ("6.12.117+deb12-amd64", "6.4", "5"): the
+/// one reader of kernel version numbers. `count` says how many of major, minor, patch were
+/// written (the others are 0), `used` how many bytes they took. nullopt when `s` does not start
+/// with a digit or a number is absurd (more than 6 digits).
+struct ReleaseNumbers {
+  int major = 0, minor = 0, patch = 0;
+  int count = 0;
+  std::size_t used = 0;
+  /// LINUX_VERSION_CODE, as KERNEL_VERSION(a,b,c) computes it (patch capped at 255).
+  long code() const { return (static_cast<long>(major) << 16) + (static_cast<long>(minor) << 8) + (patch > 255 ? 255 : patch); }
+  /// "6.12" (major.minor).
+  std::string line() const { return std::to_string(major) + "." + std::to_string(minor); }
+};
+std::optional<ReleaseNumbers> release_numbers(std::string_view s);
 
 /// Where a kernel's build-host view is inside its sandbox.
 inline constexpr const char* k_build_host_dir = "/autodriver/host";
@@ -34,7 +51,7 @@ struct Kernel {
 
   bool has_headers() const;
   bool has_image() const;
-  /// "6.1" -> 0x060100 style number for LINUX_VERSION_CODE comparisons: (a<<16)+(b<<8)+c.
+  /// The release's LINUX_VERSION_CODE: (a<<16)+(b<<8)+min(c,255); 0 when the release has none.
   int version_code() const;
   /// The sandbox a build against this kernel runs in, with `writable` its only writable folder:
   /// its toolchain root, its tree read-only and the build host's view (k_build_host_dir, first on

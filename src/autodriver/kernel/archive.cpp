@@ -1,5 +1,6 @@
 #include "autodriver/kernel/archive.hpp"
 
+#include "autodriver/core/kernel.hpp"
 #include "autodriver/kernel/target.hpp"
 #include "autodriver/util/file_lock.hpp"
 #include "autodriver/util/files.hpp"
@@ -269,10 +270,8 @@ std::string suite_of_list(const std::string& file) {
 }
 
 std::string line_of_release(std::string_view release) {
-  static const std::regex k_re(R"(^(\d+)\.(\d+))");
-  std::string r(release);
-  std::smatch m;
-  return std::regex_search(r, m, k_re) ? m[1].str() + "." + m[2].str() : std::string();
+  auto r = core::release_numbers(release);
+  return r && r->count >= 2 ? r->line() : std::string();
 }
 
 } // namespace

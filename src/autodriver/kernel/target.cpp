@@ -72,10 +72,8 @@ util::Expected<std::string> read_build_release(const fs::path& build_dir) {
 }
 
 std::string line_of(const std::string& release) {
-  std::smatch m;
-  static const std::regex k_re(R"(^(\d+)\.(\d+))");
-  if (std::regex_search(release, m, k_re)) return m[1].str() + "." + m[2].str();
-  return release;
+  auto r = core::release_numbers(release);
+  return r && r->count >= 2 ? r->line() : release;
 }
 
 namespace {
@@ -157,10 +155,10 @@ util::Expected<core::Kernel> resolve_name(const std::string& name) {
                                     rel, build.string(), rel));
     return path_kernel(name, build);
   }
-  static const std::regex k_line(R"(^\d+\.\d+$)");
-  bool is_line = std::regex_match(name, k_line);
-  static const std::regex k_release(R"(^\d+\.\d+\.\d+[-+.~a-z0-9]*$)");
-  bool is_release = !is_line && std::regex_match(name, k_release);
+  auto nums = core::release_numbers(name);
+  bool is_line = nums && nums->count == 2 && nums->used == name.size();
+  bool is_release = nums && nums->count == 3 &&
+                    name.find_first_not_of("-+.~abcdefghijklmnopqrstuvwxyz0123456789", nums->used) == std::string::npos;
   if (!is_line && !is_release) {
     if (name.find('/') != std::string::npos || fs::exists(name)) return path_kernel(name, fs::path(name));
     return unexpected(ErrorKind::config,

@@ -1,6 +1,7 @@
 #include "autodriver/propose/kb/kb_extract.hpp"
 #include "autodriver/propose/shared/version_cond.hpp"
 
+#include "autodriver/core/kernel.hpp"
 #include "autodriver/csrc/tokens.hpp"
 #include "autodriver/util/strings.hpp"
 
@@ -18,18 +19,8 @@ using namespace csrc; // the C reader shared with gate/
 std::string KVersion::str() const { return fmt::format("{}.{}.{}", major, minor, patch); }
 
 KVersion parse_kversion(std::string_view s) {
-  KVersion v;
-  int* parts[3] = {&v.major, &v.minor, &v.patch};
-  std::size_t i = 0;
-  for (int k = 0; k < 3; ++k) {
-    if (i >= s.size() || !std::isdigit(static_cast<unsigned char>(s[i]))) break;
-    int n = 0;
-    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) n = n * 10 + (s[i++] - '0');
-    *parts[k] = n;
-    if (i >= s.size() || s[i] != '.') break;
-    ++i;
-  }
-  return v;
+  auto r = core::release_numbers(s);
+  return r ? KVersion{r->major, r->minor, r->patch} : KVersion{};
 }
 
 void ExtractStats::add(const ExtractStats& o) {

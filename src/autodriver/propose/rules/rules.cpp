@@ -1,5 +1,6 @@
 #include "autodriver/propose/rules/rules.hpp"
 
+#include "autodriver/core/kernel.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/util/files.hpp"
@@ -89,12 +90,10 @@ const std::vector<std::string_view>& rule_kinds() {
 }
 
 long version_code_of(std::string_view version) {
-  static const std::regex k(R"(^(\d+)\.(\d+)(?:\.(\d+))?$)");
-  std::smatch m;
-  std::string v(util::trim(version));
-  if (!std::regex_match(v, m, k)) return -1;
-  long c = m[3].matched ? std::stol(m[3].str()) : 0;
-  return (std::stol(m[1].str()) << 16) + (std::stol(m[2].str()) << 8) + std::min(c, 255L);
+  auto v = util::trim(version);
+  auto r = core::release_numbers(v);
+  if (!r || r->count < 2 || r->used != v.size()) return -1;
+  return r->code();
 }
 
 bool applies_to(const Rule& r, long version_code) {
