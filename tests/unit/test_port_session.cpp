@@ -391,3 +391,31 @@ TEST_F(PortSessionTest, AFailingOrCheatingModelLeavesTheRulesResultsStanding) {
     EXPECT_NE(a["review"]["findings"][0].get<std::string>().find("function-deleted"), std::string::npos) << a;
   }
 }
+
+TEST_F(PortSessionTest, AFollowUpGoesWithTheChangeItFollowsAndNeverAlone) {
+  // A consequence elsewhere in the function (the test of a call's result) builds with or without
+  // its change: it is tried on top of that change once kept, kept when nothing gets worse, and
+  // never tried for a change that was not kept.
+  auto follow = [](propose::Edit e, const std::string& of) {
+    e.follows = of;
+    return e;
+  };
+  auto r = port({line_edit("a", 5, "\treturn new_a();"), line_edit("b", 10, "\treturn new_b();"),
+                 line_edit("c", 15, "\treturn new_c();"), line_edit("d", 20, "\treturn new_d();"),
+                 follow(line_edit("a-result", 4, "{\n\tint checked = 1;"), "a"),
+                 follow(line_edit("z-result", 25, "\treturn 7;"), "z"), follow(line_edit("b-result", 24, "{ BROKEN;"), "b")});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->status, "ported");
+  EXPECT_EQ(accepted(*r), (Ids{"a", "a-result", "b", "c", "d"}));
+  EXPECT_EQ(result_line(5), "\tint checked = 1;");
+  EXPECT_EQ(result_line(26), "\treturn 5;");
+  EXPECT_EQ(result_line(25), "{");
+
+  // One change kept alone (not in a set): its follow-up still comes with it.
+  builder->builds = 0;
+  fs::remove_all(out);
+  r = port({line_edit("a", 5, "\treturn new_a();"), follow(line_edit("a-result", 4, "{\n\tint checked = 1;"), "a")});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(accepted(*r), (Ids{"a", "a-result"}));
+  EXPECT_EQ(result_line(5), "\tint checked = 1;");
+}

@@ -9,6 +9,7 @@
 #include "autodriver/propose/rules/rules.hpp"
 #include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/propose/shared/call_merge.hpp"
+#include "autodriver/propose/shared/result_test.hpp"
 #include "autodriver/propose/shared/stmt_template.hpp"
 #include "autodriver/propose/shared/target_decls.hpp"
 #include "autodriver/propose/shared/token_diff.hpp"
@@ -2458,4 +2459,56 @@ TEST(TargetApi, AnAddedAllocationFlagsArgumentPassesTheCallersOwn) {
   EXPECT_EQ(*util::read_file(m.tree / "d.c"),
             "static void *a(struct pool *p, gfp_t flags)\n{\n\treturn pool_get(p, flags);\n}\n\n"
             "static void *b(struct pool *p)\n{\n\treturn pool_get(p, GFP_KERNEL);\n}\n");
+}
+
+TEST(TargetApi, ResultTestsAreReadInEveryFormTheyAreWritten) {
+  auto toks = csrc::tokenize("void f(void)\n{\n\ta = p->q = get(1);\n\tif (unlikely(!a))\n\t\treturn;\n"
+                             "\tb = get(2);\n\tif (IS_ERR(b))\n\t\treturn;\n"
+                             "\tc = get(3);\n\tif (NULL == c) return;\n"
+                             "\td = get(4);\n\tif (!d || e)\n\t\treturn;\n"
+                             "\tg = get(5);\n\tif (!g &&\n\t    h)\n\t\treturn;\n"
+                             "\tuse(get(6));\n\tk = other(7);\n\tif (!k) return;\n}\n");
+  auto checks = propose::result_checks(toks, "get");
+  ASSERT_EQ(checks.size(), 3u);
+  EXPECT_EQ(checks[0].test, propose::ResultTest::null);
+  EXPECT_EQ(checks[0].var, "a");
+  EXPECT_EQ(checks[0].line, 4);
+  EXPECT_EQ(checks[1].test, propose::ResultTest::is_err);
+  EXPECT_EQ(checks[1].var, "b");
+  EXPECT_EQ(checks[2].test, propose::ResultTest::null);
+  EXPECT_EQ(checks[2].var, "c");
+  EXPECT_EQ(propose::result_test_text(propose::ResultTest::is_err, "p->q"), "IS_ERR(p->q)");
+}
+
+TEST(TargetApi, ACallWhoseArgumentsChangedHasItsResultTestedAsTheTargetsCallersTestIt) {
+  // blk_alloc_disk (6.9) gained an argument and returns an ERR_PTR on failure instead of NULL:
+  // the target's own callers test IS_ERR(), so the driver's `!disk` follows, in the same edit.
+  const std::string caller = "int probe(void)\n{\n\tstruct gendisk *d;\n\n\td = blk_alloc_disk(NULL, NUMA_NO_NODE);\n"
+                             "\tif (IS_ERR(d))\n\t\treturn PTR_ERR(d);\n\treturn 0;\n}\n";
+  MiniPort m(
+      "restest-",
+      {{"include/linux/blkdev.h", "struct gendisk *blk_alloc_disk(struct queue_limits *lim, int node);\n"},
+       {"drivers/block/a.c", caller},
+       {"drivers/block/b.c", caller},
+       {"drivers/block/c.c", caller}},
+      {{"d.c", "static int add(struct x *x, int node)\n{\n\tstruct gendisk *disk;\n\n\tdisk = x->disk = blk_alloc_disk(node);\n"
+               "\tif (unlikely(!disk))\n\t\treturn -ENOMEM;\n\treturn 0;\n}\n"}});
+  ASSERT_TRUE(m.tmp.has_value());
+  TargetOnly port(m.src, m.tree, m.tmp->path() / "s");
+  auto edits =
+      propose::make_target_api()->propose({diag_at(core::DiagKind::too_few_arguments, "d.c", 5, {"blk_alloc_disk"})}, port.ctx);
+  auto call = std::find_if(edits.begin(), edits.end(), [](const auto& e) { return e.change_id == "call:blk_alloc_disk"; });
+  auto test = std::find_if(edits.begin(), edits.end(), [](const auto& e) { return e.change_id == "result:blk_alloc_disk"; });
+  ASSERT_NE(call, edits.end());
+  ASSERT_NE(test, edits.end()) << "a change of its own, kept only with the call's rewrite";
+  ASSERT_EQ(test->text_edits.size(), 1u);
+  EXPECT_EQ(test->text_edits[0].line, 6);
+  EXPECT_EQ(test->text_edits[0].text, "\tif (unlikely(IS_ERR(disk)))\n");
+  EXPECT_NE(test->description.find("3 of 3"), std::string::npos) << test->description;
+  if (util::find_program("spatch").empty()) AD_SKIP("spatch not installed");
+  ASSERT_TRUE(propose::apply_edit(*call, m.tree, port.ctx.scratch));
+  ASSERT_TRUE(propose::apply_edit(*test, m.tree, port.ctx.scratch));
+  EXPECT_EQ(*util::read_file(m.tree / "d.c"), "static int add(struct x *x, int node)\n{\n\tstruct gendisk *disk;\n\n"
+                                              "\tdisk = x->disk = blk_alloc_disk(NULL, node);\n"
+                                              "\tif (unlikely(IS_ERR(disk)))\n\t\treturn -ENOMEM;\n\treturn 0;\n}\n");
 }

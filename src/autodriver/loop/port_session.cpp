@@ -175,6 +175,28 @@ util::Expected<void> PortSession::keep_trial(const propose::Edit& e, Trial& t, i
   m_settled.insert(e.change_id);
   step("accept", {{"iteration", iter}, {"change", e.change_id}, {"proposer", e.proposer}, {"title", e.title}});
   m_cur = std::move(t.state);
+  return follow_up(e.change_id, iter);
+}
+
+util::Expected<void> PortSession::follow_up(const std::string& change_id, int iter) {
+  auto it = m_follow_ups.find(change_id);
+  if (it == m_follow_ups.end()) return {};
+  auto follow = std::move(it->second);
+  m_follow_ups.erase(it);
+  for (const auto& f : follow) {
+    if (m_settled.count(f.change_id) || over_budget()) continue;
+    auto t = trial({&f});
+    if (!t) return unexpected(t.error());
+    tried({{"iteration", iter}, {"change", f.change_id}, {"follows", change_id}, {"proposer", f.proposer}}, *t);
+    bool clean = std::all_of(t->state.signatures.begin(), t->state.signatures.end(),
+                             [&](const auto& sg) { return m_cur.signatures.count(sg) > 0; });
+    if (!t->applied || !clean || trial_score(m_cur, t->state) > m_cur.score() || (m_cur.ok && !t->state.ok)) {
+      m_settled.insert(f.change_id);
+      step("reject", {{"iteration", iter}, {"change", f.change_id}, {"follows", change_id}});
+      continue;
+    }
+    if (auto k = keep_trial(f, *t, iter); !k) return k;
+  }
   return {};
 }
 
@@ -553,6 +575,7 @@ util::Expected<void> PortSession::iterate() {
 }
 
 util::Expected<std::vector<propose::Edit>> PortSession::propose_edits(int iter) {
+  m_follow_ups.clear();
   // Rules read the C files the build compiles (and headers): not another platform's files.
   if (m_deps.builder->single_objects()) m_apply.compiled = compiled_units(m_work, m_cur.all, m_req.subdir);
   std::vector<propose::Edit> edits;
@@ -566,6 +589,10 @@ util::Expected<std::vector<propose::Edit>> PortSession::propose_edits(int iter) 
     for (auto& e : es) {
       if (m_settled.count(e.change_id)) continue;
       propose::fill_expectations(e, m_work);
+      if (!e.follows.empty()) {
+        m_follow_ups[e.follows].push_back(std::move(e));
+        continue;
+      }
       if (lp.alone_first) m_alone_first.insert(e.change_id);
       edits.push_back(std::move(e));
     }
@@ -661,6 +688,8 @@ util::Expected<void> PortSession::accept_set(const std::vector<const propose::Ed
   if (auto w = adopt(t); !w) return unexpected(w.error());
   m_cur = std::move(t.state);
   m_progressed = true;
+  for (const auto* e : set)
+    if (auto f = follow_up(e->change_id, iter); !f) return f;
   return {};
 }
 

@@ -54,6 +54,9 @@ private:
   util::Expected<void> combined(const std::vector<const propose::Edit*>& set, int depth, int iter);
   util::Expected<void> accept_set(const std::vector<const propose::Edit*>& set, Trial& t, int iter);
   util::Expected<void> singles(EditGroups& groups, int iter);
+  /// The follow-ups of an accepted change, each tried on top of the work tree; kept when the build
+  /// is no worse and nothing new appears.
+  util::Expected<void> follow_up(const std::string& change_id, int iter);
   util::Expected<void> single_change(const std::string& id, const std::vector<const propose::Edit*>& alternatives, int iter);
   util::Expected<std::optional<Trial>> with_include(const std::string& id, const propose::Edit& edit,
                                                     const std::vector<core::Diagnostic>& needed, int iter,
@@ -109,11 +112,12 @@ private:
   std::chrono::seconds m_first_build{0};
   BuildState m_cur; ///< the build of the work tree as it is
   std::vector<core::Diagnostic> m_original_diags;
-  std::set<std::string> m_settled;          ///< change ids accepted or exhausted
-  std::set<std::string> m_alone_first;      ///< change ids of alone-first proposers' edits
-  bool m_progressed = false;                ///< this iteration kept an edit
-  std::optional<propose::LlmAgent> m_agent; ///< --llm
-  int m_iter = 0;                           ///< the iteration running (the agents' reviews are its steps)
+  std::set<std::string> m_settled;                                ///< change ids accepted or exhausted
+  std::map<std::string, std::vector<propose::Edit>> m_follow_ups; ///< this iteration's, by the change they follow
+  std::set<std::string> m_alone_first;                            ///< change ids of alone-first proposers' edits
+  bool m_progressed = false;                                      ///< this iteration kept an edit
+  std::optional<propose::LlmAgent> m_agent;                       ///< --llm
+  int m_iter = 0;                                                 ///< the iteration running (the agents' reviews are its steps)
   /// The last reviewed answer's trial (its text edits as the key): the loop's own try of that
   /// edit takes it instead of building the same tree again.
   std::optional<std::pair<std::string, Trial>> m_reviewed;

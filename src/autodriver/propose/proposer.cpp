@@ -65,6 +65,7 @@ nlohmann::json to_json(const Edit& e) {
       {"description", e.description}, {"smpl", e.smpl},           {"text_edits", edits}, {"renames", renames},
       {"symbols", e.symbols},         {"support", e.support},     {"rank", e.rank},      {"evidence", e.evidence}};
   if (e.call) j["call"] = {{"from", e.call->from}, {"arity", e.call->arity}, {"to", e.call->to}, {"args", e.call->args}};
+  if (!e.follows.empty()) j["follows"] = e.follows;
   return j;
 }
 
@@ -85,6 +86,7 @@ Edit edit_from_json(const nlohmann::json& j) {
   e.title = str("title");
   e.description = str("description");
   e.smpl = str("smpl");
+  e.follows = str("follows");
   if (j.contains("text_edits") && j["text_edits"].is_array())
     for (const auto& t : j["text_edits"])
       if (t.is_object()) {

@@ -73,6 +73,10 @@ struct Edit {
   int support = 0;                                          ///< kernel sites that agree with the rule
   int rank = 0;                                             ///< 0 = best alternative for this change
   std::vector<std::string> evidence;                        ///< kernel files the rule was learned from (a few)
+  /// A follow-up: this edit goes with an accepted edit of that change (its consequence elsewhere
+  /// in the driver: the tests of a call's result), tried on top of it and kept when the build is
+  /// no worse; never tried alone. Empty: an edit of its own.
+  std::string follows;
 };
 
 nlohmann::json to_json(const Edit& e);

@@ -1,5 +1,7 @@
 #include "autodriver/propose/shared/target_decls.hpp"
 
+#include "autodriver/propose/shared/result_test.hpp"
+
 #include "autodriver/csrc/tokens.hpp"
 #include "autodriver/kernel/source_grep.hpp"
 #include "autodriver/kernel/target.hpp"
@@ -421,6 +423,19 @@ std::vector<std::map<std::string, int>> TargetIndex::caller_args(const std::stri
       if (calls) ++*calls;
       for (std::size_t i = 0; i < arity; ++i) ++out[i][c.args[i]];
     }
+  }
+  return out;
+}
+
+TargetIndex::ResultTests TargetIndex::result_tests(const std::string& name) {
+  ResultTests out;
+  if (m_src.empty()) return out;
+  int files = 0;
+  for (const auto& l : grep_kernel(m_src, {"-lw"}, "*.c", name, kernel::k_user_dirs, name, 120s)) {
+    if (++files > 60) break;
+    auto text = util::read_file(m_src / l);
+    if (!text) continue;
+    for (const auto& c : result_checks(tokenize(*text), name)) ++(c.test == ResultTest::is_err ? out.is_err : out.null);
   }
   return out;
 }

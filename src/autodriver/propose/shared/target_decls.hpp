@@ -62,6 +62,12 @@ public:
 
   /// Argument texts the target's own callers pass, per position, for calls with `arity` arguments.
   std::vector<std::map<std::string, int>> caller_args(const std::string& name, std::size_t arity, int* calls = nullptr);
+  /// How the target's callers test what `name` returned, counted (result_test.hpp).
+  struct ResultTests {
+    int is_err = 0; ///< `if (IS_ERR(x))` after `x = name(...);`
+    int null = 0;   ///< `if (!x)`, `if (x == NULL)`
+  };
+  ResultTests result_tests(const std::string& name);
 
   /// How the target's own implementations of callback member `member` (assigned as `.member = fn`)
   /// with `arity` parameters are written.

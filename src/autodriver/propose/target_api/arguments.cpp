@@ -5,6 +5,7 @@
 #include "autodriver/kernel/source_grep.hpp"
 #include "autodriver/propose/shared/adapter_macro.hpp"
 #include "autodriver/propose/shared/apply.hpp"
+#include "autodriver/propose/shared/result_test.hpp"
 #include "autodriver/propose/shared/target_decls.hpp"
 #include "autodriver/propose/target_api/strategies.hpp"
 #include "autodriver/util/files.hpp"
@@ -78,6 +79,37 @@ std::string smpl_call(const std::string& from, std::size_t arity, const std::str
   for (std::size_t i = 0; i < new_args.size(); ++i) news += (i ? ", " : "") + new_args[i];
   std::string head = arity ? fmt::format("@@\nexpression {};\n@@\n", metas) : "@@\n@@\n";
   return head + fmt::format("- {}({})\n+ {}({})\n", from, olds, to, news);
+}
+
+/// Line edits turning the driver's tests of `name`'s result into the convention the target's own
+/// callers follow (all but a tenth of at least three tests), where the driver follows the other.
+std::vector<TextEdit> result_test_edits(TargetIndex& idx, const PortContext& ctx, const std::string& name, std::string& why) {
+  std::vector<TextEdit> out;
+  auto counts = idx.result_tests(name);
+  const int total = counts.is_err + counts.null;
+  if (total < 3) return out;
+  ResultTest want;
+  if (counts.null * 10 <= total) want = ResultTest::is_err;
+  else if (counts.is_err * 10 <= total) want = ResultTest::null;
+  else return out;
+  for (const auto& rel : util::list_files(ctx.tree)) {
+    if (rel.extension() != ".c") continue;
+    auto text = util::read_file(ctx.tree / rel);
+    if (!text || text->find(name) == std::string::npos) continue;
+    for (const auto& c : result_checks(tokenize(*text), name)) {
+      if (c.test == want) continue;
+      std::size_t bol = text->rfind('\n', c.begin);
+      bol = bol == std::string::npos ? 0 : bol + 1;
+      std::size_t eol = text->find('\n', c.end);
+      eol = eol == std::string::npos ? text->size() : eol;
+      std::string line = text->substr(bol, c.begin - bol) + result_test_text(want, c.var) + text->substr(c.end, eol - c.end);
+      out.push_back({rel.generic_string(), c.line, 1, line + "\n", std::nullopt});
+    }
+  }
+  why = fmt::format(" The target's callers test its result with {} ({} of {} tests), so the driver's tests follow.",
+                    want == ResultTest::is_err ? "IS_ERR()" : "a NULL check",
+                    want == ResultTest::is_err ? counts.is_err : counts.null, total);
+  return out;
 }
 
 } // namespace
@@ -161,6 +193,26 @@ void arguments(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic&
   e.symbols = {name};
   e.support = 1;
   e.rank = 1; // learned rules, when available, go first
+  // A function that changed its arguments often changed what it returns on failure too
+  // (blk_alloc_disk: NULL, then an ERR_PTR). The driver's tests of its result in the target's
+  // convention are a change of their own that follows the call's (whichever proposer's rewrite
+  // the loop keeps): it builds either way, so it is never tried alone.
+  std::string why;
+  auto tests = result_test_edits(idx, ctx, name, why);
+  if (!tests.empty()) {
+    Edit r;
+    r.proposer = "target-api";
+    r.change_id = "result:" + name;
+    r.label = "result-test-changed";
+    r.title = fmt::format("{}()'s result tested as the target's callers test it", name);
+    r.description = fmt::format("{} changed in the target.{}", name, why);
+    r.text_edits = std::move(tests);
+    r.symbols = {name};
+    r.support = 1;
+    r.rank = 0;
+    r.follows = e.change_id;
+    out.push_back(std::move(r));
+  }
   out.push_back(std::move(e));
 }
 

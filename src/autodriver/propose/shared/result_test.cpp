@@ -1,0 +1,87 @@
+#include "autodriver/propose/shared/result_test.hpp"
+
+#include "autodriver/propose/shared/target_decls.hpp"
+
+namespace autodriver::propose {
+
+using csrc::Token;
+using csrc::TokKind;
+
+namespace {
+
+bool is(const std::vector<Token>& t, std::size_t i, std::string_view s) {
+  return i < t.size() && t[i].kind != TokKind::string && t[i].kind != TokKind::chr && t[i].text == s;
+}
+
+/// The expressions `... = A = B = name(` assigns, read backwards from the `=` before the call.
+std::vector<std::string> assigned(const std::vector<Token>& t, std::size_t eq) {
+  std::vector<std::string> out;
+  for (;;) {
+    std::size_t b = eq;
+    while (b > 0) {
+      const auto& p = t[b - 1];
+      if (p.kind == TokKind::pp_line || is(t, b - 1, ";") || is(t, b - 1, "{") || is(t, b - 1, "}") || is(t, b - 1, "=") ||
+          is(t, b - 1, ","))
+        break;
+      --b;
+    }
+    if (b == eq) break;
+    std::vector<std::string> ws;
+    for (std::size_t k = b; k < eq; ++k) ws.push_back(t[k].text);
+    out.push_back(join_c_tokens(ws));
+    if (b == 0 || !is(t, b - 1, "=")) break;
+    eq = b - 1;
+  }
+  return out;
+}
+
+/// The closing parenthesis matching the one at `open`, or npos.
+std::size_t closing(const std::vector<Token>& t, std::size_t open) {
+  int depth = 0;
+  for (std::size_t k = open; k < t.size(); ++k) {
+    if (t[k].kind == TokKind::pp_line) return std::string::npos;
+    if (is(t, k, "(")) ++depth;
+    if (is(t, k, ")") && --depth == 0) return k;
+  }
+  return std::string::npos;
+}
+
+std::string joined(const std::vector<Token>& t, std::size_t b, std::size_t e) {
+  std::vector<std::string> ws;
+  for (std::size_t k = b; k < e; ++k) ws.push_back(t[k].text);
+  return join_c_tokens(ws);
+}
+
+} // namespace
+
+std::vector<ResultCheck> result_checks(const std::vector<Token>& t, const std::string& name) {
+  std::vector<ResultCheck> out;
+  if (t.empty()) return out;
+  for (const auto& c : csrc::find_calls(t, 0, t.size() - 1)) {
+    if (c.callee != name || c.name_tok == 0 || !is(t, c.name_tok - 1, "=")) continue;
+    auto vars = assigned(t, c.name_tok - 1);
+    std::size_t k = c.close_tok + 1;
+    if (vars.empty() || !is(t, k, ";") || !is(t, k + 1, "if") || !is(t, k + 2, "(")) continue;
+    std::size_t b = k + 3, e = closing(t, k + 2); // the condition is [b, e)
+    if (e == std::string::npos) continue;
+    if ((is(t, b, "unlikely") || is(t, b, "likely")) && is(t, b + 1, "(") && closing(t, b + 1) == e - 1) b += 2, --e;
+    if (b >= e || t[b].line != t[e - 1].line) continue;
+    std::string cond = joined(t, b, e);
+    for (const auto& v : vars) {
+      ResultTest test;
+      if (cond == "IS_ERR(" + v + ")") test = ResultTest::is_err;
+      else if (cond == "!" + v || cond == "!(" + v + ")" || cond == v + " == NULL" || cond == "NULL == " + v)
+        test = ResultTest::null;
+      else continue;
+      out.push_back({test, v, t[b].line, t[b].begin, t[e - 1].end});
+      break;
+    }
+  }
+  return out;
+}
+
+std::string result_test_text(ResultTest t, const std::string& var) {
+  return t == ResultTest::is_err ? "IS_ERR(" + var + ")" : "!" + var;
+}
+
+} // namespace autodriver::propose
