@@ -42,6 +42,11 @@ expect_error "inside" "$AD" crash "$AD_SRC/tests/fixtures/crash/gpf-kasan-null.t
 [ ! -e "$WORK/drv/fix" ] || fail "crash --repair -o inside the driver's tree wrote there"
 expect_error "not empty" "$AD" crash "$AD_SRC/tests/fixtures/crash/gpf-kasan-null.txt" --repair --driver "$WORK/drv" -k 6.1 -o "$WORK/full"
 [ "$(ls "$WORK/full")" = verdict.json ] || fail "a refused crash --repair -o wrote into a folder that was not empty"
+# A driver tree holding a symbolic link loop is bad input, the link named (it was an internal error).
+cp -r "$M" "$WORK/loop" && ln -s b "$WORK/loop/a" && ln -s a "$WORK/loop/b"
+expect_error "loop/[ab]: a symbolic link that loops" "$AD" check "$WORK/loop" -k 6.1
+expect_error "loop/[ab]: a symbolic link that loops" "$AD" port "$WORK/loop" --to 6.1 -o "$WORK/loop-out"
+py "$WORK/loop-out/verdict.json" 'd["status"] == "error" and "loops" in d["error"]' "the verdict says what ended the run"
 AUTODRIVER_CACHE="$WORK/emptycache" expect_error "autodriver kernel fetch 6.1" "$AD" check "$AD_SRC/examples/misc-counter" -k 6.1 --boot
 
 # A source line of 200 KB with an error on it (a vendor's firmware table): gcc echoes the line;

@@ -52,7 +52,7 @@ CompileCommands read_cmd_files(const fs::path& tree) {
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(tree, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     auto name = it->path().filename().string();
-    if (!it->is_regular_file() || !name.starts_with(".") || !name.ends_with(".o.cmd")) continue;
+    if (!util::entry_is_file(*it) || !name.starts_with(".") || !name.ends_with(".o.cmd")) continue;
     auto text = util::read_file(it->path());
     if (!text) continue;
     for (auto line : util::split_lines(*text)) {

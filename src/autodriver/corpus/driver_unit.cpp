@@ -36,7 +36,7 @@ std::vector<DriverUnit> enumerate_units(const fs::path& tree, const std::vector<
     std::vector<fs::path> dirs{tree / root};
     for (auto it = fs::recursive_directory_iterator(tree / root, ec); !ec && it != fs::recursive_directory_iterator();
          it.increment(ec))
-      if (it->is_directory() && !it->is_symlink()) dirs.push_back(it->path());
+      if (util::entry_is_dir(*it) && !util::entry_is_link(*it)) dirs.push_back(it->path());
     for (const auto& d : dirs) {
       // kbuild reads Kbuild in preference to Makefile.
       std::string name = fs::exists(d / "Kbuild") ? "Kbuild" : fs::exists(d / "Makefile") ? "Makefile" : "";
@@ -103,7 +103,7 @@ UnitLayout plan_unit(const fs::path& tree, const DriverUnit& unit, std::string_v
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     auto n = e.path().filename().string();
-    if (e.is_regular_file() && n.ends_with(".h") && n.find("trace") != std::string::npos) add(n);
+    if (util::entry_is_file(e) && n.ends_with(".h") && n.find("trace") != std::string::npos) add(n);
   }
   std::vector<fs::path> search{dir};
   for (const auto& f : unit.ccflags)

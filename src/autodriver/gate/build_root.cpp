@@ -153,11 +153,11 @@ util::Expected<BuildRoot> find_build_root(const fs::path& driver, const fs::path
   std::set<std::string> seen_outside, seen_unresolved;
   for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::none, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (it->is_directory() && it->path().filename() == ".git") {
+    if (util::entry_is_dir(*it) && it->path().filename() == ".git") {
       it.disable_recursion_pending();
       continue;
     }
-    if (!it->is_regular_file() || !is_build_file(it->path())) continue;
+    if (!util::entry_is_file(*it) || !is_build_file(it->path())) continue;
     auto text = util::read_file(it->path());
     if (!text) continue;
     const fs::path base = it->path().parent_path();

@@ -27,7 +27,7 @@ void clean_build_products(const fs::path& tree) {
   std::error_code ec;
   std::vector<fs::path> doomed;
   for (auto it = fs::recursive_directory_iterator(tree, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (!it->is_regular_file()) continue;
+    if (!util::entry_is_file(*it)) continue;
     auto name = it->path().filename().string();
     auto ext = it->path().extension().string();
     if (ext == ".o" || ext == ".ko" || ext == ".mod" || name.ends_with(".mod.c") || name == "Module.symvers" ||
@@ -149,7 +149,7 @@ util::Expected<BuildRun> build_tree(const core::Kernel& kernel, const fs::path& 
   refine_with_sources(br.diagnostics, tree);
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(tree, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
-    if (it->is_regular_file() && it->path().extension() == ".ko") br.modules.push_back(fs::relative(it->path(), tree));
+    if (util::entry_is_file(*it) && it->path().extension() == ".ko") br.modules.push_back(fs::relative(it->path(), tree));
   std::sort(br.modules.begin(), br.modules.end());
   return br;
 }

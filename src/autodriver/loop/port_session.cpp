@@ -16,6 +16,7 @@
 #include "autodriver/loop/reference.hpp"
 #include "autodriver/loop/trial_objects.hpp"
 #include "autodriver/propose/kb/kb_extract.hpp"
+#include "autodriver/util/files.hpp"
 #include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
 #include "autodriver/util/strings.hpp"
@@ -275,6 +276,9 @@ util::Expected<void> PortSession::validate() {
   // Once the root is known: the build runs in the driver's place in it.
   if (!m_deps.builder) m_deps.builder = make_kbuild_builder(m_req.build_cmd, m_req.subdir);
   const fs::path driver_dir = m_req.subdir.empty() ? m_req.tree : m_req.tree / m_req.subdir;
+  if (auto loop = util::symlink_loop(m_req.tree))
+    return unexpected(ErrorKind::config,
+                      fmt::format("{}: a symbolic link that loops: a driver tree must not hold one", loop->string()));
   if (m_req.build_cmd.empty() && !gate::has_kbuild_makefile(driver_dir))
     return unexpected(ErrorKind::config,
                       fmt::format("{}: no Makefile or Kbuild (give --build-cmd if it builds another way)", driver_dir.string()));

@@ -147,17 +147,17 @@ Expected<void> copy_tree(const fs::path& from, const fs::path& to, SkipBuildProd
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     const fs::path& src = it->path();
     if (skip == SkipBuildProducts::yes && is_build_product(src)) {
-      if (it->is_directory()) it.disable_recursion_pending();
+      if (entry_is_dir(*it)) it.disable_recursion_pending();
       continue;
     }
     fs::path dst = to / src.lexically_relative(from); // not fs::relative: it follows symlinks
-    if (it->is_symlink()) {
+    if (entry_is_link(*it)) {
       // Symlinks could point outside the tree; copy them as links, never follow.
       fs::copy_symlink(src, dst, ec);
       ec.clear();
-    } else if (it->is_directory()) {
+    } else if (entry_is_dir(*it)) {
       fs::create_directories(dst, ec);
-    } else if (it->is_regular_file()) {
+    } else if (entry_is_file(*it)) {
       if (auto r = util::copy_file(src, dst); !r) return r;
     }
     if (ec) return unexpected(ErrorKind::io, fmt::format("cannot copy {}: {}", src.string(), ec.message()));
@@ -175,22 +175,22 @@ Expected<void> stage_tree(const fs::path& sources, const fs::path& built, const 
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     const fs::path& src = it->path();
     if (is_build_product(src)) {
-      if (it->is_directory()) it.disable_recursion_pending();
+      if (entry_is_dir(*it)) it.disable_recursion_pending();
       continue;
     }
     fs::path rel = src.lexically_relative(sources);
     fs::path to = dst / rel;
     wanted.insert(rel);
     std::error_code e;
-    if (it->is_symlink()) {
+    if (entry_is_link(*it)) {
       if (fs::is_symlink(fs::symlink_status(to, e)) && fs::read_symlink(to, e) == fs::read_symlink(src, e)) continue;
       fs::remove_all(to, e);
       fs::copy_symlink(src, to, e);
-    } else if (it->is_directory()) {
+    } else if (entry_is_dir(*it)) {
       if (fs::is_symlink(fs::symlink_status(to, e)) || (fs::exists(fs::symlink_status(to, e)) && !fs::is_directory(to, e)))
         fs::remove(to, e);
       fs::create_directories(to, e);
-    } else if (it->is_regular_file()) {
+    } else if (entry_is_file(*it)) {
       auto text = read_file(src);
       if (!text) return unexpected(text.error());
       auto st = fs::symlink_status(to, e);
@@ -210,13 +210,13 @@ Expected<void> stage_tree(const fs::path& sources, const fs::path& built, const 
   for (auto it = fs::recursive_directory_iterator(dst, fs::directory_options::none, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (is_build_product(it->path())) {
-      if (it->is_directory()) it.disable_recursion_pending();
+      if (entry_is_dir(*it)) it.disable_recursion_pending();
       continue;
     }
     fs::path rel = it->path().lexically_relative(dst);
     if (!wanted.count(rel)) {
       doomed.push_back(it->path());
-      if (it->is_directory()) it.disable_recursion_pending();
+      if (entry_is_dir(*it)) it.disable_recursion_pending();
     }
   }
   for (const auto& p : doomed) fs::remove_all(p, ec);
@@ -249,7 +249,7 @@ std::size_t remove_orphaned_scratch(const fs::path& root) {
   std::size_t removed = 0;
   std::error_code ec;
   for (auto it = fs::directory_iterator(root, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
-    if (!it->is_directory()) continue;
+    if (!entry_is_dir(*it)) continue;
     auto stamp = read_file(it->path() / k_owner_file);
     if (!stamp) continue; // not ours to judge (an older version's folder, or one being created)
     std::istringstream in(*stamp);
@@ -313,11 +313,37 @@ fs::path scratch_root() {
   return fs::path(t && *t ? t : "/tmp") / fmt::format("autodriver-{}", getuid());
 }
 
+bool entry_is_dir(const fs::directory_entry& e) {
+  std::error_code ec;
+  return e.is_directory(ec);
+}
+
+bool entry_is_file(const fs::directory_entry& e) {
+  std::error_code ec;
+  return e.is_regular_file(ec);
+}
+
+bool entry_is_link(const fs::directory_entry& e) {
+  std::error_code ec;
+  return e.is_symlink(ec);
+}
+
+std::optional<fs::path> symlink_loop(const fs::path& root) {
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (!entry_is_link(*it)) continue;
+    std::error_code e;
+    (void)fs::status(it->path(), e);
+    if (e == std::errc::too_many_symbolic_link_levels) return it->path();
+  }
+  return std::nullopt;
+}
+
 std::vector<fs::path> list_files(const fs::path& root) {
   std::vector<fs::path> out;
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (it->is_regular_file()) out.push_back(it->path().lexically_relative(root));
+    if (entry_is_file(*it)) out.push_back(it->path().lexically_relative(root));
   }
   std::sort(out.begin(), out.end());
   return out;

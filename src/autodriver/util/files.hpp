@@ -4,6 +4,7 @@
 #include "autodriver/util/expected.hpp"
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,6 +54,16 @@ fs::path scratch_root();
 /// Removes the folders under `root` whose owner stamp names a process that no longer runs;
 /// returns how many.
 std::size_t remove_orphaned_scratch(const fs::path& root);
+
+/// A walked entry's kind that never throws: a symlink loop or a dangling link (a driver tree is
+/// data) is neither a directory nor a regular file; entry_is_link does not follow the link.
+bool entry_is_dir(const fs::directory_entry& e);
+bool entry_is_file(const fs::directory_entry& e);
+bool entry_is_link(const fs::directory_entry& e);
+
+/// The first symbolic link under `root` that loops (ELOOP), walking without following links;
+/// nullopt when none does. A driver tree holding one is bad input.
+std::optional<fs::path> symlink_loop(const fs::path& root);
 
 /// All regular files under `root`, relative paths, sorted.
 std::vector<fs::path> list_files(const fs::path& root);
