@@ -66,6 +66,7 @@ import fidelity as F  # noqa: E402  (shared: run, log, cache_root, kernel_info, 
 K_LINES = ["5.10", "6.1", "6.12", "7.2", "7.3"]
 K_SCHEMA = 1
 K_COLLAPSED_KINDS = ("boundary", "collapsed")
+K_CASE_FILE = {"collapsed": "col_cases", "boundary": "bnd_cases"}  # each collapsed kind's key in paths()
 K_ALL_KINDS = ("history", "boundary")  # what --kind all makes and the headline figures count
 DEFAULT_WILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "wild")
 K_BUILD_TIMEOUT_S = 300
@@ -453,8 +454,8 @@ def all_cases():
     cases = load(p["hist_cases"], "case")
     for c in cases.values():
         c.setdefault("source", "history")
-    cases.update(load(p["col_cases"], "case"))
-    cases.update(load(p["bnd_cases"], "case"))
+    for key in K_CASE_FILE.values():
+        cases.update(load(p[key], "case"))
     return cases
 
 
@@ -466,7 +467,7 @@ def report(binary=None):
     p = paths()
     cases = all_cases()
     checks = load(p["hist_checks"], "check")
-    units = {kind: load(p[key], "unit") for kind, key in (("collapsed", "col_cases"), ("boundary", "bnd_cases"))}
+    units = {kind: load(p[key], "unit") for kind, key in K_CASE_FILE.items()}
     ports = {k: v for k, v in load(p["ports"], "port").items() if not binary or v.get("autodriver_binary", "").startswith(binary)}
     print(f"# The drivers users bring ({len(cases)} cases)\n")
     print("| kind | target | split | cases | ported | builds + integrity | identical | median s |")
@@ -550,7 +551,7 @@ def make_stage(a, lines, cases, port_now):
             # prefix of that order, itself a seeded random sample, never the first trees by name.
             pairs = random.Random(a.seed).sample(pairs, min(a.sample, len(pairs)))
             F.log(f"users: {kind}: a sample of {len(pairs)} (tree, line) pairs in seeded random order (seed {a.seed})")
-        key = "bnd_cases" if kind == "boundary" else "col_cases"
+        key = K_CASE_FILE[kind]
         done = load(p[key], "unit")
         chosen = (chosen or set()) | {f"{u['slug']}@{l}/" for u, l in pairs}
         for i, (u, l) in enumerate(pairs, 1):

@@ -8,6 +8,7 @@
 #include "autodriver/propose/kb/kb_rewrite.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/util/files.hpp"
+#include "autodriver/util/strings.hpp"
 
 #include <gtest/gtest.h>
 
@@ -208,15 +209,26 @@ TEST(KbCases, CollapseAndCompareOnTokens) {
   ASSERT_EQ(blocks.size(), 1u);
   EXPECT_TRUE(block_spans(blocks[0], {5, 18, 0}, {6, 1, 0}));
   EXPECT_FALSE(block_spans(blocks[0], {6, 1, 0}, {6, 12, 0}));
-  auto c = collapse_block(text, blocks[0]);
-  EXPECT_EQ(c.old_text.find("#if"), std::string::npos);
-  EXPECT_NE(c.old_text.find("a_ops->readpage)"), std::string::npos);
-  EXPECT_NE(c.expected_text.find("a_ops->read_folio)"), std::string::npos);
+  auto f = collapse_blocks(text, {blocks[0]});
+  EXPECT_EQ(f.old_text.find("#if"), std::string::npos);
+  EXPECT_NE(f.old_text.find("a_ops->readpage)"), std::string::npos);
+  EXPECT_NE(f.expected_text.find("a_ops->read_folio)"), std::string::npos);
   // Whitespace and comments do not count; a different token does.
-  std::string ported = c.old_text;
+  std::string ported = f.old_text;
   ported.replace(ported.find("readpage"), 8, "read_folio /* new */ ");
+  ASSERT_EQ(f.context.size(), 1u);
+  EXPECT_TRUE(matches_in_context(ported, f.context[0], blocks[0].new_code));
+  EXPECT_FALSE(matches_in_context(f.old_text, f.context[0], blocks[0].new_code));
+  // A case of schema 1 holds the whole text around its block; kb compare still reads it.
+  auto lines = util::split_lines(text);
+  CollapsedCase c;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const int n = static_cast<int>(i) + 1;
+    if (n < blocks[0].line) c.before += std::string(lines[i]) + "\n";
+    if (n > blocks[0].end_line) c.after += std::string(lines[i]) + "\n";
+  }
   EXPECT_TRUE(matches_new_branch(ported, c, blocks[0].new_code));
-  EXPECT_FALSE(matches_new_branch(c.old_text, c, blocks[0].new_code));
+  EXPECT_FALSE(matches_new_branch(f.old_text, c, blocks[0].new_code));
 }
 
 TEST(KbCases, OlderThanTargetPicksTheBranchTheTargetCompilesAndTheOneBelowIt) {
@@ -239,7 +251,7 @@ TEST(KbCases, OlderThanTargetPicksTheBranchTheTargetCompilesAndTheOneBelowIt) {
   // The (from, to] mode: 6.12 does not compile the 5.14 branch, so that pair does not span 5.10 -> 6.12.
   EXPECT_FALSE(block_spans(blocks[1], {5, 10, 0}, k612));
   EXPECT_TRUE(block_spans(blocks[1], {5, 10, 0}, k61));
-  auto c = collapse_block(text, blocks[1]);
+  auto c = collapse_blocks(text, {blocks[1]});
   EXPECT_EQ(c.old_text.find("KERNEL_VERSION(5,14,0)"), std::string::npos);
   EXPECT_NE(c.old_text.find("if (IS_ERR(disk))"), std::string::npos) << "the next block stays";
   EXPECT_NE(c.old_text.find("rdsk->rdsk_disk = alloc_disk(1);"), std::string::npos);

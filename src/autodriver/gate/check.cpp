@@ -42,9 +42,7 @@ static util::Expected<void> validate(const CheckRequest& req, std::vector<core::
   if (!fs::exists(req.tree, ec)) return unexpected(ErrorKind::not_found, fmt::format("{}: no such directory", req.tree.string()));
   if (!fs::is_directory(req.tree, ec))
     return unexpected(ErrorKind::config, fmt::format("{}: not a directory", req.tree.string()));
-  if (auto loop = util::symlink_loop(req.tree))
-    return unexpected(ErrorKind::config,
-                      fmt::format("{}: a symbolic link that loops: a driver tree must not hold one", loop->string()));
+  if (auto loop = util::refuse_symlink_loop(req.tree); !loop) return unexpected(loop.error());
   if (req.build_cmd.empty() && !has_kbuild_makefile(req.tree / req.subdir))
     return unexpected(ErrorKind::config, fmt::format("{}: no Makefile or Kbuild: not a kernel module tree "
                                                      "(give --build-cmd if it builds another way)",

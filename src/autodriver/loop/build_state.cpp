@@ -1,5 +1,6 @@
 #include "autodriver/loop/build_state.hpp"
 
+#include <algorithm>
 #include <limits>
 
 namespace autodriver::loop {
@@ -28,6 +29,11 @@ BuildState state_of(const std::vector<core::Diagnostic>& diagnostics, bool ok) {
   s.all = diagnostics;
   for (const auto& d : diagnostics) count_diagnostic(s, d);
   return s;
+}
+
+bool adds_no_error(const BuildState& cur, const BuildState& trial) {
+  return std::all_of(trial.signatures.begin(), trial.signatures.end(),
+                     [&](const std::string& sg) { return cur.signatures.count(sg) > 0; });
 }
 
 int trial_score(const BuildState& cur, const BuildState& trial) {

@@ -69,6 +69,9 @@ BuildState state_of(const std::vector<core::Diagnostic>& diagnostics, bool ok);
 /// past the compiler, counts as progress.
 int trial_score(const BuildState& cur, const BuildState& trial);
 
+/// Whether every error of `trial` was already an error of `cur` (by signature): nothing new.
+bool adds_no_error(const BuildState& cur, const BuildState& trial);
+
 /// "file:line: message" of each diagnostic once, with the diagnostic (a header's error is
 /// reported by every file including it).
 std::vector<std::pair<std::string, const core::Diagnostic*>> distinct(const std::vector<core::Diagnostic>& ds);

@@ -189,9 +189,8 @@ util::Expected<void> PortSession::follow_up(const std::string& change_id, int it
     auto t = trial({&f});
     if (!t) return unexpected(t.error());
     tried({{"iteration", iter}, {"change", f.change_id}, {"follows", change_id}, {"proposer", f.proposer}}, *t);
-    bool clean = std::all_of(t->state.signatures.begin(), t->state.signatures.end(),
-                             [&](const auto& sg) { return m_cur.signatures.count(sg) > 0; });
-    if (!t->applied || !clean || trial_score(m_cur, t->state) > m_cur.score() || (m_cur.ok && !t->state.ok)) {
+    if (!t->applied || !adds_no_error(m_cur, t->state) || trial_score(m_cur, t->state) > m_cur.score() ||
+        (m_cur.ok && !t->state.ok)) {
       m_settled.insert(f.change_id);
       step("reject", {{"iteration", iter}, {"change", f.change_id}, {"follows", change_id}});
       continue;
@@ -276,9 +275,7 @@ util::Expected<void> PortSession::validate() {
   // Once the root is known: the build runs in the driver's place in it.
   if (!m_deps.builder) m_deps.builder = make_kbuild_builder(m_req.build_cmd, m_req.subdir);
   const fs::path driver_dir = m_req.subdir.empty() ? m_req.tree : m_req.tree / m_req.subdir;
-  if (auto loop = util::symlink_loop(m_req.tree))
-    return unexpected(ErrorKind::config,
-                      fmt::format("{}: a symbolic link that loops: a driver tree must not hold one", loop->string()));
+  if (auto loop = util::refuse_symlink_loop(m_req.tree); !loop) return unexpected(loop.error());
   if (m_req.build_cmd.empty() && !gate::has_kbuild_makefile(driver_dir))
     return unexpected(ErrorKind::config,
                       fmt::format("{}: no Makefile or Kbuild (give --build-cmd if it builds another way)", driver_dir.string()));
@@ -638,8 +635,7 @@ util::Expected<void> PortSession::combined(const std::vector<const propose::Edit
   if (set.size() < 2 || over_budget()) return {};
   auto t = trial(set);
   if (!t) return unexpected(t.error());
-  bool no_new = std::all_of(t->state.signatures.begin(), t->state.signatures.end(),
-                            [&](const auto& sg) { return m_cur.signatures.count(sg) > 0; });
+  bool no_new = adds_no_error(m_cur, t->state);
   bool better = t->applied && trial_score(m_cur, t->state) < m_cur.score();
   tried({{"iteration", iter}, {"changes", set.size()}, {"combined", true}, {"depth", depth}}, *t);
   if (better && no_new) return accept_set(set, *t, iter);
@@ -737,8 +733,7 @@ util::Expected<void> PortSession::single_change(const std::string& id, const std
         needed = std::move(fresh);
       }
     }
-    bool clean = std::all_of(t->state.signatures.begin(), t->state.signatures.end(),
-                             [&](const auto& sg) { return m_cur.signatures.count(sg) > 0; });
+    bool clean = adds_no_error(m_cur, t->state);
     if (trial_score(m_cur, t->state) < m_cur.score() &&
         (!best_trial || trial_score(m_cur, t->state) < trial_score(m_cur, best_trial->state))) {
       best = e;

@@ -328,15 +328,17 @@ bool entry_is_link(const fs::directory_entry& e) {
   return e.is_symlink(ec);
 }
 
-std::optional<fs::path> symlink_loop(const fs::path& root) {
+Expected<void> refuse_symlink_loop(const fs::path& root) {
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (!entry_is_link(*it)) continue;
     std::error_code e;
     (void)fs::status(it->path(), e);
-    if (e == std::errc::too_many_symbolic_link_levels) return it->path();
+    if (e == std::errc::too_many_symbolic_link_levels)
+      return unexpected(ErrorKind::config,
+                        fmt::format("{}: a symbolic link that loops: a driver tree must not hold one", it->path().string()));
   }
-  return std::nullopt;
+  return {};
 }
 
 std::vector<fs::path> list_files(const fs::path& root) {

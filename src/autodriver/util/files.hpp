@@ -4,7 +4,6 @@
 #include "autodriver/util/expected.hpp"
 
 #include <filesystem>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,9 +60,9 @@ bool entry_is_dir(const fs::directory_entry& e);
 bool entry_is_file(const fs::directory_entry& e);
 bool entry_is_link(const fs::directory_entry& e);
 
-/// The first symbolic link under `root` that loops (ELOOP), walking without following links;
-/// nullopt when none does. A driver tree holding one is bad input.
-std::optional<fs::path> symlink_loop(const fs::path& root);
+/// A driver tree holding a symbolic link that loops (ELOOP) is bad input: a config error naming
+/// the first such link, found walking without following links.
+Expected<void> refuse_symlink_loop(const fs::path& root);
 
 /// All regular files under `root`, relative paths, sorted.
 std::vector<fs::path> list_files(const fs::path& root);

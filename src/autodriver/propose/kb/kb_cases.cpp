@@ -24,28 +24,6 @@ bool block_changed_by(const VersionBlock& b, const KVersion& target) {
   return new_branch_covers(b, target);
 }
 
-CollapsedCase collapse_block(std::string_view text, const VersionBlock& b) {
-  CollapsedCase c;
-  int line = 1;
-  std::string old_branch, new_branch;
-  for (std::size_t pos = 0; pos < text.size();) {
-    auto nl = text.find('\n', pos);
-    std::size_t end = nl == std::string_view::npos ? text.size() : nl + 1;
-    std::string l(text.substr(pos, end - pos));
-    if (line < b.line) c.before += l;
-    else if (line > b.end_line) c.after += l;
-    else {
-      if (line >= b.old_first && line <= b.old_last) old_branch += l;
-      if (line >= b.new_first && line <= b.new_last) new_branch += l;
-    }
-    pos = end;
-    ++line;
-  }
-  c.old_text = c.before + old_branch + c.after;
-  c.expected_text = c.before + new_branch + c.after;
-  return c;
-}
-
 namespace {
 std::vector<std::string> words(std::string_view s) {
   std::vector<std::string> out;

@@ -21,15 +21,12 @@ bool block_spans(const VersionBlock& block, const KVersion& from, const KVersion
 /// chain), which a port to `target` must turn into the new one. No older kernel is needed.
 bool block_changed_by(const VersionBlock& block, const KVersion& target);
 
+/// A case of schema 1 (written before cases listed every block with its context): the whole file
+/// text around its one block, as `kb compare` reads it.
 struct CollapsedCase {
-  std::string old_text;      ///< the whole file with the block replaced by its old branch
-  std::string expected_text; ///< the whole file with the block replaced by its new branch
-  std::string before;        ///< the file text before the block (context for comparison)
-  std::string after;         ///< the file text after the `#endif`
+  std::string before; ///< the file text before the block
+  std::string after;  ///< the file text after the `#endif`
 };
-
-/// Replaces lines [block.line, block.end_line] of `text` with each branch.
-CollapsedCase collapse_block(std::string_view text, const VersionBlock& block);
 
 /// Whether `ported` holds the maintainers' new branch where the block was: the token sequence
 /// (last tokens before the block, new branch, first tokens after it) occurs in `ported`.

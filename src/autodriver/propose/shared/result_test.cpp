@@ -13,6 +13,12 @@ bool is(const std::vector<Token>& t, std::size_t i, std::string_view s) {
   return i < t.size() && t[i].kind != TokKind::string && t[i].kind != TokKind::chr && t[i].text == s;
 }
 
+std::string joined(const std::vector<Token>& t, std::size_t b, std::size_t e) {
+  std::vector<std::string> ws;
+  for (std::size_t k = b; k < e; ++k) ws.push_back(t[k].text);
+  return join_c_tokens(ws);
+}
+
 /// The expressions `... = A = B = name(` assigns, read backwards from the `=` before the call.
 std::vector<std::string> assigned(const std::vector<Token>& t, std::size_t eq) {
   std::vector<std::string> out;
@@ -26,30 +32,11 @@ std::vector<std::string> assigned(const std::vector<Token>& t, std::size_t eq) {
       --b;
     }
     if (b == eq) break;
-    std::vector<std::string> ws;
-    for (std::size_t k = b; k < eq; ++k) ws.push_back(t[k].text);
-    out.push_back(join_c_tokens(ws));
+    out.push_back(joined(t, b, eq));
     if (b == 0 || !is(t, b - 1, "=")) break;
     eq = b - 1;
   }
   return out;
-}
-
-/// The closing parenthesis matching the one at `open`, or npos.
-std::size_t closing(const std::vector<Token>& t, std::size_t open) {
-  int depth = 0;
-  for (std::size_t k = open; k < t.size(); ++k) {
-    if (t[k].kind == TokKind::pp_line) return std::string::npos;
-    if (is(t, k, "(")) ++depth;
-    if (is(t, k, ")") && --depth == 0) return k;
-  }
-  return std::string::npos;
-}
-
-std::string joined(const std::vector<Token>& t, std::size_t b, std::size_t e) {
-  std::vector<std::string> ws;
-  for (std::size_t k = b; k < e; ++k) ws.push_back(t[k].text);
-  return join_c_tokens(ws);
 }
 
 } // namespace
@@ -62,9 +49,9 @@ std::vector<ResultCheck> result_checks(const std::vector<Token>& t, const std::s
     auto vars = assigned(t, c.name_tok - 1);
     std::size_t k = c.close_tok + 1;
     if (vars.empty() || !is(t, k, ";") || !is(t, k + 1, "if") || !is(t, k + 2, "(")) continue;
-    std::size_t b = k + 3, e = closing(t, k + 2); // the condition is [b, e)
+    std::size_t b = k + 3, e = csrc::matching_close(t, k + 2); // the condition is [b, e)
     if (e == std::string::npos) continue;
-    if ((is(t, b, "unlikely") || is(t, b, "likely")) && is(t, b + 1, "(") && closing(t, b + 1) == e - 1) b += 2, --e;
+    if ((is(t, b, "unlikely") || is(t, b, "likely")) && is(t, b + 1, "(") && csrc::matching_close(t, b + 1) == e - 1) b += 2, --e;
     if (b >= e || t[b].line != t[e - 1].line) continue;
     std::string cond = joined(t, b, e);
     for (const auto& v : vars) {

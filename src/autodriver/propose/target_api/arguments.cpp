@@ -83,8 +83,22 @@ std::string smpl_call(const std::string& from, std::size_t arity, const std::str
 
 /// Line edits turning the driver's tests of `name`'s result into the convention the target's own
 /// callers follow (all but a tenth of at least three tests), where the driver follows the other.
+/// The target is asked only when the driver tests the result at all.
 std::vector<TextEdit> result_test_edits(TargetIndex& idx, const PortContext& ctx, const std::string& name, std::string& why) {
+  struct Found {
+    std::string rel, text;
+    std::vector<ResultCheck> checks;
+  };
+  std::vector<Found> found;
+  for (const auto& rel : util::list_files(ctx.tree)) {
+    if (rel.extension() != ".c") continue;
+    auto text = util::read_file(ctx.tree / rel);
+    if (!text || text->find(name) == std::string::npos) continue;
+    auto checks = result_checks(tokenize(*text), name);
+    if (!checks.empty()) found.push_back({rel.generic_string(), std::move(*text), std::move(checks)});
+  }
   std::vector<TextEdit> out;
+  if (found.empty()) return out;
   auto counts = idx.result_tests(name);
   const int total = counts.is_err + counts.null;
   if (total < 3) return out;
@@ -92,20 +106,16 @@ std::vector<TextEdit> result_test_edits(TargetIndex& idx, const PortContext& ctx
   if (counts.null * 10 <= total) want = ResultTest::is_err;
   else if (counts.is_err * 10 <= total) want = ResultTest::null;
   else return out;
-  for (const auto& rel : util::list_files(ctx.tree)) {
-    if (rel.extension() != ".c") continue;
-    auto text = util::read_file(ctx.tree / rel);
-    if (!text || text->find(name) == std::string::npos) continue;
-    for (const auto& c : result_checks(tokenize(*text), name)) {
+  for (const auto& f : found)
+    for (const auto& c : f.checks) {
       if (c.test == want) continue;
-      std::size_t bol = text->rfind('\n', c.begin);
+      std::size_t bol = f.text.rfind('\n', c.begin);
       bol = bol == std::string::npos ? 0 : bol + 1;
-      std::size_t eol = text->find('\n', c.end);
-      eol = eol == std::string::npos ? text->size() : eol;
-      std::string line = text->substr(bol, c.begin - bol) + result_test_text(want, c.var) + text->substr(c.end, eol - c.end);
-      out.push_back({rel.generic_string(), c.line, 1, line + "\n", std::nullopt});
+      std::size_t eol = f.text.find('\n', c.end);
+      eol = eol == std::string::npos ? f.text.size() : eol;
+      std::string line = f.text.substr(bol, c.begin - bol) + result_test_text(want, c.var) + f.text.substr(c.end, eol - c.end);
+      out.push_back({f.rel, c.line, 1, line + "\n", std::nullopt});
     }
-  }
   why = fmt::format(" The target's callers test its result with {} ({} of {} tests), so the driver's tests follow.",
                     want == ResultTest::is_err ? "IS_ERR()" : "a NULL check",
                     want == ResultTest::is_err ? counts.is_err : counts.null, total);
