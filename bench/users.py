@@ -44,7 +44,11 @@ whose cases were debugged on moves to dev (MOVED_TO_DEV, with the reason) and it
 Every stage is resumable (JSONL under <cache>/users-bench/, one run at a time):
 
   bench/users.py [--kind history|boundary|collapsed] [--stage make|check|port|all] [--split dev|test]
-                 [--only SUBSTR] [--sample N --seed S] [--report]
+                 [--only SUBSTR] [--sample N --seed S] [--kb-sources dkms|all] [--report]
+
+The compat KB the ports read is the bench's own, built once per --kb-sources set (all: every
+*-dkms package of the four suites, the wild trees, and every committed version of the histories'
+C files; dkms: the packages alone); each port record names its set.
 
 Needs git, unifdef (apt-get install unifdef) and the kernels (`autodriver kernel fetch LINE`).
 """
@@ -329,15 +333,61 @@ def make_collapsed(u, line, lines, cap, jobs, kind):
 
 # ---- porting -------------------------------------------------------------------------------------
 
-def kb_leave_out(*names):
-    """Compat-KB packages named like the case's repository or package (its answer may be among
+K_KB_SETS = ("dkms", "all")
+
+
+def kb_path(kb_set):
+    return os.path.join(work_dir(), f"compat-kb-{kb_set}.json")
+
+
+def ensure_kb(kb_set, wild):
+    """The compat KB the ports read, built once per set: `dkms` from every *-dkms package of the
+    four suites (the figures before 2026-12-07); `all` also from the wild trees (--source) and every
+    committed version of the histories' C files (--git), where blocks the maintainers dropped later
+    still state old API changes. A case's own sources are left out when it is ported."""
+    path = kb_path(kb_set)
+    if os.path.exists(path):
+        return path
+    argv = [F.ad_bin(), "kb", "build", "--dkms", "--suite", "all", "-o", path + ".partial", "--json"]
+    if kb_set == "all":
+        argv += [x for u in F.wild_units(wild) for x in ("--source", u["path"])]
+        argv += [x for b in sorted(glob.glob(os.path.join(wild, "history", "*.bundle"))) for x in ("--git", clone(b)[1])]
+    rc, text, secs = F.run(argv, 3600)
+    if rc != 0:
+        sys.exit(f"users: kb build failed ({rc}): {F.tail(text)}")
+    os.rename(path + ".partial", path)
+    F.log(f"users: compat KB '{kb_set}' built in {secs:.0f} s: {path}")
+    return path
+
+
+def kb_leave_out(kb_set, *names):
+    """Compat-KB sources named like the case's repository or package (its answer may be among
     their blocks)."""
     words = {w for n in names if n for w in re.split(r"[-_.]", n.lower()) if len(w) > 3 and w not in K_GENERIC_WORDS}
     try:
-        sources = json.load(open(os.path.join(F.cache_root(), "kb", "compat-kb.json"))).get("sources", [])
+        sources = json.load(open(kb_path(kb_set))).get("sources", [])
     except (OSError, ValueError):
         sources = []
     return sorted({s for s in sources if any(w in s.lower() for w in words)} | {n for n in names if n})
+
+
+def kb_packages_of(verdict):
+    """The compat-KB sources behind the port's accepted compat-kb edits (their descriptions name
+    the packages whose maintainers write the new form)."""
+    out = set()
+    for a in verdict.get("accepted", []):
+        if isinstance(a, dict) and a.get("proposer") == "compat-kb":
+            m = re.search(r"maintainers of (.*?) write", a.get("description", ""))
+            if m:
+                out.update(x.strip() for x in m.group(1).split(","))
+    return sorted(out)
+
+
+def source_kind(name, wild):
+    """history, wild or dkms: where a compat-KB source came from."""
+    if os.path.exists(os.path.join(wild, "history", name + ".bundle")):
+        return "history"
+    return "wild" if os.path.exists(os.path.join(wild, name + ".tar.gz")) else "dkms"
 
 
 def tokens_for_target(folder, code):
@@ -378,21 +428,21 @@ def first_class(verdict):
     return kind
 
 
-def port_case(c, chk, lines, jobs):
+def port_case(c, chk, lines, jobs, kb_set):
     out = os.path.join(work_dir(), "runs", c["id"].replace("/", "__"))
     shutil.rmtree(out, ignore_errors=True)
     if c["source"] == "history":
         d = os.path.join(hist_dir(), "cases", c["id"])
-        tree, frm, leave = os.path.join(d, "before", c["folder"]), chk.get("from"), kb_leave_out(c["repository"])
+        tree, frm, leave = os.path.join(d, "before", c["folder"]), chk.get("from"), kb_leave_out(kb_set, c["repository"])
         build_cmd = ""
     else:
         d = os.path.join(work_dir(), c["dir"])
         # Target only, as bench/collapsed_blocks.sh ports: the tree as shipped need not build on
         # the line below (the newest trees drop old kernels), and `port --from` wants it to.
-        tree, frm, leave = os.path.join(d, "tree"), None, kb_leave_out(c["repository"], c.get("package"))
+        tree, frm, leave = os.path.join(d, "tree"), None, kb_leave_out(kb_set, c["repository"], c.get("package"))
         build_cmd = c.get("build_cmd") or ""
     argv = ["nice", "-n", "10", F.ad_bin(), "port", tree, "--to", c["target"], "-o", out, "--json", "--no-store-kb",
-            "--budget-s", str(K_PORT_BUDGET_S), "-j", str(jobs)]
+            "--budget-s", str(K_PORT_BUDGET_S), "-j", str(jobs), "--kb", kb_path(kb_set)]
     if frm:
         argv += ["--from", frm, "--api-changes"]
     if build_cmd:
@@ -416,12 +466,14 @@ def port_case(c, chk, lines, jobs):
     return {"status": v.get("status"), "ok": ok, "identical": identical, "seconds": round(secs, 1),
             "class": None if ok else first_class(v),
             "accepted": [a.get("proposer", "") + ": " + a.get("title", "") for a in v.get("accepted", []) if isinstance(a, dict)][:8],
+            "kb_packages": kb_packages_of(v),
             "argv": " ".join(argv[3:]).replace(F.cache_root(), "<cache>")}
 
 
 # ---- results -------------------------------------------------------------------------------------
 
-def load(path, kind):
+def load(path, kind, keep=None):
+    """{id: the newest record of KIND} (among those KEEP accepts)."""
     out = {}
     if os.path.exists(path):
         for l in open(path):
@@ -429,7 +481,7 @@ def load(path, kind):
                 r = json.loads(l)
             except ValueError:
                 continue  # a line cut by a crash
-            if r.get("kind") == kind:
+            if r.get("kind") == kind and (keep is None or keep(r)):
                 if r.get("unit"):
                     r["split"] = split_of(r["unit"])  # a repository moved to dev since the record was made
                 out[r["id"]] = r
@@ -463,13 +515,20 @@ def eligible(c, checks):
     return c["source"] in K_COLLAPSED_KINDS or bool(checks.get(c["id"], {}).get("eligible"))
 
 
-def report(binary=None):
+def port_filter(binary, kb_set):
+    """Ports of one binary (identity prefix) and one KB set; a record without kb_set read the
+    DKMS KB (before the sets existed)."""
+    return lambda r: ((not binary or r.get("autodriver_binary", "").startswith(binary))
+                      and (not kb_set or r.get("kb_set", "dkms") == kb_set))
+
+
+def report(wild, binary=None, kb_set=None):
     p = paths()
     cases = all_cases()
     checks = load(p["hist_checks"], "check")
     units = {kind: load(p[key], "unit") for kind, key in K_CASE_FILE.items()}
-    ports = {k: v for k, v in load(p["ports"], "port").items() if not binary or v.get("autodriver_binary", "").startswith(binary)}
-    print(f"# The drivers users bring ({len(cases)} cases)\n")
+    ports = load(p["ports"], "port", port_filter(binary, kb_set))
+    print(f"# The drivers users bring ({len(cases)} cases)" + (f", compat KB '{kb_set}'" if kb_set else "") + "\n")
     print("| kind | target | split | cases | ported | builds + integrity | identical | median s |")
     print("|---|---|---|---|---|---|---|---|")
     for kind in ("history", "boundary", "collapsed"):
@@ -509,6 +568,15 @@ def report(binary=None):
                 ex[k] = ex.get(k, 0) + v
         print(f"{kind.capitalize()}: {len(us)} (tree, line) pairs made; selections not made cases: "
               + (", ".join(f"{k} {v}" for k, v in sorted(ex.items())) or "none"))
+    for split in ("dev", "test"):
+        by = {}
+        for i, x in ports.items():
+            if x["ok"] and cases.get(i, {}).get("split") == split and x.get("kb_packages"):
+                for k in {source_kind(n, wild) for n in x["kb_packages"]}:
+                    by[k] = by.get(k, 0) + 1
+        if by:
+            print(f"\n{split}: solved cases with a compat-kb edit, by where its rule was learned: "
+                  + ", ".join(f"{k} {v}" for k, v in sorted(by.items())))
     for kinds in (K_ALL_KINDS, ("collapsed",)):
         classes = {}
         for i, x in ports.items():
@@ -545,7 +613,7 @@ def make_stage(a, lines, cases, port_now):
     for kind in kinds:
         units = [u for u in collapsed_units(a.wild, a.no_dkms) if not a.only or any(s in u["id"] for s in a.only)]
         units = [u for u in units if not a.split or split_of(u["repo_unit"]) == a.split]
-        pairs = [(u, l) for u in units for l in K_LINES if l in lines]
+        pairs = [(u, l) for u in units for l in K_LINES if l in lines and (not a.line or l in a.line)]
         if a.sample is not None:
             # Kept in the seeded random order: a run stopped early (and resumed later) has made a
             # prefix of that order, itself a seeded random sample, never the first trees by name.
@@ -582,6 +650,8 @@ def main():
     ap.add_argument("--only", action="append", default=[], help="only trees or repositories whose id contains SUBSTR (repeatable)")
     ap.add_argument("--case", action="append", default=[], help="only this case id (repeatable)")
     ap.add_argument("--split", choices=["dev", "test"], help="only this split")
+    ap.add_argument("--line", action="append", default=[], choices=K_LINES,
+                    help="only cases whose target is this kernel line (repeatable; default: every fetched line)")
     ap.add_argument("--sample", type=int, help="a seeded random sample of N (tree, line) pairs to make, in that random order (N >= all: every pair, shuffled), and of N cases to check and port")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="make -j of each build")
@@ -589,9 +659,13 @@ def main():
                     "already ported them (the newest result counts; a stopped rerun resumes)")
     ap.add_argument("--report", action="store_true", help="print the markdown report and exit")
     ap.add_argument("--binary", help="with --report: only the ports of the autodriver binary whose identity starts so")
+    ap.add_argument("--kb-sources", choices=K_KB_SETS, default="all",
+                    help="the compat KB ports read: dkms (every *-dkms package of the four suites) or all (also the "
+                    "wild trees and every committed version of the histories); built once into the bench's folder. "
+                    "With --report: only ports with that KB (default there: every port)")
     a = ap.parse_args()
     if a.report:
-        report(a.binary)
+        report(a.wild, a.binary, a.kb_sources if "--kb-sources" in sys.argv else None)
         return 0
     for tool in ("git", "tar", "unifdef"):
         if not shutil.which(tool):
@@ -603,13 +677,14 @@ def main():
         p = paths()
         cases = all_cases()
         checks = load(p["hist_checks"], "check")
-        ports = load(p["ports"], "port")
         binary = F.ad_identity()
+        ports = load(p["ports"], "port", port_filter(None, a.kb_sources))
+        ensure_kb(a.kb_sources, a.wild)
         selection = f"sample of {a.sample} (tree, line) pairs (seed {a.seed})" if a.sample is not None else "all cases"
 
         def port_one(c, where):
-            rec = dict(port_case(c, checks.get(c["id"], {}), lines, a.jobs), kind="port", id=c["id"],
-                       autodriver_binary=binary, selection=selection, date=time.strftime("%Y-%m-%d %H:%M"))
+            rec = dict(port_case(c, checks.get(c["id"], {}), lines, a.jobs, a.kb_sources), kind="port", id=c["id"],
+                       autodriver_binary=binary, kb_set=a.kb_sources, selection=selection, date=time.strftime("%Y-%m-%d %H:%M"))
             append(p["ports"], rec)
             ports[c["id"]] = rec
             F.log(f"{where} {c['id']} -> {c['target']}: {rec['status']}"
@@ -622,7 +697,7 @@ def main():
             chosen = None
         todo = [c for c in cases.values() if ((a.kind == "all" and c["source"] in K_ALL_KINDS) or c["source"] == a.kind)
                 and (not a.only or any(s in c["unit"] for s in a.only)) and (not a.split or c["split"] == a.split)
-                and (not a.case or c["id"] in a.case)]
+                and (not a.case or c["id"] in a.case) and (not a.line or c["target"] in a.line)]
         if chosen is not None and a.sample is not None:
             # The collapsed cases of the sampled (tree, line) pairs; history cases sampled below.
             todo = [c for c in todo if c["source"] not in K_COLLAPSED_KINDS or any(c["id"].startswith(x) for x in chosen)]

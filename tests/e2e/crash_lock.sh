@@ -22,7 +22,7 @@ py "$WORK/c.json" "list(d['gates']['boot']['by_kernel'].values())[0]['details'][
 python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(list(d["gates"]["boot"]["by_kernel"].values())[0]["details"]["console"])' \
   "$WORK/c.json" > "$WORK/c.txt"
 rc=0; "$AD" crash "$WORK/c.txt" --driver "$MLL" --kernel 7.3 --repair --repro "$REPRO" --runs 2 -o "$WORK/out" --json > "$WORK/r.json" || rc=$?
-[ $rc -eq 0 ] || fail "crash --repair exited $rc: $(repair_why "$WORK/r.json")"
+[ $rc -eq 0 ] || fail "crash --repair exited $rc: $(repair_why "$WORK/r.json"); the boot's hang report: $(grep -m2 -A12 'blocked for more than' "$WORK/c.txt")"
 py "$WORK/r.json" "d['reports'][0]['title'] == 'INFO: task hung in mll_read' and d['reports'][0]['kind'] == 'hung-task'"
 py "$WORK/r.json" "d['hypotheses'][0]['kind'] == 'missing-unlock' and d['hypotheses'][0]['line'] == 32"
 py "$WORK/r.json" "d['localized'][0]['role'] == 'cause' and d['localized'][0]['line'] == 32"

@@ -145,6 +145,31 @@ TEST(KbFile, RoundTripLeaveOutAndNewerSchema) {
   EXPECT_FALSE(kb_from_json(j).has_value());
 }
 
+TEST(KbFile, EveryVersionOfAHistoryTeachesAChangeOncePerFile) {
+  // A block its maintainers dropped later (the newest text has none) is still learned, from the
+  // first version that has it; repeating versions add nothing.
+  std::string with_block = kb_fixture("rapiddisk_blk_alloc_disk.c");
+  ExtractStats st;
+  auto direct = kb_entries_of(with_block, {"rapiddisk", "v", "drv.c", 0}, st);
+  ASSERT_FALSE(direct.empty());
+  KbSource src{"rapiddisk", "git tip", "/nonexistent", {}};
+  src.texts = [&](const KbTextVisitor& visit) {
+    visit("drv.c", "git 111", with_block);
+    visit("drv.c", "git 222", with_block + "\n/* a later edit elsewhere */\n");
+    visit("drv.c", "git 333", "int only_the_new_api(void);\n");
+    visit("copy/drv.c", "git 333", with_block);
+    visit("README", "git 333", with_block);
+  };
+  Kb kb = build_kb({src});
+  EXPECT_EQ(kb.sources, std::vector<std::string>{"rapiddisk"});
+  ASSERT_EQ(kb.entries.size(), 2 * direct.size());
+  for (const auto& e : kb.entries) {
+    EXPECT_EQ(e.provenance.package, "rapiddisk");
+    EXPECT_EQ(e.provenance.version, e.provenance.file == "drv.c" ? "git 111" : "git 333");
+  }
+  EXPECT_EQ(kb.stats.entries, static_cast<int>(kb.entries.size()));
+}
+
 TEST(KbRewrite, KeepsTheDriversArgumentsAndLayout) {
   KbChange c{"call-args", "blk_alloc_disk($0)", "blk_alloc_disk(NULL, $0)", {"blk_alloc_disk"}};
   auto r = rewrite_text("\tmy->disk = blk_alloc_disk(dev_to_node(&pdev->dev)); /* blk_alloc_disk(x) */\n", c);

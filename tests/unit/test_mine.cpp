@@ -1,6 +1,7 @@
 // corpus mine: the path table, the commit rules and trailer parsing (mine_rules), and mine() on
 // small git repositories with a kernel layout made here with the git CLI.
 
+#include "autodriver/corpus/git_repo.hpp"
 #include "autodriver/corpus/mine.hpp"
 #include "autodriver/corpus/mine_rules.hpp"
 #include "autodriver/util/files.hpp"
@@ -175,6 +176,37 @@ TEST(Mine, BadInputIsOneClearError) {
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("unknown revision 'v9.9'"), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(o.out)); // nothing written on bad input
+}
+
+TEST(GitHistory, EveryVersionOfTheWantedFilesOnceOldestFirst) {
+  auto tmp = util::TempDir::create(util::scratch_root(), "test-git-");
+  ASSERT_TRUE(tmp);
+  GitRepo g(tmp->path());
+  g.write("a.c", "int a(void) { return 1; }\n");
+  g.write("notes.txt", "one\n");
+  g.commit("first");
+  g.write("a.c", "int a(void) { return 2; }\n");
+  g.write("sub/b.h", "int b(void);\n");
+  g.commit("second");
+  g.write("notes.txt", "two\n");
+  g.commit("notes only");
+  g.write("a.c", "int a(void) { return 1; }\n"); // the first text again: already seen
+  g.commit("back");
+  auto repo = git::open_repository(tmp->path());
+  ASSERT_TRUE(repo);
+  std::vector<std::string> seen;
+  auto n = git::each_file_version(
+      repo->get(), "HEAD", [](std::string_view p) { return p.ends_with(".c") || p.ends_with(".h"); },
+      [&](const std::string& path, const std::string& commit, std::string_view text) {
+        EXPECT_EQ(commit.size(), 40u);
+        seen.push_back(path + ": " + std::string(text));
+      });
+  ASSERT_TRUE(n) << n.error().message;
+  EXPECT_EQ(*n, 4);
+  EXPECT_EQ(seen, (std::vector<std::string>{"a.c: int a(void) { return 1; }\n", "a.c: int a(void) { return 2; }\n",
+                                            "sub/b.h: int b(void);\n"}));
+  EXPECT_FALSE(git::each_file_version(
+      repo->get(), "v9", [](std::string_view) { return true; }, [](const std::string&, const std::string&, std::string_view) {}));
 }
 
 TEST(Mine, ApiChangeCommitBecomesACase) {

@@ -4,6 +4,7 @@
 #include "autodriver/cli/commands.hpp"
 #include "autodriver/cli/kb_sources.hpp"
 #include "autodriver/corpus/dkms.hpp"
+#include "autodriver/corpus/git_repo.hpp"
 #include "autodriver/csrc/tokens.hpp"
 #include "autodriver/kernel/source.hpp"
 #include "autodriver/kernel/target.hpp"
@@ -100,12 +101,44 @@ propose::KVersion kernel_version(const core::Kernel& k) {
 
 namespace {
 
-int run_build(const SourceOptions& so, const std::vector<std::string>& trees, const std::vector<std::string>& leave_out,
-              const fs::path& out, bool json) {
+/// A git repository as a KB source: every committed version of its C files (HEAD's history),
+/// named by the repository's folder (`lkrg.git` -> `lkrg`).
+util::Expected<KbSource> git_source(const fs::path& dir) {
+  auto repo = corpus::git::open_repository(dir);
+  if (!repo) return util::unexpected(repo.error());
+  auto head = corpus::git::resolve_commit(repo->get(), "HEAD");
+  if (!head) return util::unexpected(util::ErrorKind::config, fmt::format("--git {}: {}", dir.string(), head.error().message));
+  std::string name = fs::weakly_canonical(dir).filename().string();
+  if (name.ends_with(".git")) name.resize(name.size() - 4);
+  KbSource s{name, "git " + corpus::git::to_hex(*git_commit_id(head->get())).substr(0, 12), dir, {}};
+  s.texts = [dir](const propose::KbTextVisitor& visit) {
+    auto r = corpus::git::open_repository(dir);
+    if (!r) return;
+    auto n = corpus::git::each_file_version(
+        r->get(), "HEAD", [](std::string_view p) { return p.ends_with(".c") || p.ends_with(".h"); },
+        [&](const std::string& path, const std::string& commit, std::string_view text) {
+          visit(path, "git " + commit.substr(0, 12), text);
+        });
+    if (n) util::log_info("kb build: {}: {} commits read", dir.string(), *n);
+    else std::fprintf(stderr, "autodriver: warning: --git %s: %s\n", dir.string().c_str(), n.error().message.c_str());
+  };
+  return s;
+}
+
+int run_build(const SourceOptions& so, const std::vector<std::string>& trees, const std::vector<std::string>& git_dirs,
+              const std::vector<std::string>& leave_out, const fs::path& out, bool json) {
   auto sources = gather(so);
   if (!sources) {
     std::fprintf(stderr, "autodriver: error: %s\n", sources.error().message.c_str());
     return k_exit_error;
+  }
+  for (const auto& g : git_dirs) {
+    auto s = git_source(g);
+    if (!s) {
+      std::fprintf(stderr, "autodriver: error: --git %s: %s\n", g.c_str(), s.error().message.c_str());
+      return k_exit_error;
+    }
+    sources->push_back(std::move(*s));
   }
   for (const auto& t : trees) {
     auto k = kernel::resolve_kernel(t);
@@ -124,8 +157,8 @@ int run_build(const SourceOptions& so, const std::vector<std::string>& trees, co
   for (auto& s : *sources)
     if (std::find(leave_out.begin(), leave_out.end(), s.package) == leave_out.end()) kept.push_back(s);
   if (kept.empty()) {
-    std::fprintf(stderr,
-                 "autodriver: error: nothing to learn from: give --source DIR, --package PKG, --dkms or --kernel-tree K\n");
+    std::fprintf(stderr, "autodriver: error: nothing to learn from: give --source DIR, --git REPO, --package PKG, --dkms or "
+                         "--kernel-tree K\n");
     return k_exit_error;
   }
   Kb kb = propose::build_kb(kept);
@@ -282,12 +315,17 @@ Command kb_command() {
             auto so = std::make_shared<SourceOptions>();
             auto trees = std::make_shared<std::vector<std::string>>();
             auto leave_out = std::make_shared<std::vector<std::string>>();
+            auto git_dirs = std::make_shared<std::vector<std::string>>();
             auto out = std::make_shared<fs::path>();
             auto json = std::make_shared<bool>(false);
             auto* build = sub.add_subcommand(
                 "build", "Extract KB entries (old form, new form, boundary, provenance) into a versioned JSON file");
             add_source_options(*build, *so);
             build->add_option("--kernel-tree", *trees, "Also learn from a kernel's source tree (6.1, 6.12)");
+            build->add_option("--git", *git_dirs,
+                              "A driver's git repository (a clone): every version of its C files in HEAD's history is "
+                              "learned from, so blocks its maintainers dropped later still teach old API changes; the "
+                              "source is named by the repository's folder (repeatable)");
             build->add_option("--leave-out", *leave_out, "Never learn from this package (repeatable)");
             build->add_option("-o,--out", *out, "KB file to write (default: the cache's compat-kb.json)");
             build->add_flag("--json", *json, "Print a JSON summary");
@@ -332,7 +370,7 @@ Command kb_command() {
               if (int rc = store_kb(); rc >= 0) return rc;
               if (eval->parsed()) return run_eval(*eso, eval_kb->empty() ? propose::default_kb_path() : *eval_kb);
               if (build->parsed())
-                return run_build(*so, *trees, *leave_out, out->empty() ? propose::default_kb_path() : *out, *json);
+                return run_build(*so, *trees, *git_dirs, *leave_out, out->empty() ? propose::default_kb_path() : *out, *json);
               if (cases->parsed()) return run_cases(*co);
               if (compare->parsed()) return run_compare(*case_dir, *ported);
               (void)sub;

@@ -7,6 +7,7 @@
 #include <git2.h>
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -48,5 +49,13 @@ util::Expected<Repository> open_repository(const std::filesystem::path& path);
 
 /// Hex sha of an object id.
 std::string to_hex(const git_oid& id);
+
+/// Every version a repository's history holds of the files `wanted` accepts: the commits
+/// reachable from `rev`, oldest first; `visit(path, commit_hex, text)` once per distinct content,
+/// at the first commit that has it (a file's text its maintainers later deleted is still seen).
+/// Returns how many commits were read.
+using FileVersionVisitor = std::function<void(const std::string& path, const std::string& commit, std::string_view text)>;
+util::Expected<int> each_file_version(git_repository* repo, const std::string& rev,
+                                      const std::function<bool(std::string_view path)>& wanted, const FileVersionVisitor& visit);
 
 } // namespace autodriver::corpus::git

@@ -33,6 +33,19 @@ bool is_c_source(const fs::path& p) {
   return e == ".c" || e == ".h";
 }
 
+/// Entries of every version a source's `texts` gives, each change once per file.
+void add_versioned_texts(const KbSource& src, Kb& kb) {
+  std::set<std::pair<std::string, std::string>> kept; // (entry id, file)
+  ExtractStats stats;
+  src.texts([&](const std::string& file, const std::string& version, std::string_view text) {
+    if (!is_c_source(file)) return;
+    for (auto& e : kb_entries_of(text, KbProvenance{src.package, version, file, 0}, stats))
+      if (kept.insert({e.id, e.provenance.file}).second) kb.entries.push_back(std::move(e));
+  });
+  stats.entries = static_cast<int>(kept.size()); // the other counts are over every version read
+  kb.stats.add(stats);
+}
+
 } // namespace
 
 std::vector<KbEntry> kb_entries_of(std::string_view text, const KbProvenance& where, ExtractStats& stats) {
@@ -56,6 +69,10 @@ Kb build_kb(const std::vector<KbSource>& sources) {
   for (const auto& src : sources) {
     // Two versions of a package (two Debian releases) are one source by name.
     if (std::find(kb.sources.begin(), kb.sources.end(), src.package) == kb.sources.end()) kb.sources.push_back(src.package);
+    if (src.texts) {
+      add_versioned_texts(src, kb);
+      continue;
+    }
     for (const auto& rel : util::list_files(src.root)) {
       if (!is_c_source(rel)) continue;
       auto text = util::read_file(src.root / rel);

@@ -8,7 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace autodriver::propose {
@@ -36,11 +38,18 @@ struct Kb {
   ExtractStats stats;
 };
 
-/// One source to learn from: a package's unpacked source root.
+/// Receives one file's text: its path relative to the source and the version it was read at.
+using KbTextVisitor = std::function<void(const std::string& file, const std::string& version, std::string_view text)>;
+
+/// One source to learn from: a package's unpacked source root, or the texts of every version of
+/// its files (a git history, where blocks the maintainers dropped later still teach old changes).
 struct KbSource {
   std::string package;
   std::string version;
   std::filesystem::path root;
+  /// When set, read instead of the files under `root`; a change is kept once per file however
+  /// many versions repeat it (the provenance names the first version that has it).
+  std::function<void(const KbTextVisitor&)> texts;
 };
 
 /// Entries of every .c/.h under each source root (sorted by id, then provenance).
