@@ -5,6 +5,7 @@
 #include "autodriver/csrc/tokens.hpp"
 #include "autodriver/gate/gcc_parser.hpp"
 #include "autodriver/propose/callback_signature.hpp"
+#include "autodriver/propose/inline_removed.hpp"
 #include "autodriver/propose/proposer.hpp"
 #include "autodriver/propose/rules/rules.hpp"
 #include "autodriver/propose/shared/apply.hpp"
@@ -963,6 +964,30 @@ TEST(InlineRemoved, CallBecomesTheOldHeadersBody) {
   auto after = util::read_file(ctx.tree / "drop.c");
   ASSERT_TRUE(after.has_value());
   EXPECT_NE(after->find("!test_bit(close_fd, fdt->open_fds)"), std::string::npos) << *after;
+}
+
+TEST(InlineRemoved, ABodysOwnEnclosingParenthesesAreNotCopied) {
+  // `#define OLD_SET(d, v) ( (d)->field = (v) )`: the call's place decides whether the
+  // expression needs parentheses (a statement does not), not the macro's own safety parentheses.
+  const fs::path root = fs::path(AD_FIXTURES) / "inline";
+  auto tmp = util::TempDir::create(util::scratch_root(), "inline-");
+  ASSERT_TRUE(tmp.has_value());
+  ASSERT_TRUE(util::copy_tree(root / "driver", tmp->path() / "tree", util::SkipBuildProducts::yes));
+  TargetOnly port(root / "new", tmp->path() / "tree", tmp->path() / "s");
+  core::Diagnostic d;
+  d.kind = core::DiagKind::implicit_function_declaration;
+  d.file = "drop.c";
+  d.line = 15;
+  d.symbols = {"OLD_SET"};
+  auto p = propose::make_inline_from_definitions(
+      "rule-pack", {{"rules/x.rule", "#define OLD_SET(d, v)\t( (d)->field = (v) )\n#define OLD_TWICE(a, b) ((a) + (b))\n"}});
+  auto edits = p->propose({d}, port.ctx);
+  ASSERT_EQ(edits.size(), 1u);
+  EXPECT_EQ(edits[0].smpl, "@@\nexpression E0, E1;\n@@\n- OLD_SET(E0, E1)\n+ ((E0)->field =(E1))\n");
+  d.symbols = {"OLD_TWICE"};
+  edits = p->propose({d}, port.ctx);
+  ASSERT_EQ(edits.size(), 1u);
+  EXPECT_EQ(edits[0].smpl, "@@\nexpression E0, E1;\n@@\n- OLD_TWICE(E0, E1)\n+ ((E0) +(E1))\n");
 }
 
 TEST(CTokens, FirstBranchMaskKeepsBraceNesting) {

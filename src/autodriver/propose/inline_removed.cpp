@@ -221,6 +221,20 @@ std::optional<std::vector<std::string>> substituted(const OldBody& b) {
   return out;
 }
 
+/// Drops parentheses that enclose the whole expression (a macro body's own), however many.
+void strip_enclosing_parens(std::vector<std::string>& e) {
+  while (e.size() >= 2 && e.front() == "(" && e.back() == ")") {
+    int depth = 0;
+    std::size_t k = 0;
+    for (; k < e.size(); ++k) {
+      if (e[k] == "(") ++depth;
+      if (e[k] == ")" && --depth == 0) break;
+    }
+    if (k + 1 != e.size()) return; // `(a) + (b)`: the first ')' closes before the end
+    e = std::vector<std::string>(e.begin() + 1, e.end() - 1);
+  }
+}
+
 /// A call or a name needs no parentheses around it; anything else gets them.
 bool primary(const std::vector<std::string>& e) {
   if (e.size() == 1) return true;
@@ -357,6 +371,8 @@ public:
       }
       auto expr = substituted(*b);
       if (!expr) continue;
+      strip_enclosing_parens(*expr); // `( (x)->y = (v) )`: the call's place decides if it needs them
+      if (expr->empty()) continue;
       std::string body = join_c_tokens(*expr);
       if (!primary(*expr)) body = "(" + body + ")";
       std::string metas, args;

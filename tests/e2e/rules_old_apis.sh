@@ -1,0 +1,34 @@
+#!/bin/sh
+# API changes older than 5.10 (the oldest kernel source Debian serves, so no tree pair shows them):
+# a driver using thirteen of them (tests/fixtures/drivers/old-apis) ports on 6.1 through the
+# shipped rule packs, each named in the verdict by its rule file; without the rule packs it does
+# not build. The port is the kernel's own conversion: no include a defined macro does not need,
+# no parentheses a macro body carried for its own sake. The fixture is never written. ~2 min.
+. "$AD_SRC/tests/e2e/lib.sh.inc"
+need spatch
+need_kernel 6.1
+DRV="$AD_SRC/tests/fixtures/drivers/old-apis"
+before=$(cat "$DRV/oldapis.c" | cksum)
+# An empty compat KB: what ports it here is the rule packs alone.
+printf '{"schema":"autodriver.compat-kb","schema_version":1,"sources":[],"stats":{},"entries":[]}\n' > "$WORK/kb.json"
+"$AD" port "$DRV" --to 6.1 --no-store-kb --kb "$WORK/kb.json" -o "$WORK/out" --json > "$WORK/port.json" ||
+  fail "port with the rule packs: $(cat "$WORK/port.json")"
+for r in kzfree-kfree-sensitive gfp-retry-mayfail page-cache-macros ioremap-nocache field-sizeof set-ethtool-ops \
+  dma-zalloc-coherent probe-kernel-nofault access-ok-no-type alloc-netdev-name-assign vmalloc-no-prot mmap-lock-api \
+  net-trans-start; do
+  py "$WORK/port.json" "any(a['proposer'] == 'rule-pack' and 'rules/$r.rule' in a['description'] for a in d['accepted'])" \
+    "rule $r ported nothing: $(python3 -c 'import json,sys; print([a["title"] for a in json.load(open(sys.argv[1]))["accepted"]])' "$WORK/port.json")"
+done
+T="$WORK/out/tree/oldapis.c"
+for want in 'kfree_sensitive(buf);' 'GFP_KERNEL | __GFP_RETRY_MAYFAIL' 'kmalloc(PAGE_SIZE,' 'put_page(pg);' \
+  'return ioremap(start, 64);' 'sizeof_field(struct oa_priv, regs)' 'dev->ethtool_ops = &oa_ethtool_ops;' \
+  'dma_alloc_coherent(d, 64, h, GFP_KERNEL)' 'copy_from_kernel_nofault(&v, kbuf, sizeof(v))' \
+  'access_ok(p, sizeof(long))' '"oa%d", NET_NAME_UNKNOWN, oa_setup)' '__vmalloc(4 * PAGE_SIZE, GFP_KERNEL);' \
+  'mmap_read_lock(mm);' 'mmap_read_unlock(mm);' 'netif_trans_update(dev);'; do
+  tr -s ' \t\n' ' ' < "$T" | grep -qF "$want" || fail "the port lacks '$want': $(diff -u "$DRV/oldapis.c" "$T")"
+done
+grep -q '#include <asm' "$T" && fail "an include the defined access_ok() macro does not need: $(grep '#include' "$T")"
+rc=0; "$AD" port "$DRV" --to 6.1 --no-store-kb --kb "$WORK/kb.json" --no-rule-packs -o "$WORK/bare" --json > "$WORK/bare.json" || rc=$?
+py "$WORK/bare.json" "not d['ok']" "without the rule packs the old APIs should not port (exit $rc)"
+[ "$(cat "$DRV/oldapis.c" | cksum)" = "$before" ] || fail "the fixture was written"
+echo PASS
