@@ -1,6 +1,6 @@
 #!/bin/sh
 # API changes older than 5.10 (the oldest kernel source Debian serves, so no tree pair shows them):
-# a driver using thirteen of them (tests/fixtures/drivers/old-apis) ports on 6.1 through the
+# a driver using eighteen of them (tests/fixtures/drivers/old-apis) ports on 6.1 through the
 # shipped rule packs, each named in the verdict by its rule file; without the rule packs it does
 # not build. The port is the kernel's own conversion: no include a defined macro does not need,
 # no parentheses a macro body carried for its own sake. The fixture is never written. ~2 min.
@@ -8,14 +8,14 @@
 need spatch
 need_kernel 6.1
 DRV="$AD_SRC/tests/fixtures/drivers/old-apis"
-before=$(cat "$DRV/oldapis.c" | cksum)
+before=$(cat "$DRV/oldapis.c" "$DRV/oldblk.c" | cksum)
 # An empty compat KB: what ports it here is the rule packs alone.
 printf '{"schema":"autodriver.compat-kb","schema_version":1,"sources":[],"stats":{},"entries":[]}\n' > "$WORK/kb.json"
 "$AD" port "$DRV" --to 6.1 --no-store-kb --kb "$WORK/kb.json" -o "$WORK/out" --json > "$WORK/port.json" ||
   fail "port with the rule packs: $(cat "$WORK/port.json")"
 for r in kzfree-kfree-sensitive gfp-retry-mayfail page-cache-macros ioremap-nocache field-sizeof set-ethtool-ops \
   dma-zalloc-coherent probe-kernel-nofault access-ok-no-type alloc-netdev-name-assign vmalloc-no-prot mmap-lock-api \
-  net-trans-start; do
+  net-trans-start bio-error-status bio-endio-error access-once discard-zeroes-data; do
   py "$WORK/port.json" "any(a['proposer'] == 'rule-pack' and 'rules/$r.rule' in a['description'] for a in d['accepted'])" \
     "rule $r ported nothing: $(python3 -c 'import json,sys; print([a["title"] for a in json.load(open(sys.argv[1]))["accepted"]])' "$WORK/port.json")"
 done
@@ -27,8 +27,15 @@ for want in 'kfree_sensitive(buf);' 'GFP_KERNEL | __GFP_RETRY_MAYFAIL' 'kmalloc(
   'mmap_read_lock(mm);' 'mmap_read_unlock(mm);' 'netif_trans_update(dev);'; do
   tr -s ' \t\n' ' ' < "$T" | grep -qF "$want" || fail "the port lacks '$want': $(diff -u "$DRV/oldapis.c" "$T")"
 done
+B="$WORK/out/tree/oldblk.c"
+for want in 'if (bio->bi_status)' 'bio->bi_status = errno_to_blk_status(error); bio_endio(bio);' \
+  'bio->bi_status = BLK_STS_IOERR; bio_io_error(bio);' \
+  'WRITE_ONCE(oldblk_last_error, blk_status_to_errno(bio->bi_status));' 'READ_ONCE(oldblk_last_error)'; do
+  tr -s ' \t\n' ' ' < "$B" | grep -qF "$want" || fail "the port lacks '$want': $(diff -u "$DRV/oldblk.c" "$B")"
+done
+grep -q discard_zeroes_data "$B" && fail "the removed queue limit is still set"
 grep -q '#include <asm' "$T" && fail "an include the defined access_ok() macro does not need: $(grep '#include' "$T")"
 rc=0; "$AD" port "$DRV" --to 6.1 --no-store-kb --kb "$WORK/kb.json" --no-rule-packs -o "$WORK/bare" --json > "$WORK/bare.json" || rc=$?
 py "$WORK/bare.json" "not d['ok']" "without the rule packs the old APIs should not port (exit $rc)"
-[ "$(cat "$DRV/oldapis.c" | cksum)" = "$before" ] || fail "the fixture was written"
+[ "$(cat "$DRV/oldapis.c" "$DRV/oldblk.c" | cksum)" = "$before" ] || fail "the fixture was written"
 echo PASS

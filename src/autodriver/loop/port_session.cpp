@@ -455,6 +455,39 @@ std::vector<propose::Edit> PortSession::agent_edits(int iter) {
 
 namespace {
 
+/// The name an edit is about: its first symbol that is not a type ("struct bio" names the struct
+/// of a member edit, whose member comes next).
+std::string subject_of(const propose::Edit& e) {
+  for (const auto& s : e.symbols)
+    if (s.find(' ') == std::string::npos) return s;
+  return {};
+}
+
+/// Of two edits of one round (one vector), the one with stated evidence (a rule file, a kernel
+/// definition, learned sites) before a guess, then the earlier one (the proposer table's order).
+bool prefer(const propose::Edit* a, const propose::Edit* b) {
+  if (a->evidence.empty() != b->evidence.empty()) return b->evidence.empty();
+  return std::less<const propose::Edit*>()(a, b);
+}
+
+/// The best alternative of every change, but one per name: two proposers' answers for the same
+/// name applied in one batch leave whichever applies first, whatever it rests on. The one with
+/// stated evidence (a rule file, a kernel definition, learned sites) goes in before a guess, then
+/// the proposer table's order; the others stay alternatives for the one-at-a-time path. The batch
+/// keeps the groups' order.
+std::vector<const propose::Edit*> one_per_subject(const std::map<std::string, std::vector<const propose::Edit*>>& groups) {
+  std::map<std::string, const propose::Edit*> winner;
+  for (const auto& [id, g] : groups)
+    if (auto s = subject_of(*g.front()); !s.empty())
+      if (auto it = winner.find(s); it == winner.end() || prefer(g.front(), it->second)) winner[s] = g.front();
+  std::vector<const propose::Edit*> out;
+  for (const auto& [id, g] : groups) {
+    auto s = subject_of(*g.front());
+    if (s.empty() || winner[s] == g.front()) out.push_back(g.front());
+  }
+  return out;
+}
+
 /// The lines an edit wrote, per file: [line, line + number of its lines).
 bool on_edited_line(const propose::Edit& e, const core::Diagnostic& d) {
   for (const auto& te : e.text_edits) {
@@ -555,8 +588,7 @@ util::Expected<void> PortSession::iterate() {
                        [](auto* a, auto* b) { return a->rank != b->rank ? a->rank < b->rank : a->support > b->support; });
     m_progressed = false;
     // Fast path: the best alternative of every change at once.
-    std::vector<const propose::Edit*> firsts;
-    for (auto& [id, g] : groups) firsts.push_back(g.front());
+    std::vector<const propose::Edit*> firsts = one_per_subject(groups);
     if (firsts.size() > 1)
       if (auto r = combined(firsts, 0, iter); !r) return unexpected(r.error());
     if (!m_progressed)
@@ -696,11 +728,31 @@ util::Expected<void> PortSession::accept_set(const std::vector<const propose::Ed
 // One change at a time, alternatives in order; keep the best that helps (a near miss that removes
 // more errors than it adds is kept and refined by the next iteration).
 util::Expected<void> PortSession::singles(EditGroups& groups, int iter) {
-  for (auto& [id, g] : groups) {
-    if (over_budget()) break;
-    if (auto r = single_change(id, g, iter); !r) return r;
-    if (m_cur.ok) break;
-  }
+  // In the order the batch prefers (stated evidence before a guess, then the proposer table's),
+  // so that of two proposers' answers for one name the better is tried first.
+  std::vector<EditGroups::value_type*> order;
+  for (auto& kv : groups) order.push_back(&kv);
+  std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return prefer(a->second.front(), b->second.front()); });
+  // Every change's alternatives with stated evidence first, its guesses (a similar name, an
+  // argument by type) only after: a learned change whose alternatives changed nothing must not let
+  // its guess in before another proposer's rule for the same name.
+  // A name one change fixed is not tried again by another's.
+  std::set<std::string> fixed;
+  for (bool guesses : {false, true})
+    for (auto* kv : order) {
+      std::vector<const propose::Edit*> part;
+      for (const auto* e : kv->second)
+        if (e->evidence.empty() == guesses) part.push_back(e);
+      const std::string subject = subject_of(*kv->second.front());
+      if (part.empty() || m_settled.count(kv->first) || (!subject.empty() && fixed.count(subject))) continue;
+      if (over_budget()) return {};
+      const bool before = m_progressed;
+      m_progressed = false;
+      if (auto r = single_change(kv->first, part, iter); !r) return r;
+      if (m_progressed && !subject.empty()) fixed.insert(subject); // kept: that name is done
+      m_progressed = m_progressed || before;
+      if (m_cur.ok) return {};
+    }
   return {};
 }
 

@@ -323,9 +323,17 @@ void member(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d,
   }
   std::vector<std::pair<double, std::string>> cands;
   if (!in_place.empty()) cands.push_back({2.0, in_place});
+  // A prefix most of the struct's members share (bio's "bi_", sock's "sk_") is no evidence that
+  // two of them are one: bi_error and bi_next are compared as "error" and "next".
+  std::string prefix = m.substr(0, m.find('_') == std::string::npos ? 0 : m.find('_') + 1);
+  if (!prefix.empty() && 2 * std::count_if(members.begin(), members.end(), [&](const std::string& x) {
+                           return x.starts_with(prefix);
+                         }) < static_cast<long>(members.size()))
+    prefix.clear();
+  auto unprefixed = [&](const std::string& x) { return !prefix.empty() && x.starts_with(prefix) ? x.substr(prefix.size()) : x; };
   for (const auto& x : members) {
     if (x == in_place) continue;
-    double s = name_similarity(m, x);
+    double s = name_similarity(unprefixed(m), unprefixed(x));
     if (s < 0.5) continue;
     if (!value.empty() && value_is_function != (fn_members.count(x) > 0)) continue;
     if (auto it = new_types.find(x); !old_type.empty() && it != new_types.end() && it->second != old_type) continue;
