@@ -746,11 +746,9 @@ util::Expected<void> PortSession::singles(EditGroups& groups, int iter) {
       const std::string subject = subject_of(*kv->second.front());
       if (part.empty() || m_settled.count(kv->first) || (!subject.empty() && fixed.count(subject))) continue;
       if (over_budget()) return {};
-      const bool before = m_progressed;
-      m_progressed = false;
+      const std::size_t kept = m_rep.accepted.size();
       if (auto r = single_change(kv->first, part, iter); !r) return r;
-      if (m_progressed && !subject.empty()) fixed.insert(subject); // kept: that name is done
-      m_progressed = m_progressed || before;
+      if (m_rep.accepted.size() > kept && !subject.empty()) fixed.insert(subject); // kept: that name is done
       if (m_cur.ok) return {};
     }
   return {};

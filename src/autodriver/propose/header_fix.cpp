@@ -234,14 +234,6 @@ std::string innermost_driver_includer(const fs::path& tree, const std::string& r
   return {};
 }
 
-/// `macro "access_ok" passed 3 arguments, but takes just 2` (or `requires 4 arguments, but only
-/// 3 given`) -> "access_ok"; else empty.
-std::string macro_of_arity_error(std::string_view message) {
-  if (!message.starts_with("macro \"") || message.find(" argument") == std::string_view::npos) return {};
-  auto end = message.find('"', 7);
-  return end == std::string_view::npos ? std::string() : std::string(message.substr(7, end - 7));
-}
-
 class HeaderFix final : public Proposer {
 public:
   std::string_view id() const override { return "header-fix"; }
@@ -254,8 +246,10 @@ public:
     m_proposed.clear();
     // A function-like macro called with the wrong number of arguments is then reported
     // undeclared too: the name is defined, the call is what changed, an include adds nothing.
+    // (gcc_parser classes both "macro "X" passed N arguments" forms as argument-count errors.)
     for (const auto& d : diags)
-      if (auto m = macro_of_arity_error(d.message); !m.empty()) seen.insert("s:" + d.file + ":" + m);
+      if ((d.kind == core::DiagKind::too_many_arguments || d.kind == core::DiagKind::too_few_arguments) && !d.symbols.empty())
+        seen.insert("s:" + d.file + ":" + d.symbols[0]);
     for (const auto& d : diags) {
       if (d.symbols.empty() || d.severity == core::Severity::note) continue;
       if (d.kind == core::DiagKind::missing_header) {
