@@ -1,6 +1,7 @@
 // The build sandbox's argv (who the command runs as, what it sees) and the build host's view.
 #include "autodriver/gate/kbuild.hpp"
 #include "autodriver/kernel/build_host.hpp"
+#include "autodriver/kernel/toolchain.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/sandbox.hpp"
 #include "autodriver/util/subprocess.hpp"
@@ -267,4 +268,18 @@ TEST(Sandbox, AsRootTheWritableTreeIsGivenToTheUnprivilegedUid) {
   struct stat st {};
   ASSERT_EQ(::stat((tree / "sub/new.o").c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 65534u) << "made by the unprivileged uid";
+}
+
+TEST(Sandbox, BuildDepsAreDebianPackageNamesSortedOnce) {
+  auto a = ad::kernel::build_deps_of("pkgconf, libxtables-dev,perl pkgconf");
+  ASSERT_TRUE(a) << a.error().message;
+  EXPECT_EQ(*a, (std::vector<std::string>{"libxtables-dev", "perl", "pkgconf"}));
+  auto b = ad::kernel::build_deps_of("  ,, ");
+  ASSERT_TRUE(b);
+  EXPECT_TRUE(b->empty());
+  for (const char* bad : {"Perl", "x", "-perl", "perl;rm", "libfoo:any", "../etc"}) {
+    auto r = ad::kernel::build_deps_of(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_NE(r.error().message.find("not a Debian package name"), std::string::npos) << r.error().message;
+  }
 }

@@ -69,6 +69,7 @@ Command check_command() {
                        "Build command run in the tree copy instead of kbuild M=; {kdir} is the kernel build "
                        "dir and {kver} its release, e.g. 'make KERNELDIR={kdir}'; DKMS's $kernelver, "
                        "$kernel_source_dir and $arch work too, so a dkms.conf MAKE line runs as written");
+        add_build_deps_option(sub, req->build_deps);
         sub.add_option("--baseline", req->baseline,
                        "Tree whose sparse findings do not count; also the original that "
                        "the integrity gate compares DIR (the port) with");

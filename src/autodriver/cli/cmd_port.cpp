@@ -85,6 +85,7 @@ Command port_command() {
         sub.add_option("--from", req->from,
                        "Kernel the driver builds on today; enables rules learned from the kernel's own "
                        "drivers (old tree vs new tree)");
+        add_build_deps_option(sub, req->build_deps);
         sub.add_option("--build-cmd", req->build_cmd,
                        "Build command with {kdir} and {kver}, or DKMS's $kernelver, $kernel_source_dir and $arch "
                        "(default: kbuild M=)");

@@ -238,6 +238,7 @@ nlohmann::json apply_with(nlohmann::json args, const std::vector<std::string>& w
       {"budget-s", "budget_s", Type::number},
       {"build-timeout", "build_timeout_s", Type::number},
       {"build-cmd", "build_cmd", Type::text},
+      {"build-deps", "build_deps", Type::list},
       {"from", "from", Type::text},
       {"to", "to", Type::text},
       {"device", "device", Type::text},

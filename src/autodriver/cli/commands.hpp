@@ -22,6 +22,10 @@ inline constexpr int k_exit_interrupted = 130;
 CLI::Validator positive();
 CLI::Validator non_negative();
 
+/// `--build-deps PKG[,PKG]` (repeatable): Debian packages a driver's own build calls beyond the
+/// kernel's (kernel::with_build_deps), each checked to be a package name.
+CLI::Option* add_build_deps_option(CLI::App& sub, std::vector<std::string>& out);
+
 struct Command {
   std::string_view name;
   std::string_view help;

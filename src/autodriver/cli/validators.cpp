@@ -2,6 +2,8 @@
 
 #include "autodriver/cli/commands.hpp"
 
+#include "autodriver/kernel/toolchain.hpp"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -33,6 +35,23 @@ CLI::Validator number_check(bool (*holds)(double), const char* broken, const cha
 }
 
 } // namespace
+
+CLI::Option* add_build_deps_option(CLI::App& sub, std::vector<std::string>& out) {
+  return sub
+      .add_option("--build-deps", out,
+                  "Debian packages the driver's own build needs beyond the kernel's (its configure script's "
+                  "pkg-config, perl, a library's headers; a DKMS package's Depends), comma-separated or repeated: "
+                  "installed with the kernel's compiler into a toolchain root of their own, made once per set (mmdebstrap, "
+                  "about a minute); "
+                  "with a host or path kernel they must be installed on this machine")
+      ->delimiter(',')
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            auto r = kernel::build_deps_of(s);
+            return r ? std::string() : r.error().message;
+          },
+          "PKG", "package"));
+}
 
 CLI::Validator positive() {
   return number_check([](double v) { return v > 0; }, "is not above 0", "NUMBER > 0", "positive");

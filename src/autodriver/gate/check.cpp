@@ -53,6 +53,9 @@ static util::Expected<void> validate(const CheckRequest& req, std::vector<core::
   for (const auto& name : req.kernels) {
     auto k = kernel::resolve_kernel(name);
     if (!k) return unexpected(k.error());
+    if (k->has_headers())
+      k = kernel::with_build_deps(std::move(*k), req.build_deps, [](const std::string& m) { util::log_info("{}", m); });
+    if (!k) return unexpected(k.error());
     if (!k->has_headers())
       return unexpected(ErrorKind::not_found, fmt::format("kernel {}: no build directory at {}: run `autodriver kernel fetch {}`",
                                                           name, k->build_dir.string(), name));

@@ -27,8 +27,9 @@ struct CheckRequest {
   /// --repro: run in the guest once the modules are loaded (before they are unloaded): a C file
   /// (compiled statically on the host in the sandbox), a script file, or a shell command.
   std::string repro;
-  std::string build_cmd;          ///< custom build command with {kdir} {kver}; empty: kbuild M=
-  std::filesystem::path baseline; ///< tree whose sparse warnings do not count
+  std::string build_cmd;               ///< custom build command with {kdir} {kver}; empty: kbuild M=
+  std::vector<std::string> build_deps; ///< Debian packages the build needs beyond the kernel's (kernel::with_build_deps)
+  std::filesystem::path baseline;      ///< tree whose sparse warnings do not count
   std::chrono::seconds build_timeout{600};
   std::chrono::seconds boot_timeout{60};
   int jobs = 0; ///< make -j; 0: the CPUs this process may use

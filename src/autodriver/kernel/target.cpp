@@ -5,12 +5,14 @@
 #include "autodriver/kernel/toolchain.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/strings.hpp"
+#include "autodriver/util/subprocess.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
 #include <regex>
+#include <set>
 #include <sys/utsname.h>
 
 namespace autodriver::kernel {
@@ -196,6 +198,48 @@ util::Expected<core::Kernel> resolve_name(const std::string& name) {
 }
 
 } // namespace
+
+// The packages of `names` dpkg does not list as installed on this machine.
+static util::Expected<std::vector<std::string>> missing_on_host(const std::vector<std::string>& names) {
+  util::RunRequest req;
+  req.argv = {"dpkg-query", "-W", "-f=${Package}\t${db:Status-Abbrev}\n"};
+  req.argv.insert(req.argv.end(), names.begin(), names.end());
+  req.timeout = std::chrono::seconds(60);
+  auto r = util::run(req);
+  if (!r) return unexpected(r.error());
+  std::set<std::string> have;
+  for (auto line : util::split_lines(r->out)) {
+    auto tab = line.find('\t');
+    if (tab != std::string_view::npos && line.substr(tab + 1).starts_with("ii")) have.insert(std::string(line.substr(0, tab)));
+  }
+  std::vector<std::string> out;
+  for (const auto& n : names)
+    if (!have.count(n)) out.push_back(n);
+  return out;
+}
+
+util::Expected<core::Kernel> with_build_deps(core::Kernel k, const std::vector<std::string>& build_deps,
+                                             const std::function<void(const std::string&)>& progress) {
+  if (build_deps.empty()) return k;
+  if (k.toolchain_root.empty() && k.suite.empty()) {
+    auto missing = missing_on_host(build_deps);
+    if (!missing) return unexpected(missing.error());
+    if (!missing->empty()) {
+      std::string list;
+      for (const auto& m : *missing) list += (list.empty() ? "" : " ") + m;
+      return unexpected(ErrorKind::not_found,
+                        fmt::format("--build-deps: {} builds with this machine's own programs, which lack {} "
+                                    "(`apt-get install {}`)",
+                                    k.name, list, list));
+    }
+    return k;
+  }
+  if (k.compiler.empty()) return k; // not fetched: the caller's check for its headers says so
+  auto root = ensure_toolchain_with(base_suite(k.suite), k.compiler, build_deps, progress);
+  if (!root) return unexpected(root.error());
+  k.toolchain_root = *root;
+  return with_build_host(std::move(k));
+}
 
 util::Expected<core::Kernel> resolve_kernel(const std::string& name) {
   auto k = resolve_name(name);

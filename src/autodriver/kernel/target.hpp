@@ -6,6 +6,7 @@
 #include "autodriver/util/expected.hpp"
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +35,14 @@ std::vector<FetchedKernel> fetched_kernels();
 /// Reads the archive's package lists (updating them only when there are none); fetched kernels
 /// resolve offline. Does not fetch the kernel.
 util::Expected<core::Kernel> resolve_kernel(const std::string& name);
+
+/// The kernel with its builds given `build_deps` (Debian packages a driver's own build needs beyond
+/// the kernel's: see ensure_toolchain_with): a Debian kernel builds in its toolchain root with them
+/// installed (made once; `progress` says so); a host or path kernel builds with the host's own
+/// programs, so each package must be installed there (an error names the missing ones). A kernel
+/// not fetched yet keeps them until it is. No package: the kernel as it is.
+util::Expected<core::Kernel> with_build_deps(core::Kernel k, const std::vector<std::string>& build_deps,
+                                             const std::function<void(const std::string&)>& progress);
 
 /// Reads the release string of a kernel build directory (include/config/kernel.release,
 /// else include/generated/utsrelease.h).

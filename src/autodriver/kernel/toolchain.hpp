@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace autodriver::kernel {
 
@@ -30,5 +31,17 @@ std::filesystem::path cached_toolchain(std::string_view suite, std::string_view 
 /// a lock; an interrupted or failed creation leaves nothing behind and is redone by the next call.
 util::Expected<std::filesystem::path> ensure_toolchain(std::string_view suite, std::string_view compiler,
                                                        const ProgressFn& progress);
+
+/// The Debian package names of a `--build-deps` value ("pkgconf, libxtables-dev"), sorted and
+/// deduplicated; an error names the first that is not a package name.
+util::Expected<std::vector<std::string>> build_deps_of(std::string_view text);
+
+/// The toolchain root with `build_deps` installed as well (the programs and libraries a driver's
+/// own build calls beyond the kernel's: pkg-config, perl, a library's headers), made once per set
+/// beside the plain one (<cache>/toolchains/<suite>-<compiler>+<hash>/root, mmdebstrap resolving
+/// their dependencies). With no package: ensure_toolchain.
+util::Expected<std::filesystem::path> ensure_toolchain_with(std::string_view suite, std::string_view compiler,
+                                                            const std::vector<std::string>& build_deps,
+                                                            const ProgressFn& progress);
 
 } // namespace autodriver::kernel

@@ -30,6 +30,7 @@ struct PortRequest {
   std::string to;   ///< target kernel
   std::string from; ///< the kernel it builds on; empty when unknown
   std::string build_cmd;
+  std::vector<std::string> build_deps; ///< Debian packages the build needs beyond the kernel's (kernel::with_build_deps)
   bool boot = false;
   std::string device;
   /// With --boot: a crash of the ported driver on the target that the unchanged driver does not

@@ -299,7 +299,7 @@ util::Expected<void> PortSession::resolve_kernels() {
     if (!k->has_headers())
       return unexpected(ErrorKind::not_found,
                         fmt::format("{}kernel {}: no build directory: run `autodriver kernel fetch {}`", what, name, name));
-    return k;
+    return kernel::with_build_deps(std::move(*k), m_req.build_deps, [&](const std::string& m) { note(m); });
   };
   auto to = resolve(m_req.to, "");
   if (!to) return unexpected(to.error());
@@ -1032,6 +1032,7 @@ util::Expected<void> PortSession::gates() {
   cr.boot = true;
   cr.device = m_req.device;
   cr.build_cmd = m_req.build_cmd;
+  cr.build_deps = m_req.build_deps;
   cr.build_timeout = limit().timeout;
   cr.jobs = m_cpus;
   note("boot test on the target");

@@ -19,6 +19,7 @@ nlohmann::json request_to_json(const PortRequest& r) {
           {"to", r.to},
           {"from", r.from},
           {"build_cmd", r.build_cmd},
+          {"build_deps", r.build_deps},
           {"boot", r.boot},
           {"device", r.device},
           {"compat", r.compat},
@@ -51,6 +52,7 @@ PortRequest request_from_json(const nlohmann::json& a) {
   r.to = a.value("to", "");
   r.from = a.value("from", "");
   r.build_cmd = a.value("build_cmd", "");
+  r.build_deps = a.value("build_deps", std::vector<std::string>{});
   r.boot = a.value("boot", false);
   r.device = a.value("device", "");
   r.compat = a.value("compat", false);

@@ -79,6 +79,8 @@ ReplayBuildFn real_builder(const std::string& kernel_name, const nlohmann::json&
     auto k = kernel::resolve_kernel(kernel_name);
     if (!k) return unexpected(k.error());
     if (!k->has_headers()) return unexpected(ErrorKind::not_found, fmt::format("kernel {}: no build directory", kernel_name));
+    k = kernel::with_build_deps(std::move(*k), args.value("build_deps", std::vector<std::string>{}), nullptr);
+    if (!k) return unexpected(k.error());
     gate::BuildSpec spec;
     spec.build_cmd = args.value("build_cmd", "");
     if (fs::path root = args.value("root", ""); !root.empty())
