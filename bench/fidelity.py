@@ -38,9 +38,16 @@ of every WILD/history/*.bundle, and every `*-dkms` package of bullseye, bookworm
 pairs across suites are built once). Kernels: the lines 5.10, 6.1, 6.12, 7.2, 7.3 that are fetched
 (`autodriver kernel fetch LINE`).
 
-Results are appended to a JSONL file (default <autodriver cache>/fidelity/results.jsonl) one line
-per pair as soon as it is done; a pair already there is skipped, so Ctrl-C loses nothing and a
-second run resumes. Full logs go beside it (logs/).
+A DKMS package's Depends (from the archive's lists; minus dkms, kernel headers and other DKMS
+packages) are installed on both sides, as apt installs them with the package: in a copy of the
+reference root made once per set (/usr hard-linked, apt in bubblewrap) and with autodriver's
+`--build-deps` (each side: only what its root lacks). The row records them.
+
+Results are appended to a JSONL file (default <autodriver cache>/fidelity/results.jsonl; the
+repository keeps its measured rows in bench/records/) one line per pair as soon as it is done,
+without this machine's paths; a pair already there is skipped, so Ctrl-C loses nothing and a
+second run (also on another machine, from the committed file) resumes. Full logs go to
+<autodriver cache>/fidelity/logs/<results name>/.
 
   bench/fidelity.py [--kernels 6.1,6.12] [--only SUBSTR] [--no-dkms] [--no-wild]
                     [--sample N --seed S] [--results FILE]
@@ -274,6 +281,79 @@ def reference_root(k):
         return os.path.join(d, "root"), info
 
 
+def installed_in(root):
+    """The packages dpkg lists as installed in a root (its var/lib/dpkg/status)."""
+    out, name = set(), None
+    try:
+        for l in open(os.path.join(root, "var", "lib", "dpkg", "status"), errors="replace"):
+            if l.startswith("Package: "):
+                name = l[9:].strip()
+            elif l.startswith("Status: ") and l.split()[-1] == "installed" and name:
+                out.add(name)
+    except OSError:
+        pass
+    return out
+
+
+def stated_build_deps(depends):
+    """A DKMS package's Depends as the packages apt installs with it, minus DKMS itself, kernel
+    headers and other DKMS packages (their modules are other pairs): the first of each alternative,
+    without version or architecture qualifiers."""
+    out = []
+    for group in depends.split(","):
+        first = group.split("|")[0].strip()
+        name = re.sub(r"\s*\(.*", "", first).split(":")[0].strip()
+        if not name or name == "dkms" or name.endswith("-dkms") or name.startswith("linux-headers"):
+            continue
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def reference_root_with(k, base_root, deps):
+    """The reference root with DEPS installed by apt as well (what a machine that installed the
+    DKMS package with its Depends has), made once per set: /usr hard-linked to the base root's (dpkg
+    replaces a file by renaming a new one over it, so the base is never written), the rest copied;
+    apt runs in bubblewrap on the copy with the network. Root only."""
+    if not deps:
+        return base_root
+    rel = k["release"]
+    key = hashlib.sha256(",".join(sorted(deps)).encode()).hexdigest()[:12]
+    d = os.path.join(work_dir(), "roots", f"{rel}+{key}")
+    stamp = os.path.join(d, "complete.json")
+    with Locked(os.path.join(work_dir(), "locks", f"root-{rel}+{key}.lock")):
+        if os.path.exists(stamp):
+            return os.path.join(d, "root")
+        if os.geteuid() != 0:
+            raise RuntimeError(f"installing a DKMS package's Depends ({', '.join(deps)}) into the reference root needs root")
+        partial = os.path.join(work_dir(), "roots", f".partial-{rel}+{key}")
+        shutil.rmtree(partial, ignore_errors=True)
+        root = os.path.join(partial, "root")
+        os.makedirs(root)
+        for e in sorted(os.listdir(base_root)):
+            src = os.path.join(base_root, e)
+            argv = ["cp", "-al" if e == "usr" else "-a", src, root]
+            rc, out, _ = run(argv, 1800)
+            if rc != 0:
+                raise RuntimeError(f"cannot copy {src} for the reference root with {deps}: {tail(out, 3)}")
+        script = ("set -e; o='-o APT::Sandbox::User=root'; apt-get $o update -qq; DEBIAN_FRONTEND=noninteractive "
+                  "apt-get $o install -y -qq --no-install-recommends \"$@\"; apt-get clean")
+        argv = ["bwrap", "--bind", root, "/", "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp",
+                "--ro-bind", "/etc/resolv.conf", "/etc/resolv.conf", "--die-with-parent",
+                "--setenv", "PATH", "/usr/sbin:/usr/bin:/sbin:/bin", "--setenv", "LC_ALL", "C",
+                "bash", "-c", script, "apt"] + list(deps)
+        log(f"fidelity: making the reference root for {rel} with {', '.join(deps)} (once per set)")
+        rc, out, secs = run(argv, 1800)
+        open(os.path.join(partial, "apt.log"), "w").write(out)
+        if rc != 0:
+            raise RuntimeError(f"apt-get install {' '.join(deps)} in the {rel} reference root failed (exit {rc}): {tail(out, 5)}")
+        json.dump({"schema_version": K_SCHEMA, "release": rel, "base": base_root, "build_deps": sorted(deps),
+                   "seconds": round(secs, 1), "made": time.strftime("%Y-%m-%d")}, open(os.path.join(partial, "complete.json"), "w"), indent=2)
+        shutil.rmtree(d, ignore_errors=True)
+        os.rename(partial, d)
+        return os.path.join(d, "root")
+
+
 def dir_bytes(path):
     n = 0
     for dp, _, fs in os.walk(path):
@@ -395,10 +475,22 @@ def history_units(wild):
     return units
 
 
+def archive_depends():
+    """(package, version) -> Depends of every *-dkms package in the archive lists autodriver keeps."""
+    out = {}
+    for f in glob.glob(os.path.join(cache_root(), "apt", "lists", "*_binary-amd64_Packages")):
+        for para in open(f, errors="replace").read().split("\n\n"):
+            fields = dict(l.split(": ", 1) for l in para.splitlines() if ": " in l and not l.startswith(" "))
+            if fields.get("Package", "").endswith("-dkms"):
+                out[(fields["Package"], fields.get("Version", ""))] = fields.get("Depends", "")
+    return out
+
+
 def dkms_units():
     """Every *-dkms package of the four suites, fetched into the cache by autodriver itself
     (`kb build --dkms --suite S` downloads and unpacks each one, never installs); deduplicated."""
     units, seen = [], {}
+    depends = archive_depends()
     for suite in K_DKMS_SUITES:
         d = os.path.join(cache_root(), "dkms", suite)
         stamp = os.path.join(work_dir(), "dkms-fetched-" + suite)
@@ -420,7 +512,7 @@ def dkms_units():
                 continue
             u = {"id": f"dkms/{j['package']}/{j['version']}", "name": j["package"], "path": os.path.dirname(srcs[0]),
                  "origin": f"{j['package']} {j['version']} ({j['suite']})", "conf": "dkms.conf", "folder": ".",
-                 "suites": [suite]}
+                 "suites": [suite], "depends": depends.get(key, "")}
             seen[key] = u
             units.append(u)
     return units
@@ -508,11 +600,13 @@ def reference_build(unit, k, root, jobs, scratch):
                                       fields.get("FIDELITY-PRE-BUILD", "")) if unit.get("conf") and cmd else None}
 
 
-def autodriver_build(unit, line, build_cmd, jobs, scratch):
+def autodriver_build(unit, line, build_cmd, jobs, scratch, deps):
     argv = ["nice", "-n", "10", ad_bin(), "check", unit["path"], "--kernel", line, "--no-sparse", "--json",
             "-j", str(jobs), "--build-timeout", str(K_REF_TIMEOUT_S)]
     if build_cmd:
         argv += ["--build-cmd", build_cmd]
+    if deps:
+        argv += ["--build-deps", ",".join(deps)]
     env = dict(os.environ, AUTODRIVER_STORE=os.path.join(scratch, "runs.sqlite"), TMPDIR=scratch)
     rc, out, secs = run(argv, K_REF_TIMEOUT_S + 300, env=env)
     r = {"exit": rc, "seconds": round(secs, 2), "command": shlex.join(argv[3:]), "ok": False, "modules": [],
@@ -562,14 +656,30 @@ def stage(text):
     return {"compiled": len(re.findall(r"^\s*CC \[M\]", text, re.M)), "first_error": first}
 
 
+_INSTALLED = {}
+
+
+def missing_from(root, deps):
+    """DEPS that a root does not have installed already."""
+    if root not in _INSTALLED:
+        _INSTALLED[root] = installed_in(root)
+    return [d for d in deps if d not in _INSTALLED[root]]
+
+
 def do_pair(unit, k, root, jobs, logdir, host_release):
     rel, line = k["release"], k["line"]
     binary = ad_identity()
+    # A DKMS package's Depends, on both sides: installed in the reference as apt installs them with
+    # the package, given to autodriver as --build-deps (each side: what its root lacks).
+    stated = stated_build_deps(unit.get("depends", ""))
+    deps = {"stated": stated, "ref": missing_from(root, stated),
+            "autodriver": missing_from(k.get("toolchain_root") or "/nonexistent", stated)}
+    root = reference_root_with(k, root, deps["ref"])
     scratch = tempfile.mkdtemp(prefix="fidelity-", dir=os.path.join(work_dir(), "scratch"))
     try:
         ref = reference_build(unit, k, root, jobs, os.path.join(scratch, "ref"))
         os.makedirs(os.path.join(scratch, "ad"))
-        ad = autodriver_build(unit, line, ref["build_cmd"], jobs, os.path.join(scratch, "ad"))
+        ad = autodriver_build(unit, line, ref["build_cmd"], jobs, os.path.join(scratch, "ad"), deps["autodriver"])
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     slug = unit["id"].replace("/", "__")
@@ -580,7 +690,7 @@ def do_pair(unit, k, root, jobs, logdir, host_release):
     agree = (ref["ok"] and ad["ok"] and ref["modules"] == ad["modules"]) or (not ref["ok"] and not ad["ok"])
     rec = {"schema_version": K_SCHEMA, "tree": unit["id"], "origin": unit["origin"], "kernel": line, "release": rel,
            "agree": agree, "date": time.strftime("%Y-%m-%d %H:%M"), "autodriver_binary": binary,
-           "host_release": host_release,
+           "host_release": host_release, "build_deps": deps,
            "ref": {k2: v for k2, v in ref.items() if k2 != "log"},
            "autodriver": {k2: v for k2, v in ad.items() if k2 != "log"}}
     if not agree:
@@ -593,8 +703,19 @@ def do_pair(unit, k, root, jobs, logdir, host_release):
 # ---- report --------------------------------------------------------------------------------------
 
 def logs_of(results):
-    """The folder keeping the full logs of a results file (RESULTS.logs/)."""
-    return os.path.splitext(os.path.abspath(results))[0] + ".logs"
+    """The folder keeping the full logs of a results file: <work>/logs/<its name> (in the cache, also
+    for a results file kept in the repository)."""
+    return os.path.join(work_dir(), "logs", os.path.splitext(os.path.basename(results))[0])
+
+
+def scrubbed(text):
+    """A record without this machine's paths: the autodriver binary, the cache, the wild trees and
+    this checkout named, not spelled."""
+    for path, name in ((ad_bin(), "autodriver"), (cache_root(), "<cache>"), (DEFAULT_WILD, "<wild>"),
+                       (os.path.dirname(HERE), "<repo>")):
+        if path and len(path) > 1:
+            text = text.replace(path, name)
+    return text
 
 
 def load_results(path):
@@ -777,9 +898,10 @@ def main():
         done = load_results(a.results)
         host_release = os.uname().release
         with open(a.results, "a") as out:
-            out.write(json.dumps({"kind": "run", "schema_version": K_SCHEMA, "date": time.strftime("%Y-%m-%d %H:%M"),
+            out.write(scrubbed(json.dumps({"kind": "run", "schema_version": K_SCHEMA, "date": time.strftime("%Y-%m-%d %H:%M"),
                                   "autodriver_binary": ad_identity(),
-                                  "selection": selection, "roots": {r: i for r, (_, i) in roots.items()}}) + "\n")
+                                  "selection": selection, "roots": {r: i for r, (_, i) in roots.items()}})) + "\n")
+            out.flush()
             todo = [(u, k) for u, k in pairs if (u["id"], k["line"]) not in done]
             log(f"fidelity: {selection}: {len(pairs)} pairs, {len(pairs) - len(todo)} already in {a.results}")
             for i, (u, k) in enumerate(todo, 1):
@@ -791,7 +913,7 @@ def main():
                 except RuntimeError as e:
                     log(f"fidelity: {e}")
                     return 2
-                out.write(json.dumps(rec) + "\n")
+                out.write(scrubbed(json.dumps(rec)) + "\n")
                 out.flush()
                 os.fsync(out.fileno())
                 say = lambda s: "ok" if s["ok"] else ("timed out" if s.get("timed_out") else "failed")
