@@ -18,18 +18,24 @@ M="$AD_SRC/examples/misc-counter"
 expect_error "need --llm URL" "$AD" port "$M" --to 6.1 -o "$WORK/o" --model m
 expect_error "needs --model" "$AD" port "$M" --to 6.1 -o "$WORK/o" --llm http://127.0.0.1:1/v1
 expect_error "not an http" "$AD" port "$M" --to 6.1 -o "$WORK/o" --llm ftp://x --model m
+expect_error "names no host" "$AD" port "$M" --to 6.1 -o "$WORK/o" --llm http:// --model m
+expect_error "port is not 1-65535" "$AD" port "$M" --to 6.1 -o "$WORK/o" --llm http://127.0.0.1:99999/v1 --model m
 expect_error "needs --llm-price" "$AD" port "$M" --to 6.1 -o "$WORK/o" --llm http://127.0.0.1:1/v1 --model m --llm-max-cost 1
 expect_error "expected IN,OUT" "$AD" port "$M" --to 6.1 -o "$WORK/o" --llm http://127.0.0.1:1/v1 --model m --llm-price 3
 expect_error "expected IN,OUT" "$AD" bench "$WORK" -o "$WORK/o" --llm http://127.0.0.1:1/v1 --model m --llm-price a,b
 [ -e "$WORK/o" ] && fail "a refused --llm option left an output folder"
 # A number option out of its bound says which bound, plainly (not CLI11's range to 1.8e308).
-for bad in "-j 0:0 is not above 0" "--budget-s -5:-5 is not above 0" "-j abc:'abc' is not a number"; do
+for bad in "-j 0:0 is not a whole number of at least 1" "--budget-s -5:-5 is not above 0" "-j abc:'abc' is not a number" \
+  "--max-iters 0:at least 1, not 0" "--max-iters -3:at least 1, not -3"; do
   rc=0; "$AD" port "$M" --to 6.1 -o "$WORK/o" ${bad%%:*} > "$WORK/out" 2> "$WORK/err" || rc=$?
   [ $rc -eq 2 ] || fail "'${bad%%:*}': expected exit 2, got $rc"
   grep -q -- "${bad#*:}" "$WORK/err" || { cat "$WORK/err"; fail "'${bad%%:*}': stderr lacks '${bad#*:}'"; }
   grep -q 1797693 "$WORK/err" && fail "'${bad%%:*}': CLI11's range message"
 done
 [ -e "$WORK/o" ] && fail "a refused number option left an output folder"
+# -j far above the CPUs is lowered with a note, not forked until the build timeout.
+"$AD" check "$M" -k 6.1 --no-sparse -j 100000 > "$WORK/out" 2> "$WORK/err" || true
+grep -q "running $((4 * $(nproc))) at a time" "$WORK/err" || { cat "$WORK/err"; fail "-j 100000 was not lowered"; }
 # A refused -o writes nothing anywhere: not into the driver's tree, not into a folder that is not empty.
 cp -r "$M" "$WORK/drv"
 expect_error "inside" "$AD" port "$WORK/drv" --to 6.1 -o "$WORK/drv"

@@ -27,7 +27,7 @@ Command bench_command() {
             auto budget = std::make_shared<int>(300);
             sub.add_option("cases", req->corpus, "Corpus directory (autodriver corpus build -o DIR)")->required();
             sub.add_option("--split", req->split, "Only the dev or the test split");
-            sub.add_option("-j,--jobs", req->jobs, "Cases at a time")->capture_default_str();
+            sub.add_option("-j,--jobs", req->jobs, "Cases at a time")->capture_default_str()->transform(jobs_cap());
             sub.add_option("--limit", req->limit, "At most N cases (after sorting by id)");
             sub.add_option("--only", req->only, "Case id prefixes (repeatable)");
             sub.add_option("-o,--out", req->out, "Results directory (resumable: finished cases are kept)")->required();

@@ -82,7 +82,7 @@ Command check_command() {
                        "may take 120 s more)")
             ->capture_default_str()
             ->check(positive());
-        sub.add_option("-j,--jobs", req->jobs, "make -j (default: the CPUs this process may use)")->check(positive());
+        sub.add_option("-j,--jobs", req->jobs, "make -j (default: the CPUs this process may use)")->transform(jobs_cap());
         sub.add_flag("--json", *json, "Print the versioned JSON verdict (docs/check-json.md)");
         return [=]() -> int {
           req->sparse = !*no_sparse;

@@ -91,7 +91,7 @@ Command corpus_command() {
             build->add_option("--from", opt->from, "Old kernel (builds)")->capture_default_str();
             build->add_option("--to", opt->to, "New kernel (fails)")->capture_default_str();
             build->add_option("-o,--out", opt->out, "Corpus directory (created; a rerun continues it)")->required();
-            build->add_option("-j,--jobs", opt->jobs, "Units built in parallel")->capture_default_str();
+            build->add_option("-j,--jobs", opt->jobs, "Units built in parallel")->capture_default_str()->transform(jobs_cap());
             build->add_option("--only", opt->only, "Unit path prefixes, e.g. drivers/hwmon dkms/ (repeatable)");
             build->add_option("--limit", *limit, "Only the first N candidate units (path order)");
             build->add_flag("--no-dkms", *no_dkms, "Skip Debian's *-dkms packages");

@@ -20,6 +20,12 @@ inline constexpr int k_exit_interrupted = 130;
 /// A number option's bound, said plainly when broken ("--jobs: 0 is not above 0"): CLI11's own
 /// positive-number check prints the double range up to 1.8e308.
 CLI::Validator positive();
+/// `-j N`: a whole number of at least 1; above k_jobs_per_cpu times the CPUs this process may use
+/// it is lowered to that, with a note (`-j 100000` would fork until the build timeout).
+inline constexpr int k_jobs_per_cpu = 4;
+CLI::Validator jobs_cap();
+/// A count of at least 1 (`--max-iters`).
+CLI::Validator at_least_one();
 CLI::Validator non_negative();
 
 /// `--build-deps PKG[,PKG]` (repeatable): Debian packages a driver's own build calls beyond the

@@ -3,10 +3,12 @@
 #include "autodriver/cli/commands.hpp"
 
 #include "autodriver/kernel/toolchain.hpp"
+#include "autodriver/util/subprocess.hpp"
 
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 namespace autodriver::cli {
@@ -51,6 +53,35 @@ CLI::Option* add_build_deps_option(CLI::App& sub, std::vector<std::string>& out)
             return r ? std::string() : r.error().message;
           },
           "PKG", "package"));
+}
+
+CLI::Validator jobs_cap() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        double v = 0;
+        if (auto why = read_number(s, v); !why.empty()) return why;
+        if (v < 1 || v != std::floor(v)) return fmt::format("{} is not a whole number of at least 1", s);
+        const int cap = k_jobs_per_cpu * util::available_cpus();
+        if (v > cap) {
+          std::fprintf(stderr,
+                       "autodriver: note: -j %s is more than %d times the %d CPUs this process may use; "
+                       "running %d at a time\n",
+                       s.c_str(), k_jobs_per_cpu, util::available_cpus(), cap);
+          s = std::to_string(cap);
+        }
+        return "";
+      },
+      "1 <= N", "jobs");
+}
+
+CLI::Validator at_least_one() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        double v = 0;
+        if (auto why = read_number(s, v); !why.empty()) return why;
+        return v >= 1 && v == std::floor(v) ? "" : fmt::format("must be a whole number of at least 1, not {}", s);
+      },
+      "N >= 1", "at-least-one");
 }
 
 CLI::Validator positive() {
