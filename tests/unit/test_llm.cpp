@@ -200,3 +200,27 @@ TEST(LlmClient, ASpentBudgetStopsBeforeTheRequest) {
   EXPECT_EQ(m.requests, 2);
   EXPECT_NE(r.error().message.find("300 of 200"), std::string::npos) << r.error().message;
 }
+
+TEST(LlmClient, TheRunsWallTimeBudgetBoundsEveryCallAndItsRetries) {
+  // A server that accepts the connection and answers too late: the endpoint's own limits (300 s,
+  // 4 retries) would wait 25 minutes; the run's budget ends in 2 s.
+  FakeModel m([](const httplib::Request&, httplib::Response& res) {
+    std::this_thread::sleep_for(3s);
+    res.set_content(k_answer, "application/json");
+  });
+  llm::Budget budget;
+  budget.deadline = std::chrono::steady_clock::now() + 2s;
+  llm::Client c(m.endpoint(), &budget);
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = c.chat(ask());
+  ASSERT_FALSE(r);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3500ms);
+  EXPECT_EQ(r.error().kind, util::ErrorKind::timeout) << r.error().describe();
+  // Spent before the call: no request at all.
+  const int before = m.requests;
+  budget.deadline = std::chrono::steady_clock::now() - 1s;
+  auto s = c.chat(ask());
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("wall-time budget is spent"), std::string::npos) << s.error().message;
+  EXPECT_EQ(m.requests, before);
+}

@@ -90,7 +90,7 @@ Attempt post(const Endpoint& e, const std::string& body, bool stream, const std:
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(c, CURLOPT_HEADERDATA, &a.t);
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, std::min<long>(30L, static_cast<long>(e.timeout.count())));
   curl_easy_setopt(c, CURLOPT_TIMEOUT, static_cast<long>(e.timeout.count()));
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, static_cast<long>(e.stall.count()));
@@ -128,14 +128,31 @@ util::Expected<Reply> Client::chat(const std::vector<Message>& messages, const s
   const std::string key = k ? k : "";
   const std::string body = request_body(m_endpoint, messages, tools, stream).dump(-1, ' ', false, util::json_bytes);
   const auto t0 = std::chrono::steady_clock::now();
+  // What is left of the run's wall-time budget (none: the endpoint's own limits).
+  auto left = [&]() -> std::optional<std::chrono::seconds> {
+    if (!m_budget || !m_budget->deadline) return std::nullopt;
+    return std::chrono::duration_cast<std::chrono::seconds>(*m_budget->deadline - std::chrono::steady_clock::now());
+  };
+  auto spent = [&](int attempts) {
+    return util::unexpected(util::ErrorKind::timeout, fmt::format("the run's wall-time budget is spent ({} attempt(s) to {})",
+                                                                  attempts, m_endpoint.base_url));
+  };
+  if (auto l = left(); l && l->count() < 1) return spent(0);
   Attempt a;
   int attempts = 0;
   for (;;) {
-    a = post(m_endpoint, body, stream, key);
+    Endpoint e = m_endpoint;
+    if (auto l = left()) {
+      e.timeout = std::max(std::chrono::seconds(1), std::min(e.timeout, *l));
+      e.stall = std::max(std::chrono::seconds(1), std::min(e.stall, *l));
+    }
+    a = post(e, body, stream, key);
     ++attempts;
     if (!retryable(a) || attempts > m_endpoint.retries) break;
-    std::this_thread::sleep_for(
-        retry_delay(m_endpoint, attempts, a.status == 429 || a.status == 503 ? a.t.retry_after : std::nullopt));
+    const auto wait = retry_delay(m_endpoint, attempts, a.status == 429 || a.status == 503 ? a.t.retry_after : std::nullopt);
+    if (auto l = left(); l && *l <= std::chrono::duration_cast<std::chrono::seconds>(wait) + std::chrono::seconds(1))
+      return spent(attempts);
+    std::this_thread::sleep_for(wait);
     if (util::interrupted()) break;
   }
   const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);

@@ -85,6 +85,9 @@ struct Budget {
   double max_cost = 0;
   double price_in = 0;  ///< per million prompt tokens
   double price_out = 0; ///< per million completion tokens
+  /// The run's wall-time budget ends then (port --budget-s): no call starts after it, and a call's
+  /// connect, stall and total timeouts and its retries' waits never reach past it. Unset: none.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
   long used = 0;
   double cost = 0;
   int calls = 0;

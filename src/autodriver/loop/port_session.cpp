@@ -352,6 +352,7 @@ util::Expected<void> PortSession::prepare() {
   if (m_req.store_kb) m_ctx.store = m_req.kb_store;
   m_ctx.case_id = m_req.case_id;
   m_ctx.rules = &m_rules;
+  m_ctx.deadline = m_start + m_req.budget;
   if (auto s = m_deps.source(*m_to); s) m_ctx.new_src = *s;
   else util::log_info("no source tree for {}: {}", m_req.to, s.error().message);
   if (m_from) {

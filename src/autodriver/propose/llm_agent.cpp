@@ -375,6 +375,7 @@ std::vector<Edit> LlmAgent::propose(const std::vector<core::Diagnostic>& diagnos
   ToolEnv env{ctx, r.editable, m_settings.api_changes, m_sites, nullptr};
   if (m_settings.review) env.try_build = [this, &r](const std::string& text) { return try_build(r, text); };
   r.env = &env;
+  m_budget.deadline = ctx.deadline;
   llm::Client client(m_settings.endpoint, &m_budget);
   const int max_attempts = m_settings.review ? std::max(1, m_settings.max_attempts) : 1;
   int best = -1; // the best near miss

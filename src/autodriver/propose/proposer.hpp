@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -33,6 +34,8 @@ struct PortContext {
   std::filesystem::path store;              ///< store-kb: run store whose KB entries are replayed; empty = off
   std::string case_id;                      ///< store-kb: bench case whose own entries are never replayed
   const std::vector<Rule>* rules = nullptr; ///< the rule packs in use (rules.hpp); null or empty = none
+  /// The run's wall-time budget ends then; proposers that wait (a model) stop there. Unset: none.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
 };
 
 /// A whole-line text replacement in one file of the tree (1-based, inclusive).
