@@ -804,6 +804,16 @@ def report(path, binary=None):
         print(f"| {t} | " + " | ".join(cells) + " |")
     if any(r["ref"].get("excluded") for r in rows.values()):
         print("\n\\* dkms.conf's BUILD_EXCLUSIVE_KERNEL excludes this kernel: DKMS would not build it (built anyway).")
+    with_deps = [r for r in rows.values() if (r.get("build_deps") or {}).get("stated")]
+    if with_deps:
+        print(f"\n### Pairs whose package states Depends beyond DKMS and the headers ({len(with_deps)})\n")
+        print("Installed on both sides (reference: apt in its root; autodriver: `--build-deps`, what its toolchain root lacks).\n")
+        print("| tree | kernel | Depends used | reference installed | autodriver --build-deps | reference | autodriver |")
+        print("|---|---|---|---|---|---|---|")
+        for r in sorted(with_deps, key=lambda r: (r["tree"], K_LINES.index(r["kernel"]))):
+            d = r["build_deps"]
+            print(f"| {r['tree']} | {r['kernel']} | {', '.join(d['stated'])} | {', '.join(d['ref']) or '-'} | "
+                  f"{', '.join(d['autodriver']) or '-'} | {state(r['ref'])} | {state(r['autodriver'])} |")
     masked = [r for r in rows.values() if r["agree"] and not r["ref"]["ok"]
               and (r["ref"].get("compiled", 0) > 0) != (r["autodriver"].get("compiled", 0) > 0)]
     if masked:
