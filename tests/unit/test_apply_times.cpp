@@ -36,3 +36,29 @@ TEST(ApplyTimes, FilesWrittenBackAsTheyWereKeepTheirTime) {
   EXPECT_EQ(fs::last_write_time(tree / "include/compat.h"), old_time);
   EXPECT_NE(util::read_file(tree / "a.c")->find("NEW_NAME(x)"), std::string::npos);
 }
+
+// A rename reaches a macro's body (`#define p_free kzfree`: gcc reports the old name there) but
+// not the macro's own name, its parameters, nor an #ifdef asking whether the old name exists.
+TEST(ApplyRenames, AMacroBodyIsRenamedItsNameAndConditionsAreNot) {
+  auto tmp = util::TempDir::create(util::scratch_root(), "test-apply-renames-");
+  ASSERT_TRUE(tmp);
+  fs::path tree = tmp->path() / "tree";
+  fs::create_directories(tree);
+  ASSERT_TRUE(util::write_file(tree / "main.h", "#ifndef kzfree\n"
+                                                "#define p_free kzfree\n"
+                                                "#define p_free2(kzfree) kzfree(kzfree)\n"
+                                                "#  define p_free3(x)\tkzfree(x) /* kzfree */\n"
+                                                "#endif\n"
+                                                "static void f(void *p) { kzfree(p); }\n"));
+  propose::Edit e;
+  e.change_id = "inline:kzfree";
+  e.renames = {{"kzfree", "kfree_sensitive"}};
+  auto r = propose::apply_edit(e, tree, tmp->path() / "scratch", {});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(*util::read_file(tree / "main.h"), "#ifndef kzfree\n"
+                                               "#define p_free kfree_sensitive\n"
+                                               "#define p_free2(kzfree) kzfree(kzfree)\n"
+                                               "#  define p_free3(x)\tkfree_sensitive(x) /* kzfree */\n"
+                                               "#endif\n"
+                                               "static void f(void *p) { kfree_sensitive(p); }\n");
+}

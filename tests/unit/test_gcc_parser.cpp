@@ -299,6 +299,22 @@ TEST(GccParser, ADoubledSlashInTheTreePathIsTheSameFile) {
   EXPECT_EQ(ds[0].line, 429);
 }
 
+// A header a sub-folder includes by a relative path ("../../main.h") is one file of the tree,
+// whichever folder included it; a path that leaves the tree keeps its "..".
+TEST(GccParser, AHeaderReachedThroughDotDotIsTheTreesFile) {
+  gate::ParseOptions o;
+  o.tree_root = "/autodriver/tree";
+  auto ds = gate::parse_build_output(
+      "/autodriver/tree/src/modules/timer/../../main.h:88:5: error: implicit declaration of function 'kzfree'\n"
+      "/autodriver/tree/src/modules/kmod/../../main.h:88:5: error: implicit declaration of function 'kzfree'\n"
+      "/autodriver/tree/../common/hal.c:3:1: error: unknown type name 'u9'\n",
+      o);
+  ASSERT_EQ(ds.size(), 3u);
+  EXPECT_EQ(ds[0].file, "src/main.h");
+  EXPECT_EQ(ds[1].file, "src/main.h");
+  EXPECT_EQ(ds[2].file, "../common/hal.c");
+}
+
 // falcosecurity's Makefile prints each feature probe's output with $(info $(shell ...)): one line,
 // "[configure-kmod] make: Entering directory ... test.c:23:30: error: ...". The probe's errors
 // are expected and name no file of the build: not diagnostics.

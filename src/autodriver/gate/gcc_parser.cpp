@@ -135,12 +135,19 @@ std::string relativize(const std::string& file, const std::string& root, const s
   }
   if (!root.empty()) {
     std::string prefix = root.back() == '/' ? root : root + "/";
-    // `M=$(PWD)/` or `$(src)/./x.c` print "/tree//x.c": the same file as "/tree/x.c" (".." stays:
-    // "/tree/../common/x.o" is told "../common/x.o").
+    // `M=$(PWD)/` or `$(src)/./x.c` print "/tree//x.c": the same file as "/tree/x.c". A header
+    // included by a relative path from a sub-folder ("/tree/src/mod/../../main.h") is the tree's
+    // "src/main.h", one file whichever folder included it; a path that leaves the tree keeps
+    // its ".." ("/tree/../common/x.o" is told "../common/x.o").
     std::string n = file;
     for (std::size_t at; (at = n.find("//")) != std::string::npos;) n.erase(at, 1);
     for (std::size_t at; (at = n.find("/./")) != std::string::npos;) n.erase(at, 2);
-    if (n.starts_with(prefix)) return n.substr(prefix.size());
+    if (n.starts_with(prefix)) {
+      std::string rest = n.substr(prefix.size());
+      if (rest.find("..") == std::string::npos) return rest;
+      std::string normal = std::filesystem::path(rest).lexically_normal().string();
+      return normal.empty() || normal.starts_with("..") ? rest : normal;
+    }
   }
   return file;
 }

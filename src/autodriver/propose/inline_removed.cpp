@@ -248,6 +248,18 @@ bool primary(const std::vector<std::string>& e) {
   return false;
 }
 
+// The callee of a body that is one call passing every parameter on in order (`E0`, `E1`, ...
+// as substituted() names them) and nothing else; nullopt otherwise.
+std::optional<std::string> forwarded_to(const std::vector<std::string>& e, std::size_t params) {
+  if (params == 0 || e.size() != 2 + 2 * params || !csrc::starts_ident(e[0]) || e[1] != "(" || e.back() != ")")
+    return std::nullopt;
+  for (std::size_t i = 0; i < params; ++i) {
+    if (e[2 + 2 * i] != fmt::format("E{}", i)) return std::nullopt;
+    if (i + 1 < params && e[3 + 2 * i] != ",") return std::nullopt;
+  }
+  return e[0];
+}
+
 class InlineRemoved final : public Proposer {
   std::string m_id;
   std::vector<OldDefinitions> m_texts;
@@ -373,6 +385,25 @@ public:
       if (!expr) continue;
       strip_enclosing_parens(*expr); // `( (x)->y = (v) )`: the call's place decides if it needs them
       if (expr->empty()) continue;
+      if (auto callee = forwarded_to(*expr, b->params.size())) {
+        // `#define kzfree(x) kfree_sensitive(x)`: every parameter passed on in order, so the old
+        // name is the new one under another spelling, also where it is not called
+        // (`#define p_free kzfree`, a function pointer `.release = kzfree`): a rename.
+        Edit e;
+        e.proposer = m_id;
+        e.change_id = "inline:" + name;
+        e.label = "rename";
+        e.title = fmt::format("{}() was removed: it forwarded to {}()", name, *callee);
+        e.renames = {{name, *callee}};
+        e.symbols = {name, *callee};
+        e.support = 1;
+        e.evidence = {b->where};
+        e.description = fmt::format("{}() is declared nowhere in the target kernel's headers. {} defined it as `{}`, "
+                                    "its arguments passed on unchanged: every use of the name becomes {}.",
+                                    name, b->where, join_c_tokens(b->expr), *callee);
+        out.push_back(std::move(e));
+        continue;
+      }
       std::string body = join_c_tokens(*expr);
       if (!primary(*expr)) body = "(" + body + ")";
       std::string metas, args;

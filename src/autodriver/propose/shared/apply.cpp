@@ -12,8 +12,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <functional>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -192,6 +194,43 @@ void fill_expectations(Edit& edit, const fs::path& tree) {
   }
 }
 
+// The body of a `#define NAME body` or `#define NAME(params) body` line: where it starts and the
+// macro's parameter names (a parameter spelled like the old name is the parameter, not the API);
+// nullopt for any other directive.
+struct DefineBody {
+  std::size_t offset = 0;
+  std::set<std::string> params;
+};
+static std::optional<DefineBody> define_body(std::string_view line) {
+  std::size_t i = 0;
+  auto skip_blank = [&] {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+  };
+  auto ident = [&] {
+    const std::size_t from = i;
+    while (i < line.size() && (std::isalnum(static_cast<unsigned char>(line[i])) || line[i] == '_')) ++i;
+    return line.substr(from, i - from);
+  };
+  skip_blank();
+  if (i >= line.size() || line[i] != '#') return std::nullopt;
+  ++i;
+  skip_blank();
+  if (line.substr(i, 6) != "define") return std::nullopt;
+  i += 6;
+  skip_blank();
+  if (ident().empty()) return std::nullopt;
+  DefineBody b;
+  if (i < line.size() && line[i] == '(') {
+    const std::size_t close = line.find(')', i);
+    if (close == std::string_view::npos) return std::nullopt;
+    for (++i; i < close; ++i)
+      if (auto p = ident(); !p.empty()) b.params.emplace(p);
+    i = close + 1;
+  }
+  b.offset = i;
+  return b;
+}
+
 static util::Expected<void> apply_renames(const std::vector<std::pair<std::string, std::string>>& renames, const fs::path& tree,
                                           const std::vector<std::string>& files) {
   for (const auto& f : files) {
@@ -201,15 +240,25 @@ static util::Expected<void> apply_renames(const std::vector<std::pair<std::strin
     std::string out;
     std::size_t pos = 0;
     bool changed = false;
-    for (const auto& t : toks) {
-      if (t.kind != TokKind::ident) continue;
+    auto rename_at = [&](std::size_t begin, std::size_t end, std::string_view name) {
       for (const auto& [from, to] : renames) {
-        if (t.text != from) continue;
-        out.append(*text, pos, t.begin - pos);
+        if (name != from) continue;
+        out.append(*text, pos, begin - pos);
         out += to;
-        pos = t.end;
+        pos = end;
         changed = true;
+        return;
       }
+    };
+    for (const auto& t : toks) {
+      if (t.kind == TokKind::ident) rename_at(t.begin, t.end, t.text);
+      // A macro's body names the old API too (`#define p_free kzfree`); its name, its parameters
+      // and the conditions of #if/#ifdef (which ask whether the old name exists) stay.
+      if (t.kind == TokKind::pp_line)
+        if (auto body = define_body(t.text))
+          for (const auto& b : tokenize(t.text.substr(body->offset)))
+            if (b.kind == TokKind::ident && !body->params.count(b.text))
+              rename_at(t.begin + body->offset + b.begin, t.begin + body->offset + b.end, b.text);
     }
     if (!changed) continue;
     out.append(*text, pos, std::string::npos);
