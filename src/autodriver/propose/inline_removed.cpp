@@ -312,6 +312,29 @@ class InlineRemoved final : public Proposer {
     out.push_back(std::move(e));
   }
 
+  /// `#define kzfree(x) kfree_sensitive(x)`: every parameter passed on in order, so the old name
+  /// is the new one under another spelling, also where it is not called (`#define p_free kzfree`,
+  /// a function pointer `.release = kzfree`): a rename. False when the body is anything else.
+  bool forwarding_rename(const std::string& name, const OldBody& b, const std::vector<std::string>& expr,
+                         std::vector<Edit>& out) const {
+    auto callee = forwarded_to(expr, b.params.size());
+    if (!callee) return false;
+    Edit e;
+    e.proposer = m_id;
+    e.change_id = "inline:" + name;
+    e.label = "rename";
+    e.title = fmt::format("{}() was removed: it forwarded to {}()", name, *callee);
+    e.renames = {{name, *callee}};
+    e.symbols = {name, *callee};
+    e.support = 1;
+    e.evidence = {b.where};
+    e.description = fmt::format("{}() is declared nowhere in the target kernel's headers. {} defined it as `{}`, "
+                                "its arguments passed on unchanged: every use of the name becomes {}.",
+                                name, b.where, join_c_tokens(b.expr), *callee);
+    out.push_back(std::move(e));
+    return true;
+  }
+
 public:
   InlineRemoved(std::string id, std::vector<OldDefinitions> texts, bool old_headers)
       : m_id(std::move(id)), m_texts(std::move(texts)), m_old_headers(old_headers) {}
@@ -385,25 +408,7 @@ public:
       if (!expr) continue;
       strip_enclosing_parens(*expr); // `( (x)->y = (v) )`: the call's place decides if it needs them
       if (expr->empty()) continue;
-      if (auto callee = forwarded_to(*expr, b->params.size())) {
-        // `#define kzfree(x) kfree_sensitive(x)`: every parameter passed on in order, so the old
-        // name is the new one under another spelling, also where it is not called
-        // (`#define p_free kzfree`, a function pointer `.release = kzfree`): a rename.
-        Edit e;
-        e.proposer = m_id;
-        e.change_id = "inline:" + name;
-        e.label = "rename";
-        e.title = fmt::format("{}() was removed: it forwarded to {}()", name, *callee);
-        e.renames = {{name, *callee}};
-        e.symbols = {name, *callee};
-        e.support = 1;
-        e.evidence = {b->where};
-        e.description = fmt::format("{}() is declared nowhere in the target kernel's headers. {} defined it as `{}`, "
-                                    "its arguments passed on unchanged: every use of the name becomes {}.",
-                                    name, b->where, join_c_tokens(b->expr), *callee);
-        out.push_back(std::move(e));
-        continue;
-      }
+      if (forwarding_rename(name, *b, *expr, out)) continue;
       std::string body = join_c_tokens(*expr);
       if (!primary(*expr)) body = "(" + body + ")";
       std::string metas, args;
