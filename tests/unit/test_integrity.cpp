@@ -376,3 +376,29 @@ TEST(Integrity, DroppedShimAndMarkersAreNotSelfReferences) {
   auto r2 = check_texts("#define alloc_x(a, b) old_alloc_x(a, b)\n", "#define alloc_x(a, b) alloc_x(a)\n");
   EXPECT_EQ(count(r2, "shim-self-reference"), 0) << dump(r2);
 }
+
+// The driver's macro gcc says the target redefines (`"scmd_dbg" redefined` on its first line) is
+// removed with its continuation lines: the diagnostic explains the whole directive.
+TEST(Integrity, AMultiLineMacroTheDiagnosticNamesMayGo) {
+  auto dir = util::TempDir::create(util::scratch_root(), "test-integrity-");
+  ASSERT_TRUE(dir);
+  fs::create_directories(dir->path() / "o");
+  fs::create_directories(dir->path() / "c");
+  const std::string keep = "int f(void)\n{\n\treturn 0;\n}\n";
+  ASSERT_TRUE(util::write_file(dir->path() / "o" / "drv.c",
+                               "#define scmd_dbg(s, fmt, a...) \\\n    dev_dbg(&(s)->dev, fmt, ##a)\n" + keep));
+  ASSERT_TRUE(util::write_file(dir->path() / "c" / "drv.c", keep));
+  gate::IntegrityInput in;
+  in.original = dir->path() / "o";
+  in.candidate = dir->path() / "c";
+  gate::ParseOptions o;
+  o.tree_root = "/t";
+  auto ds = gate::parse_build_output("/t/drv.c:1:1: error: \"scmd_dbg\" redefined [-Werror]\n", o);
+  ASSERT_EQ(ds.size(), 1u);
+  EXPECT_EQ(ds[0].symbols, (std::vector<std::string>{"scmd_dbg"}));
+  in.diagnostics = ds;
+  auto r = gate::check_integrity(in);
+  EXPECT_TRUE(r.ok) << dump(r);
+  in.diagnostics.clear(); // with no diagnostic there, the same removal is unexplained
+  EXPECT_FALSE(gate::check_integrity(in).ok);
+}

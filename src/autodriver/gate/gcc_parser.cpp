@@ -83,6 +83,9 @@ const std::vector<Rule>& rules() {
     add(R"(^'([^']+)' is deprecated)", DiagKind::deprecated, {1});
     add(R"(discards '(const|volatile)' qualifier)", DiagKind::const_qualifier, {});
     add(R"(^implicit declaration of)", DiagKind::implicit_function_declaration, {});
+    // The driver's macro clashes with one of the same name (`"scmd_dbg" redefined`, an error
+    // under -Werror): the name is the symbol, so that the compat-shim strategies see it.
+    add(R"re(^"([A-Za-z_]\w*)" redefined)re", DiagKind::other, {1});
     return r;
   }();
   return k_rules;

@@ -491,7 +491,10 @@ void unrelated_rules(CFile& cf) {
       cf.allowed_ranges.emplace_back(it->first_line, it->last_line);
       if (!it->name.empty()) cf.allowed_names.insert(it->name);
     } else {
-      cf.allowed_ranges.emplace_back(dl.line, dl.line);
+      // a directive's continuation lines (`#define m(x) \` and the next) are the line gcc names
+      int last = dl.line;
+      while (last < f.o.line_count() && util::trim(f.o.raw[static_cast<std::size_t>(last) - 1]).ends_with("\\")) ++last;
+      cf.allowed_ranges.emplace_back(dl.line, last);
     }
     // a callback assigned on the diagnostic's line (`.remove = foo_remove`): its definition may
     // change; so may a table the line passes (`proc_create(..., &fops)`: its struct type changed)
