@@ -1446,6 +1446,38 @@ TEST(TargetApi, AliasOfAnOldKernelsNameIsRemoved) {
   EXPECT_TRUE(std::none_of(edits.begin(), edits.end(), [](const auto& e) { return e.change_id.starts_with("shim:"); }));
 }
 
+// Two files carrying the same compat helper the target now defines: one change removes both (one
+// alone leaves the other's "redefinition", and a change is tried once).
+TEST(TargetApi, TheSameShimInTwoFilesGoesInOneChange) {
+  const std::string helper = "static inline void xor_cpy(u8 *d, const u8 *a, unsigned int n)\n{\n\tmemcpy(d, a, n);\n}\n";
+  MiniPort m("shim2-", {{"include/crypto/algapi.h", "static inline void xor_cpy(u8 *d, const u8 *a, unsigned int n) {}\n"}},
+             {{"a.c", "#include <crypto/algapi.h>\n" + helper}, {"b.c", "#include <crypto/algapi.h>\nint x;\n" + helper}});
+  ASSERT_TRUE(m.tmp.has_value());
+  TargetOnly port(m.src, m.tree, m.tmp->path() / "s");
+  std::vector<core::Diagnostic> ds(2);
+  for (int i = 0; i < 2; ++i) {
+    ds[i].kind = core::DiagKind::other;
+    ds[i].file = i ? "b.c" : "a.c";
+    ds[i].line = i ? 3 : 2;
+    ds[i].message = "redefinition of 'xor_cpy'";
+    ds[i].symbols = {"xor_cpy"};
+    core::DiagNote n;
+    n.file = (m.src / "include/crypto/algapi.h").string();
+    n.line = 1;
+    n.message = "previous definition of 'xor_cpy' with type 'void(u8 *, const u8 *, unsigned int)'";
+    ds[i].notes = {n};
+  }
+  auto edits = propose::make_target_api()->propose(ds, port.ctx);
+  ASSERT_EQ(std::count_if(edits.begin(), edits.end(), [](const auto& e) { return e.change_id == "shim:xor_cpy"; }), 1);
+  auto it = std::find_if(edits.begin(), edits.end(), [](const auto& e) { return e.change_id == "shim:xor_cpy"; });
+  ASSERT_EQ(it->text_edits.size(), 2u);
+  EXPECT_EQ(it->text_edits[0].file, "a.c");
+  EXPECT_EQ(it->text_edits[0].line, 2);
+  EXPECT_EQ(it->text_edits[0].remove, 4);
+  EXPECT_EQ(it->text_edits[1].file, "b.c");
+  EXPECT_EQ(it->text_edits[1].line, 3);
+}
+
 TEST(RulePack, InitCompletionBecomesReinitCompletion) {
   // A driver written before 3.13 resets a completion with INIT_COMPLETION (rules/completion-reinit.rule).
   auto tmp = util::TempDir::create(util::scratch_root(), "completion-");

@@ -27,6 +27,18 @@ using namespace csrc; // the C reader shared with gate/
 namespace fs = std::filesystem;
 using core::DiagKind;
 
+/// A shim's removal joins the one of the same name in another file (two files carrying the same
+/// compat helper: removing one alone leaves the other's error, and the change counts as tried).
+static void add_shim(std::vector<Edit>& out, Edit e) {
+  for (auto& o : out)
+    if (o.change_id == e.change_id && o.proposer == e.proposer) {
+      for (auto& t : e.text_edits) o.text_edits.push_back(std::move(t));
+      ++o.support;
+      return;
+    }
+  out.push_back(std::move(e));
+}
+
 /// The driver's own definition of a name the target now declares: a `#define NAME ...` on the
 /// diagnostic's line (its expansion fails: `#define SB_RDONLY MS_RDONLY`), or a function
 /// definition gcc calls a "redefinition of 'NAME'" or a "static declaration of 'NAME' follows
@@ -47,10 +59,9 @@ void shim(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d, s
     if (!std::regex_search(dir, m, k_define)) return;
     std::string name = m[1].str();
     // `#define foo foo` or a macro naming itself keeps the target's meaning; nothing to remove.
-    if (!names.count(name) || has_word(m[3].str(), name) || !seen.insert("shim:" + name).second) return;
+    if (!names.count(name) || has_word(m[3].str(), name) || !seen.insert("shim:" + name + "@" + d.file).second) return;
     int lines = 1 + static_cast<int>(std::count(dir.begin(), dir.end(), '\n'));
-    Edit e = shim_edit(d.file, name, t.line, lines, "macro");
-    out.push_back(std::move(e));
+    add_shim(out, shim_edit(d.file, name, t.line, lines, "macro"));
     return;
   }
   static const std::regex k_redef(R"(^(redefinition of|conflicting types for|static declaration of) '([A-Za-z_]\w*)')");
@@ -62,7 +73,7 @@ void shim(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d, s
   for (const auto& n : d.notes)
     if (n.message.starts_with("previous") && !n.file.empty() && n.file.front() == '/' && !n.file.starts_with(ctx.tree.string()))
       in_target = true;
-  if (!in_target || !seen.insert("shim:" + name).second) return;
+  if (!in_target || !seen.insert("shim:" + name + "@" + d.file).second) return;
   bool static_inline_only = false;
   if (m[1].str() == "conflicting types for") {
     // Only a typedef (`typedef int vm_fault_t;`) or a static inline definition is surely a
@@ -74,7 +85,7 @@ void shim(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d, s
       std::size_t j = i;
       while (j < toks.size() && toks[j].text != ";") ++j;
       if (j == toks.size() || toks[j - 1].text != name || (j + 1 < toks.size() && toks[j + 1].line == toks[j].line)) return;
-      out.push_back(shim_edit(d.file, name, toks[i].line, toks[j].line - toks[i].line + 1, "typedef"));
+      add_shim(out, shim_edit(d.file, name, toks[i].line, toks[j].line - toks[i].line + 1, "typedef"));
       return;
     }
   }
@@ -93,7 +104,7 @@ void shim(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d, s
     // Whole lines only: nothing else may share the first or last line.
     if (u.first > 0 && toks[u.first - 1].line == first) return;
     if (u.last + 1 < toks.size() && toks[u.last + 1].line == last) return;
-    out.push_back(shim_edit(d.file, name, first, last - first + 1, "function"));
+    add_shim(out, shim_edit(d.file, name, first, last - first + 1, "function"));
     return;
   }
 }
