@@ -38,7 +38,8 @@ TEST(ApplyTimes, FilesWrittenBackAsTheyWereKeepTheirTime) {
 }
 
 // A rename reaches a macro's body (`#define p_free kzfree`: gcc reports the old name there) but
-// not the macro's own name, its parameters, nor an #ifdef asking whether the old name exists.
+// not the macro's own name, its parameters, nor an #ifdef asking whether the old name exists; a
+// shim mapping the new name onto the old one is not made to map onto itself.
 TEST(ApplyRenames, AMacroBodyIsRenamedItsNameAndConditionsAreNot) {
   auto tmp = util::TempDir::create(util::scratch_root(), "test-apply-renames-");
   ASSERT_TRUE(tmp);
@@ -48,6 +49,7 @@ TEST(ApplyRenames, AMacroBodyIsRenamedItsNameAndConditionsAreNot) {
                                                 "#define p_free kzfree\n"
                                                 "#define p_free2(kzfree) kzfree(kzfree)\n"
                                                 "#  define p_free3(x)\tkzfree(x) /* kzfree */\n"
+                                                "#define kfree_sensitive kzfree\n"
                                                 "#endif\n"
                                                 "static void f(void *p) { kzfree(p); }\n"));
   propose::Edit e;
@@ -59,6 +61,7 @@ TEST(ApplyRenames, AMacroBodyIsRenamedItsNameAndConditionsAreNot) {
                                                "#define p_free kfree_sensitive\n"
                                                "#define p_free2(kzfree) kzfree(kzfree)\n"
                                                "#  define p_free3(x)\tkfree_sensitive(x) /* kzfree */\n"
+                                               "#define kfree_sensitive kzfree\n"
                                                "#endif\n"
                                                "static void f(void *p) { kfree_sensitive(p); }\n");
 }

@@ -198,6 +198,7 @@ void fill_expectations(Edit& edit, const fs::path& tree) {
 // macro's parameter names (a parameter spelled like the old name is the parameter, not the API);
 // nullopt for any other directive.
 struct DefineBody {
+  std::string name;
   std::size_t offset = 0;
   std::set<std::string> params;
 };
@@ -218,8 +219,10 @@ static std::optional<DefineBody> define_body(std::string_view line) {
   if (line.substr(i, 6) != "define") return std::nullopt;
   i += 6;
   skip_blank();
-  if (ident().empty()) return std::nullopt;
+  const auto name = ident();
+  if (name.empty()) return std::nullopt;
   DefineBody b;
+  b.name = std::string(name);
   if (i < line.size() && line[i] == '(') {
     const std::size_t close = line.find(')', i);
     if (close == std::string_view::npos) return std::nullopt;
@@ -255,7 +258,10 @@ static util::Expected<void> apply_renames(const std::vector<std::pair<std::strin
       // A macro's body names the old API too (`#define p_free kzfree`); its name, its parameters
       // and the conditions of #if/#ifdef (which ask whether the old name exists) stay.
       if (t.kind == TokKind::pp_line)
-        if (auto body = define_body(t.text))
+        // A compat shim mapping the new name onto the old one (`#define nf_reset_ct nf_reset`)
+        // is not rewritten into a self-reference: that shim is dropped or guarded, not renamed.
+        if (auto body = define_body(t.text);
+            body && std::none_of(renames.begin(), renames.end(), [&](const auto& r) { return r.second == body->name; }))
           for (const auto& b : tokenize(t.text.substr(body->offset)))
             if (b.kind == TokKind::ident && !body->params.count(b.text))
               rename_at(t.begin + body->offset + b.begin, t.begin + body->offset + b.end, b.text);
