@@ -17,13 +17,15 @@ namespace {
 
 struct ApidiffOptions {
   std::string dir, from = "6.1", to = "6.12", build_cmd;
+  std::vector<std::string> build_deps;
   int build_timeout = 300;
   std::uintmax_t max_bytes = 1024 * 1024;
   bool json = false;
 };
 
-core::Kernel kernel_or_throw(const std::string& name, const char* option) {
+core::Kernel kernel_or_throw(const std::string& name, const char* option, const std::vector<std::string>& build_deps) {
   auto k = kernel::resolve_kernel(name);
+  if (k) k = kernel::with_build_deps(std::move(*k), build_deps, [](const std::string& m) { util::log_info("{}", m); });
   if (!k)
     throw util::FatalError{util::make_error(util::ErrorKind::config, fmt::format("{} {}: {}", option, name, k.error().message))};
   return *k;
@@ -54,14 +56,17 @@ Command apidiff_command() {
         sub.add_option("--build-cmd", o->build_cmd,
                        "Build command run in a copy of the tree instead of kbuild M= ({kdir}, {kver}); "
                        "make gets -k and V=1 so the compile commands can be read");
-        sub.add_option("--build-timeout", o->build_timeout, "Seconds before a build is killed")->capture_default_str();
+        add_build_deps_option(sub, o->build_deps);
+        sub.add_option("--build-timeout", o->build_timeout, "Seconds before a build is killed")
+            ->capture_default_str()
+            ->check(positive());
         sub.add_option("--max-file-bytes", o->max_bytes, "Driver C files larger than this are not parsed")->capture_default_str();
         sub.add_flag("--json", o->json, "Print the versioned JSON document (docs/apidiff.md)");
         return [o]() -> int {
           apidiff::ApidiffRequest req;
           req.tree = o->dir;
-          req.from = kernel_or_throw(o->from, "--from");
-          req.to = kernel_or_throw(o->to, "--to");
+          req.from = kernel_or_throw(o->from, "--from", o->build_deps);
+          req.to = kernel_or_throw(o->to, "--to", o->build_deps);
           req.build_cmd = o->build_cmd;
           req.build_timeout = std::chrono::seconds(o->build_timeout);
           req.parse.max_source_bytes = o->max_bytes;
