@@ -98,3 +98,19 @@ TEST(CsrcStatements, TheStatementsOfABlock) {
   while (u[o].text != "{") ++o;
   EXPECT_TRUE(csrc::block_statements(u, o).empty());
 }
+
+TEST(Csrc, AMacroDefinitionsNameParametersAndBody) {
+  auto f = csrc::macro_definition("#  define p_free3(x, y)\tkzfree(x) /* y */");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->name, "p_free3");
+  EXPECT_EQ(f->params, (std::set<std::string>{"x", "y"}));
+  EXPECT_EQ(std::string("#  define p_free3(x, y)\tkzfree(x) /* y */").substr(f->body_offset), "\tkzfree(x) /* y */");
+  auto o = csrc::macro_definition("#define p_kzfree kzfree");
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->name, "p_kzfree");
+  EXPECT_TRUE(o->params.empty());
+  EXPECT_EQ(std::string("#define p_kzfree kzfree").substr(o->body_offset), " kzfree");
+  EXPECT_FALSE(csrc::macro_definition("#ifdef kzfree"));
+  EXPECT_FALSE(csrc::macro_definition("#define f(x kzfree"));
+  EXPECT_FALSE(csrc::macro_definition("int x;"));
+}

@@ -584,6 +584,38 @@ std::optional<std::pair<std::string, std::string>> define_alias(std::string_view
   return std::make_pair(m[1].str(), m[2].str());
 }
 
+std::optional<MacroDefinition> macro_definition(std::string_view line) {
+  std::size_t i = 0;
+  auto skip_blank = [&] {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+  };
+  auto ident = [&] {
+    const std::size_t from = i;
+    while (i < line.size() && ident_char(line[i])) ++i;
+    return line.substr(from, i - from);
+  };
+  skip_blank();
+  if (i >= line.size() || line[i] != '#') return std::nullopt;
+  ++i;
+  skip_blank();
+  if (line.substr(i, 6) != "define") return std::nullopt;
+  i += 6;
+  skip_blank();
+  const auto name = ident();
+  if (name.empty()) return std::nullopt;
+  MacroDefinition d;
+  d.name = std::string(name);
+  if (i < line.size() && line[i] == '(') {
+    const std::size_t close = line.find(')', i);
+    if (close == std::string_view::npos) return std::nullopt;
+    for (++i; i < close; ++i)
+      if (auto p = ident(); !p.empty()) d.params.emplace(p);
+    i = close + 1;
+  }
+  d.body_offset = i;
+  return d;
+}
+
 std::pair<std::string, std::size_t> object_path(const std::vector<Token>& toks, std::size_t i) {
   auto member = [](const std::string& s) { return s == "->" || s == "."; };
   if (i >= toks.size() || toks[i].kind != TokKind::ident || (i > 0 && member(toks[i - 1].text))) return {"", i};

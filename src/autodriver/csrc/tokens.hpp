@@ -144,6 +144,16 @@ bool has_word(std::string_view text, std::string_view word);
 /// nullopt for anything else. The one reader of such aliases.
 std::optional<std::pair<std::string, std::string>> define_alias(std::string_view line);
 
+/// The parts of a `#define NAME body` or `#define NAME(params) body` line: the macro's name, its
+/// parameter names (none for an object-like macro) and the offset in `line` where its body starts.
+struct MacroDefinition {
+  std::string name;
+  std::set<std::string> params;
+  std::size_t body_offset = 0;
+};
+/// nullopt for any other directive or text.
+std::optional<MacroDefinition> macro_definition(std::string_view line);
+
 /// A type as a comparison key: tokens [first, last] without spaces and `const`, integer keywords
 /// in one order (gcc prints `unsigned long` as `long unsigned int`).
 std::string type_key(const std::vector<Token>& toks, std::size_t first, std::size_t last);

@@ -12,10 +12,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <functional>
 #include <map>
-#include <optional>
 #include <regex>
 #include <set>
 
@@ -194,46 +192,6 @@ void fill_expectations(Edit& edit, const fs::path& tree) {
   }
 }
 
-// The body of a `#define NAME body` or `#define NAME(params) body` line: where it starts and the
-// macro's parameter names (a parameter spelled like the old name is the parameter, not the API);
-// nullopt for any other directive.
-struct DefineBody {
-  std::string name;
-  std::size_t offset = 0;
-  std::set<std::string> params;
-};
-static std::optional<DefineBody> define_body(std::string_view line) {
-  std::size_t i = 0;
-  auto skip_blank = [&] {
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
-  };
-  auto ident = [&] {
-    const std::size_t from = i;
-    while (i < line.size() && (std::isalnum(static_cast<unsigned char>(line[i])) || line[i] == '_')) ++i;
-    return line.substr(from, i - from);
-  };
-  skip_blank();
-  if (i >= line.size() || line[i] != '#') return std::nullopt;
-  ++i;
-  skip_blank();
-  if (line.substr(i, 6) != "define") return std::nullopt;
-  i += 6;
-  skip_blank();
-  const auto name = ident();
-  if (name.empty()) return std::nullopt;
-  DefineBody b;
-  b.name = std::string(name);
-  if (i < line.size() && line[i] == '(') {
-    const std::size_t close = line.find(')', i);
-    if (close == std::string_view::npos) return std::nullopt;
-    for (++i; i < close; ++i)
-      if (auto p = ident(); !p.empty()) b.params.emplace(p);
-    i = close + 1;
-  }
-  b.offset = i;
-  return b;
-}
-
 static util::Expected<void> apply_renames(const std::vector<std::pair<std::string, std::string>>& renames, const fs::path& tree,
                                           const std::vector<std::string>& files) {
   for (const auto& f : files) {
@@ -260,11 +218,11 @@ static util::Expected<void> apply_renames(const std::vector<std::pair<std::strin
       if (t.kind == TokKind::pp_line)
         // A compat shim mapping the new name onto the old one (`#define nf_reset_ct nf_reset`)
         // is not rewritten into a self-reference: that shim is dropped or guarded, not renamed.
-        if (auto body = define_body(t.text);
+        if (auto body = csrc::macro_definition(t.text);
             body && std::none_of(renames.begin(), renames.end(), [&](const auto& r) { return r.second == body->name; }))
-          for (const auto& b : tokenize(t.text.substr(body->offset)))
+          for (const auto& b : tokenize(t.text.substr(body->body_offset)))
             if (b.kind == TokKind::ident && !body->params.count(b.text))
-              rename_at(t.begin + body->offset + b.begin, t.begin + body->offset + b.end, b.text);
+              rename_at(t.begin + body->body_offset + b.begin, t.begin + body->body_offset + b.end, b.text);
     }
     if (!changed) continue;
     out.append(*text, pos, std::string::npos);
