@@ -402,3 +402,37 @@ TEST(Integrity, AMultiLineMacroTheDiagnosticNamesMayGo) {
   in.diagnostics.clear(); // with no diagnostic there, the same removal is unexplained
   EXPECT_FALSE(gate::check_integrity(in).ok);
 }
+
+// A callback handed to a call whose API changed (`setup_timer(&t, fn, 1)` -> `timer_setup(&t, fn,
+// 0)`; gcc reports the implicit declaration in the first function only) may be retyped with its
+// body and its prototype in a header; with no changed symbol naming that line, it is unexplained.
+TEST(Integrity, ACallbackHandedToAChangedCallMayChangeInEveryFile) {
+  auto dir = util::TempDir::create(util::scratch_root(), "test-integrity-");
+  ASSERT_TRUE(dir);
+  for (const char* side : {"o", "c"}) fs::create_directories(dir->path() / side);
+  const std::string first = "struct timer_list a, b;\nstatic void one(void)\n{\n";
+  const std::string body = "void fire(%)\n{\n\tif (@)\n\t\tpr_info(\"x\");\n}\n";
+  auto text = [&](const std::string& call, const std::string& param, const std::string& use) {
+    std::string b = body;
+    b.replace(b.find('%'), 1, param);
+    b.replace(b.find('@'), 1, use);
+    return first + "\t" + call + "(&a, NULL, 0);\n}\nstatic void two(void)\n{\n\t" + call + "(&b, fire, " +
+           (use == "1" ? "0" : "1") + ");\n}\n" + b;
+  };
+  ASSERT_TRUE(util::write_file(dir->path() / "o" / "drv.c", text("setup_timer", "unsigned long v", "v")));
+  ASSERT_TRUE(util::write_file(dir->path() / "c" / "drv.c", text("timer_setup", "struct timer_list *t", "1")));
+  ASSERT_TRUE(util::write_file(dir->path() / "o" / "drv.h", "void fire(unsigned long v);\n"));
+  ASSERT_TRUE(util::write_file(dir->path() / "c" / "drv.h", "void fire(struct timer_list *t);\n"));
+  gate::IntegrityInput in;
+  in.original = dir->path() / "o";
+  in.candidate = dir->path() / "c";
+  gate::ParseOptions o;
+  o.tree_root = "/t";
+  in.diagnostics = gate::parse_build_output("/t/drv.c:4:2: error: implicit declaration of function 'setup_timer' [-Werror]\n", o);
+  ASSERT_EQ(in.diagnostics.size(), 1u);
+  in.removed_symbols = {"setup_timer"};
+  auto r = gate::check_integrity(in);
+  EXPECT_TRUE(r.ok) << dump(r);
+  in.removed_symbols.clear(); // two()'s line names nothing that changed
+  EXPECT_FALSE(gate::check_integrity(in).ok);
+}

@@ -145,6 +145,8 @@ IntegrityReport check_integrity(const IntegrityInput& in) {
     if (integrity::is_c_source(f.rel)) ctx.note_candidate_functions(f.c);
     files.push_back(std::move(f));
   }
+  for (const auto& f : files)
+    if (integrity::is_c_source(f.rel)) ctx.note_passed_functions(f);
   for (auto& f : files) {
     f.build_line_map();
     if (integrity::is_c_source(f.rel)) integrity::check_c_file(ctx, f);

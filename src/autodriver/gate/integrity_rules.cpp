@@ -529,6 +529,9 @@ void unrelated_rules(CFile& cf) {
   // an earlier fix let gcc get that far: the original build stopped at a missing header).
   for (const auto& fn : cf.o_functions)
     if (cf.ctx.diag_idents.count(fn) || cf.ctx.diag_functions.count(fn) || cf.ctx.removed.count(fn)) cf.allowed_names.insert(fn);
+  // A callback handed to a changed call in any file: its definition here, or its prototype.
+  for (const auto& it : f.o.items)
+    if (cf.ctx.passed_functions.count(it.name)) cf.allowed_names.insert(it.name);
   // New helpers are fine when code that may change calls them, and so are the helpers those
   // call (an adapter a converted table holds calls a handler adapter of its own).
   for (std::size_t before = 0; before != cf.allowed_names.size();) {
@@ -668,6 +671,16 @@ void Context::add(const std::string& rule, const std::string& file, int line, st
 void Context::note_candidate_functions(const csrc::ScannedFile& f) {
   for (const auto& it : f.items)
     if (it.kind == csrc::ItemKind::function && !it.name.empty()) candidate_functions.insert(it.name);
+}
+
+void Context::note_passed_functions(const FilePair& f) {
+  if (!f.in_original) return;
+  std::set<int> lines;
+  for (const auto& dl : diag_lines(*this, f.rel)) lines.insert(dl.line);
+  for (int l = 1; l <= f.o.line_count(); ++l)
+    if (lines.count(l) || mentions(f.o.code_line(l), removed))
+      for (const auto& id : csrc::identifiers(f.o.code_line(l)))
+        if (candidate_functions.count(id) && !removed.count(id)) passed_functions.insert(id);
 }
 
 bool is_c_source(const std::string& rel) {

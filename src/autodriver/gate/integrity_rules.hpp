@@ -37,6 +37,10 @@ public:
   Context(const IntegrityInput& in, IntegrityReport& report);
   void add(const std::string& rule, const std::string& file, int line, std::string detail);
   void note_candidate_functions(const csrc::ScannedFile& f);
+  /// After every file's candidate functions are noted: the driver functions `f`'s original names
+  /// on a line a diagnostic points at or that names a symbol whose API changed (a callback
+  /// handed to a changed registration, `setup_timer(&t, fn, d)` -> `timer_setup(&t, fn, 0)`).
+  void note_passed_functions(const FilePair& f);
 
   const IntegrityInput& in;
   IntegrityReport& report;
@@ -47,6 +51,9 @@ public:
   /// namespace NS, but does not import it"): a file-scope line naming one answers them.
   std::set<std::string> module_words;
   std::set<std::string> candidate_functions; ///< functions defined anywhere in the candidate
+  /// Functions passed on a diagnosed or changed-API line of any file: their definitions and
+  /// prototypes may change in every file (the retyped callback's prototype in a header).
+  std::set<std::string> passed_functions;
   /// Driver-local feature macros (`#ifdef HAVE_X` ... `#else`) whose undefined branch holds a
   /// diagnosed line: a `#define` of one switches to the maintainers' other implementation.
   std::set<std::string> feature_switches;

@@ -154,6 +154,29 @@ std::vector<FnDecl> fn_decls(const std::vector<Token>& toks, const std::string& 
   return out;
 }
 
+/// A parameter the body uses that would go from an integer to a pointer (`unsigned long data` ->
+/// `struct timer_list *`): the value it carried (a cookie cast back to the driver's object) is
+/// not what the new pointer points at, so retyping it compiles and is wrong. The kernel's own
+/// conversions of such callbacks rewrote their bodies; that is not a retype.
+bool integer_cookie_retyped(const std::string& text, const std::string& fn, const std::vector<std::string>& to,
+                            const std::vector<std::string>& from) {
+  auto pointer = [](const std::string& t) { return t.find('*') != std::string::npos || t.find('[') != std::string::npos; };
+  auto toks = tokenize(text);
+  for (const auto& fd : fn_decls(toks, fn)) {
+    if (!fd.body || fd.params.size() != to.size() || from.size() != to.size()) continue;
+    std::size_t end = matching_close(toks, fd.body);
+    if (end == std::string::npos) continue;
+    for (std::size_t p = 0; p < fd.params.size(); ++p) {
+      if (pointer(from[p]) || !pointer(to[p]) || from[p].find("struct") != std::string::npos) continue;
+      auto [a, b] = fd.params[p];
+      if (toks[b].kind != TokKind::ident) continue;
+      for (std::size_t k = fd.body + 1; k < end; ++k)
+        if (toks[k].kind == TokKind::ident && toks[k].text == toks[b].text) return true;
+    }
+  }
+  return false;
+}
+
 /// Line edits that retype the parameters of every declaration and the definition of `fn` in
 /// one file: parameter i becomes `to[i]` (keeping its name) where `from[i]` differs.
 std::vector<TextEdit> retype_params(const std::string& file, const std::string& text, const std::string& fn,
@@ -1097,6 +1120,7 @@ private:
       std::vector<TextEdit> mine;
       for (const auto& te : ret_edits)
         if (te.file == rel) mine.push_back(te);
+      if (integer_cookie_retyped(t, fn, tp, fp)) return;
       std::string t1 = apply_line_edits(t, mine);
       std::string t2 = apply_line_edits(t1, retype_params(rel, t1, fn, tp, fp));
       t2 = typed_for_retyped(t2, fn, tp, fp, variants, used);
@@ -1123,6 +1147,7 @@ private:
     auto variants = typed_variants(ctx);
     std::set<std::string> used;
     for (const auto& [rel, t] : sources_mentioning(ctx.tree, fn)) {
+      if (integer_cookie_retyped(t, fn, tp, fp)) return;
       std::string t2 = typed_for_retyped(apply_line_edits(t, retype_params(rel, t, fn, tp, fp)), fn, tp, fp, variants, used);
       if (auto te = changed_lines_edit(rel, t, t2)) e.text_edits.push_back(std::move(*te));
     }
