@@ -99,6 +99,8 @@ MOVED_TO_DEV = {
     "dkms/evdi-dkms": "prototype-sync for gcc 10's message without the type was written after reading its cases "
                       "(2026-12-06)",
     "dkms/dm-writeboost-dkms": "its remaining errors were read in the same debugging session (2026-12-06)",
+    "dkms/rtpengine-kernel-dkms": "its remaining errors (5.6's proc_ops) were read (2026-12-06) and the integrity "
+                                  "gate's table rule was extended for that class (2026-12-07)",
 }
 
 

@@ -436,3 +436,31 @@ TEST(Integrity, ACallbackHandedToAChangedCallMayChangeInEveryFile) {
   in.removed_symbols.clear(); // two()'s line names nothing that changed
   EXPECT_FALSE(gate::check_integrity(in).ok);
 }
+
+// A table passed on a diagnosed line whose struct type changed (`proc_create(..., &fops)` of a
+// file_operations the target wants as proc_ops) loses the members the new type lacks (`.owner`);
+// the same table not on a diagnosed line may not.
+TEST(Integrity, ATablePassedOnADiagnosedLineLosesWhatItsNewTypeLacks) {
+  auto dir = util::TempDir::create(util::scratch_root(), "test-integrity-");
+  ASSERT_TRUE(dir);
+  for (const char* side : {"o", "c"}) fs::create_directories(dir->path() / side);
+  const std::string tail = "int init(void)\n{\n\treturn proc_create(\"x\", 0, NULL, &fops) ? 0 : -1;\n}\n";
+  ASSERT_TRUE(
+      util::write_file(dir->path() / "o" / "drv.c",
+                       "static const struct file_operations fops = {\n\t.owner = THIS_MODULE,\n\t.open = x_open,\n};\n" + tail));
+  ASSERT_TRUE(util::write_file(dir->path() / "c" / "drv.c",
+                               "static const struct proc_ops fops = {\n\t.proc_open = x_open,\n};\n" + tail));
+  gate::IntegrityInput in;
+  in.original = dir->path() / "o";
+  in.candidate = dir->path() / "c";
+  gate::ParseOptions o;
+  o.tree_root = "/t";
+  in.diagnostics = gate::parse_build_output(
+      "/t/drv.c:7:39: error: passing argument 4 of 'proc_create' from incompatible pointer type [-Werror]\n", o);
+  ASSERT_EQ(in.diagnostics.size(), 1u);
+  auto r = gate::check_integrity(in);
+  EXPECT_TRUE(r.ok) << dump(r);
+  in.diagnostics = gate::parse_build_output("/t/drv.c:6:1: error: something else [-Werror]\n", o);
+  ASSERT_EQ(in.diagnostics.size(), 1u);
+  EXPECT_FALSE(gate::check_integrity(in).ok);
+}

@@ -437,6 +437,9 @@ void ops_rules(CFile& cf) {
     if (it.kind == csrc::ItemKind::function && !it.name.empty())
       for (const auto& st : it.statements)
         for (const auto& id : csrc::identifiers(st)) used_in_function[it.name].insert(id);
+  std::set<std::string> diagnosed_idents; // identifiers on the original's lines diagnostics point at
+  for (const auto& dl : cf.dlines)
+    for (const auto& id : csrc::identifiers(f.o.code_line(dl.line))) diagnosed_idents.insert(id);
   for (const auto& a : csrc::member_assignments(f.o)) {
     auto it = now.find(key(a));
     if (it != now.end() && it->second > 0) {
@@ -463,9 +466,13 @@ void ops_rules(CFile& cf) {
     if (vids.size() == 1 && cf.o_functions.count(vids[0]) &&
         reached_from(values_in_scope[a.scope], used_in_function).count(vids[0]))
       continue;
-    // The table itself is what a diagnostic names (its struct type is gone): values that are no
-    // callback of this file (`.owner = THIS_MODULE`, `.class = "x"`) may go with the old type.
-    if (!a.scope.empty() && cf.file_idents.count(a.scope) && !(vids.size() == 1 && cf.o_functions.count(vids[0]))) continue;
+    // The table itself is what a diagnostic names, or passes on its line (its struct type is gone
+    // or changed: `proc_create(..., &fops)` of a `file_operations` the target wants as
+    // `proc_ops`): values that are no callback of this file (`.owner = THIS_MODULE`, `.class =
+    // "x"`) may go with the old type.
+    if (!a.scope.empty() && (cf.file_idents.count(a.scope) || diagnosed_idents.count(a.scope)) &&
+        !(vids.size() == 1 && cf.o_functions.count(vids[0])))
+      continue;
     if (removed || member_named) {
       // A callback of this file must stay wired up: renaming the member is fine, dropping it is not.
       std::string fn = vids.size() == 1 ? vids[0] : std::string();
