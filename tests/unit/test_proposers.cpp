@@ -542,6 +542,14 @@ TEST(TargetDecls, PrototypesAndSimilarity) {
   EXPECT_GT(propose::name_similarity("strlcpy", "strscpy"), 0.8);
   EXPECT_GT(propose::name_similarity("del_timer_sync", "timer_delete_sync"), 0.6);
   EXPECT_LT(propose::name_similarity("I2C_CLASS_DDC", "I2C_CLASS_HWMON"), 0.85);
+  // The opposite action is never a successor, however close the spelling.
+  EXPECT_EQ(propose::name_similarity("do_gettimeofday", "do_settimeofday64"), 0.0);
+  EXPECT_EQ(propose::name_similarity("foo_unlock", "foo_lock"), 0.0);
+  EXPECT_EQ(propose::name_similarity("dma_map_single", "dma_unmap_single"), 0.0);
+  EXPECT_TRUE(propose::opposite_names("pci_enable_msix", "pci_disable_msix"));
+  EXPECT_FALSE(propose::opposite_names("foo_get_stats", "stats"));
+  EXPECT_FALSE(propose::opposite_names("setup_timer", "timer_setup"));
+  EXPECT_FALSE(propose::opposite_names("pci_enable_msix", "pci_enable_msix_range"));
 }
 
 TEST(CallbackSignature, UnusedParameterDropped) {

@@ -615,8 +615,53 @@ static std::size_t levenshtein(const std::string& a, const std::string& b) {
   return prev[b.size()];
 }
 
+/// `b` is `a` with one word turned into its opposite (do_gettimeofday / do_settimeofday64,
+/// foo_lock / foo_unlock): similar spelling, the opposite action. These are pairs of English
+/// words, the same in every API, not facts about one kernel interface.
+bool opposite_names(const std::string& a, const std::string& b) {
+  static const std::pair<const char*, const char*> k_pairs[] = {{"get", "set"},
+                                                                {"get", "put"},
+                                                                {"enable", "disable"},
+                                                                {"lock", "unlock"},
+                                                                {"start", "stop"},
+                                                                {"alloc", "free"},
+                                                                {"inc", "dec"},
+                                                                {"read", "write"},
+                                                                {"add", "del"},
+                                                                {"add", "remove"},
+                                                                {"register", "unregister"},
+                                                                {"on", "off"},
+                                                                {"up", "down"},
+                                                                {"open", "close"},
+                                                                {"attach", "detach"},
+                                                                {"map", "unmap"},
+                                                                {"acquire", "release"},
+                                                                {"push", "pop"},
+                                                                {"begin", "end"},
+                                                                {"min", "max"},
+                                                                {"suspend", "resume"},
+                                                                {"connect", "disconnect"},
+                                                                {"init", "exit"},
+                                                                {"create", "destroy"},
+                                                                {"load", "unload"},
+                                                                {"show", "store"},
+                                                                {"enter", "leave"},
+                                                                {"request", "release"},
+                                                                {"mask", "unmask"},
+                                                                {"pin", "unpin"}};
+  for (const auto& [x, y] : k_pairs)
+    for (const auto& [from, to] : {std::pair<std::string, std::string>{x, y}, std::pair<std::string, std::string>{y, x}})
+      for (auto at = a.find(from); at != std::string::npos; at = a.find(from, at + 1)) {
+        std::string turned = a.substr(0, at) + to + a.substr(at + from.size());
+        if (turned == a) continue;
+        if (b.find(turned) != std::string::npos || (turned.starts_with(b) && b.size() >= at + to.size())) return true;
+      }
+  return false;
+}
+
 double name_similarity(const std::string& a, const std::string& b) {
   if (a == b) return 1.0;
+  if (opposite_names(a, b)) return 0.0;
   auto words = [](const std::string& s) {
     std::vector<std::string> w;
     std::string cur;

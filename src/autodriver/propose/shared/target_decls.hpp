@@ -155,5 +155,7 @@ std::vector<std::string> name_words(const std::string& n);
 
 /// Name similarity in [0, 1]: '_'-token overlap (prefix-tolerant) blended with edit distance.
 double name_similarity(const std::string& a, const std::string& b);
+/// `b` is `a` with one word turned into its opposite (get/set, lock/unlock, ...): never similar.
+bool opposite_names(const std::string& a, const std::string& b);
 
 } // namespace autodriver::propose
