@@ -565,11 +565,23 @@ namespace {
 
 /// Line edits that change the return type `from_ret` -> `to_ret` of the declarations of `fn` in
 /// the tree's .c/.h files (only prototypes when `prototypes_only`: SmPL rewrites definitions).
+std::vector<TextEdit> retype_return_in(const std::string& rel, const std::string& t, const std::string& fn,
+                                       const std::string& from_ret, const std::string& to_ret, bool prototypes_only);
+
 std::vector<TextEdit> retype_return_edits(const PortContext& ctx, const std::string& fn, const std::string& from_ret,
                                           const std::string& to_ret, bool prototypes_only) {
   std::vector<TextEdit> edits;
+  for (const auto& [rel, t] : sources_mentioning(ctx.tree, fn))
+    for (auto& te : retype_return_in(rel, t, fn, from_ret, to_ret, prototypes_only)) edits.push_back(std::move(te));
+  return edits;
+}
+
+/// retype_return_edits() for one file's text `t` (named `rel`).
+std::vector<TextEdit> retype_return_in(const std::string& rel, const std::string& t, const std::string& fn,
+                                       const std::string& from_ret, const std::string& to_ret, bool prototypes_only) {
+  std::vector<TextEdit> edits;
   auto old_ret = tokenize(from_ret);
-  for (const auto& [rel, t] : sources_mentioning(ctx.tree, fn)) {
+  {
     auto toks = tokenize(t);
     int depth = 0;
     for (std::size_t i = 0; i + 1 < toks.size(); ++i) {
@@ -885,9 +897,9 @@ public:
         params_changed(d, to, from, ctx, done, out);
         continue;
       }
-      if (to.params != from.params && to.ret != "void" && from.ret != "void" && squash(to.ret) != squash(from.ret) &&
-          split_top_level(to.params).size() == split_top_level(from.params).size()) {
-        both_changed(d, to, from, ctx, done, out);
+      if (to.params != from.params && to.ret != "void" && from.ret != "void" && squash(to.ret) != squash(from.ret)) {
+        if (split_top_level(to.params).size() == split_top_level(from.params).size()) both_changed(d, to, from, ctx, done, out);
+        else reshaped_and_retyped(d, to, from, ctx, done, out);
         continue;
       }
       if (to.params == from.params && to.ret != "void" && squash(to.ret) != squash(from.ret)) {
@@ -1130,6 +1142,31 @@ private:
     cite_rules(e, used);
     e.symbols = {fn, d.symbols[0]};
     e.support = 1;
+    out.push_back(std::move(e));
+  }
+
+  /// Parameters added or dropped and the return type changed together (vm_operations_struct.fault:
+  /// `int (*)(struct vm_area_struct *, struct vm_fault *)` -> `vm_fault_t (*)(struct vm_fault *)`):
+  /// params_reshaped()'s edit with the return type retyped on the same declarations.
+  void reshaped_and_retyped(const core::Diagnostic& d, const FnType& to, const FnType& from, const PortContext& ctx,
+                            std::set<std::string>& done, std::vector<Edit>& out) {
+    std::vector<Edit> reshaped;
+    params_reshaped(d, split_top_level(to.params), from, ctx, done, reshaped);
+    if (reshaped.size() != 1) return;
+    Edit e = std::move(reshaped.front());
+    const std::string fn = e.symbols.empty() ? std::string() : e.symbols.front();
+    std::map<std::string, std::vector<TextEdit>> by_file;
+    for (auto& te : e.text_edits) by_file[te.file].push_back(std::move(te));
+    e.text_edits.clear();
+    for (const auto& [rel, t] : sources_mentioning(ctx.tree, fn)) {
+      auto it = by_file.find(rel);
+      std::string t2 = it == by_file.end() ? t : apply_line_edits(t, it->second);
+      std::string t3 = apply_line_edits(t2, retype_return_in(rel, t2, fn, from.ret, to.ret, false));
+      if (auto te = changed_lines_edit(rel, t, t3)) e.text_edits.push_back(std::move(*te));
+    }
+    if (e.text_edits.empty()) return;
+    e.title = fmt::format("{} returns {} and takes ({})", callback_label(d, ctx), to.ret, to.params);
+    e.description += fmt::format(" Its return type becomes {}.", to.ret);
     out.push_back(std::move(e));
   }
 
