@@ -1429,6 +1429,36 @@ TEST(CrashRepair, ATeardownOutOfTheReverseOrderOfSetupIsReordered) {
   EXPECT_TRUE(ho.empty() || ho[0].kind != "teardown-order");
 }
 
+// One error label's cleanup undoes in reverse order of setup too: a pool made from a cache is
+// destroyed before the cache under `error:`; exit destroying the cache first (the allocator warns of
+// objects left) has the pool's destruction moved first.
+TEST(CrashRepair, OneLabelsCleanupOrdersTheTeardown) {
+  const std::string init = "static int __init d_init(void)\n{\n\tcache = cache_make(8);\n\tif (!cache)\n\t\tgoto error;\n"
+                           "\tpool = pool_make_from(cache);\n\tif (!pool)\n\t\tgoto error;\n\treturn 0;\nerror:\n"
+                           "\tpool_destroy(pool);\n\tcache_destroy(cache);\n\treturn -ENOMEM;\n}\n";
+  const std::string tail = "module_init(d_init);\nmodule_exit(d_exit);\n";
+  Tree t(init + "static void __exit d_exit(void)\n{\n\tcache_destroy(cache);\n\tpool_destroy(pool);\n}\n" + tail);
+  auto none = [](const std::string& setup) { return crash::ScopedPair{setup, "", 0, 0, 0}; };
+  crash::CrashReport r;
+  r.kind = crash::CrashKind::warning;
+  r.headline = "WARNING: CPU: 1 PID: 250 at mm/slab_common.c:545 kmem_cache_destroy+0x150/0x160";
+  r.unloading = {"drv"};
+  crash::Location at{"d_exit", "drv", "drv.c", 17, "caller 2 in the call trace", "fault", true};
+  auto h = crash::hypothesize(r, {at}, t.path(), {}, {}, {}, none);
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "teardown-order");
+  EXPECT_EQ(h[0].line, 17);
+  EXPECT_EQ(h[0].set_line, 18);
+  auto reps = crash::propose_repairs({h[0]}, t.path(), {});
+  ASSERT_EQ(reps.size(), 1u);
+  EXPECT_NE(reps[0].new_text.find("{\n\tpool_destroy(pool);\n\tcache_destroy(cache);\n}"), std::string::npos) << reps[0].new_text;
+  // In the label's order: nothing to reorder.
+  Tree ok(init + "static void __exit d_exit(void)\n{\n\tpool_destroy(pool);\n\tcache_destroy(cache);\n}\n" + tail);
+  crash::Location at2{"d_exit", "drv", "drv.c", 18, "caller 2 in the call trace", "fault", true};
+  auto ho = crash::hypothesize(r, {at2}, ok.path(), {}, {}, {}, none);
+  EXPECT_TRUE(ho.empty() || ho[0].kind != "teardown-order");
+}
+
 // A lock taken twice on one path (scripts/coccinelle/locks/double_lock.cocci's bug): the second
 // acquisition waits for itself; it goes.
 TEST(CrashRepair, ALockTakenTwiceLosesTheSecondAcquisition) {

@@ -382,7 +382,10 @@ struct Ladder {
   std::map<std::string, std::size_t> first_jump; ///< label -> token of its first goto
   std::vector<std::size_t> gotos;                ///< every goto's token, in order
   std::map<std::string, std::size_t> undo_at;    ///< a statement's text under a label -> that label's first goto
-  std::vector<Learned> learned;                  ///< in source order
+  /// a statement's text -> its place among its label's statements (0 first): one label's cleanup
+  /// undoes in reverse order of setup too (`error: mempool_destroy(pool); kmem_cache_destroy(cache);`)
+  std::map<std::string, std::size_t> undo_pos;
+  std::vector<Learned> learned; ///< in source order
 };
 
 Ladder ladder_of(const std::vector<csrc::Token>& t, const csrc::Unit& fn, const PairOracle& teardowns) {
@@ -393,17 +396,21 @@ Ladder ladder_of(const std::vector<csrc::Token>& t, const csrc::Unit& fn, const 
       l.first_jump.emplace(t[i + 1].text, i);
     }
   std::string label;
+  std::size_t pos = 0;
   for (std::size_t i = fn.body + 1; i + 1 < fn.last; ++i) {
     if (t[i].kind == csrc::TokKind::ident && t[i + 1].text == ":" &&
         (t[i - 1].text == ";" || t[i - 1].text == "}" || t[i - 1].text == "{")) {
       label = t[i].text;
+      pos = 0;
       ++i;
       continue;
     }
     if (label.empty() || !l.first_jump.count(label) || !(t[i - 1].text == ";" || t[i - 1].text == ":")) continue;
     std::size_t e = i;
     while (e < fn.last && t[e].text != ";") ++e;
-    l.undo_at.emplace(csrc::join_tokens(t, i, e), l.first_jump[label]);
+    const std::string st = csrc::join_tokens(t, i, e);
+    if (l.undo_at.emplace(st, l.first_jump[label]).second) l.undo_pos.emplace(st, pos);
+    ++pos;
   }
   if (teardowns && !l.gotos.empty())
     for (const auto& c : csrc::find_calls(t, fn.body, fn.last)) {
@@ -433,18 +440,19 @@ std::optional<OutOfOrder> teardown_out_of_order(const DriverFile& f, const csrc:
     if (l.gotos.empty()) continue;
     // The step a teardown statement undoes, ordered by the gotos: a statement under a label undoes
     // a step before the label's first jump (2g - 1), a setup call is the step its next goto
-    // checks (2g).
+    // checks (2g). Of one label's statements, each undoes a step before the one above it.
+    constexpr std::size_t k_scale = 1024;
     const auto step = [&](std::size_t k, std::string* why) -> std::optional<std::size_t> {
       if (auto it = l.undo_at.find(text(k)); it != l.undo_at.end()) {
         if (why) *why = fmt::format("{}() unwinds it on its error path", s->name);
-        return 2 * it->second - 1;
+        return (2 * it->second - 1) * k_scale - std::min<std::size_t>(l.undo_pos.at(text(k)), k_scale - 1);
       }
       for (const auto& d : l.learned)
         if (d.pair.release == callee(k)) {
           if (why)
             *why = fmt::format("the kernel's drivers end {}() with {}() ({} of {})", d.setup, d.pair.release, d.pair.released,
                                d.pair.calls);
-          return 2 * d.check;
+          return 2 * d.check * k_scale;
         }
       return std::nullopt;
     };
