@@ -1452,6 +1452,13 @@ TEST(CrashRepair, OneLabelsCleanupOrdersTheTeardown) {
   auto reps = crash::propose_repairs({h[0]}, t.path(), {});
   ASSERT_EQ(reps.size(), 1u);
   EXPECT_NE(reps[0].new_text.find("{\n\tpool_destroy(pool);\n\tcache_destroy(cache);\n}"), std::string::npos) << reps[0].new_text;
+  // SLUB's own check in the same call (a cache destroyed with objects left): the same order.
+  r.kind = crash::CrashKind::slab;
+  r.headline = "BUG d_cache (Tainted: G B OE): Objects remaining on __kmem_cache_shutdown()";
+  auto hs = crash::hypothesize(r, {at}, t.path(), {}, {}, {}, none);
+  ASSERT_FALSE(hs.empty());
+  EXPECT_EQ(hs[0].kind, "teardown-order");
+  r.kind = crash::CrashKind::warning;
   // In the label's order: nothing to reorder.
   Tree ok(init + "static void __exit d_exit(void)\n{\n\tpool_destroy(pool);\n\tcache_destroy(cache);\n}\n" + tail);
   crash::Location at2{"d_exit", "drv", "drv.c", 18, "caller 2 in the call trace", "fault", true};

@@ -414,7 +414,9 @@ std::vector<Hypothesis> going_hypotheses(const CrashReport& r, const std::vector
   if (!in_teardown)
     return teardown_hypotheses(r, files, teardowns, parameter_types(src.toks, *src.fn),
                                fmt::format("{}() ran while the module was being unloaded", src.fn->name));
-  if (r.kind != CrashKind::bug_on && r.kind != CrashKind::warning) return {};
+  // A kernel check that failed in a call the teardown makes: BUG_ON, WARN, or SLUB's (a cache
+  // destroyed with objects left: what used it is still torn down later).
+  if (r.kind != CrashKind::bug_on && r.kind != CrashKind::warning && r.kind != CrashKind::slab) return {};
   // The teardown undid a step while a later one still stood (teardown reverses setup).
   for (const auto& f : files) {
     const auto down = entry_functions(f.toks, f.units, true, 0);
