@@ -345,7 +345,7 @@ public:
     std::vector<Edit> out;
     if (ctx.new_src.empty() || !ctx.to) return out;
     if (source(ctx).old_src.empty() && m_texts.empty()) return out; // nothing to read old definitions from
-    std::set<std::string> names, idents, tags;
+    std::set<std::string> names, idents, tags, types;
     static const std::regex k_struct(R"(\bstruct\s+([A-Za-z_]\w*))");
     for (const auto& d : diags) {
       if (d.severity == core::Severity::error &&
@@ -362,8 +362,9 @@ public:
       if (d.symbols.empty() || !csrc::starts_ident(d.symbols[0])) continue;
       if (d.kind == core::DiagKind::implicit_function_declaration) names.insert(d.symbols[0]);
       if (d.kind == core::DiagKind::undeclared_identifier) idents.insert(d.symbols[0]);
+      if (d.kind == core::DiagKind::unknown_type) types.insert(d.symbols[0]);
     }
-    if (names.empty() && idents.empty() && tags.empty()) return out;
+    if (names.empty() && idents.empty() && tags.empty() && types.empty()) return out;
     TargetIndex target(ctx.new_src, ctx.to->build_dir);
     // An old alias of another name (`#define PCI_DMA_TODEVICE DMA_TO_DEVICE`) is a rename.
     auto alias_rename = [&](const std::string& name, const char* what) {
@@ -389,6 +390,10 @@ public:
       alias_rename(name, "identifier");
       if (out.size() == before) registry_define(ctx, diags, name, out);
     }
+    // A typedef name the target lacks that an old header aliased (`#define wait_queue_t
+    // wait_queue_entry_t` of a rule file): a rename too.
+    for (const auto& name : types)
+      if (!target.names().count(name)) alias_rename(name, "type");
     // (gcc saying the type is incomplete is the evidence: uapi headers still spell some removed
     // kernel-internal structs for user space, so a grep of the target would find them)
     for (const auto& tag : tags) {
