@@ -1,6 +1,6 @@
 #!/bin/sh
 # API changes older than 5.10 (the oldest kernel source Debian serves, so no tree pair shows them):
-# a driver using twenty-three of them (tests/fixtures/drivers/old-apis) ports on 6.1 through the
+# a driver using twenty-four of them (tests/fixtures/drivers/old-apis) ports on 6.1 through the
 # shipped rule packs, each named in the verdict by its rule file; without the rule packs it does
 # not build. The port is the kernel's own conversion: no include a defined macro does not need,
 # no parentheses a macro body carried for its own sake. A callback whose parameters and return
@@ -18,7 +18,7 @@ printf '{"schema":"autodriver.compat-kb","schema_version":1,"sources":[],"stats"
 for r in kzfree-kfree-sensitive gfp-retry-mayfail page-cache-macros ioremap-nocache field-sizeof set-ethtool-ops \
   dma-zalloc-coherent probe-kernel-nofault access-ok-no-type alloc-netdev-name-assign vmalloc-no-prot mmap-lock-api \
   net-trans-start bio-error-status bio-endio-error access-once discard-zeroes-data mmiowb-removal timeval-gettimeofday skb-frag-accessors \
-  wait-queue-entry task-state-accessors; do
+  wait-queue-entry task-state-accessors irqf-disabled; do
   py "$WORK/port.json" "any(a['proposer'] == 'rule-pack' and 'rules/$r.rule' in a['description'] for a in d['accepted'])" \
     "rule $r ported nothing: $(python3 -c 'import json,sys; print([a["title"] for a in json.load(open(sys.argv[1]))["accepted"]])' "$WORK/port.json")"
 done
@@ -31,7 +31,8 @@ for want in 'kfree_sensitive(buf);' 'GFP_KERNEL | __GFP_RETRY_MAYFAIL' 'kmalloc(
   'writel(1, regs); ktime_get_real_ts64(&tv);' '(tv.tv_nsec / NSEC_PER_USEC) / 1000;' \
   'static vm_fault_t oa_fault(struct vm_fault *vmf) { struct vm_area_struct *vma = vmf->vma;' \
   'skb_frag_off_add(frag, 2);' 'return skb_frag_size(frag) + skb_frag_off(&skb_shinfo(skb)->frags[1]);' \
-  'wait_queue_entry_t wait;' '__set_current_state(TASK_INTERRUPTIBLE);' '__set_current_state(TASK_RUNNING);'; do
+  'wait_queue_entry_t wait;' '__set_current_state(TASK_INTERRUPTIBLE);' '__set_current_state(TASK_RUNNING);' \
+  'request_irq(irq, oa_irq, IRQF_SHARED, "oldapis", data);'; do
   tr -s ' \t\n' ' ' < "$T" | grep -qF "$want" || fail "the port lacks '$want': $(diff -u "$DRV/oldapis.c" "$T")"
 done
 B="$WORK/out/tree/oldblk.c"
