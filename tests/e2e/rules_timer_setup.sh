@@ -1,6 +1,7 @@
 #!/bin/sh
 # The timer interface before 4.15 (tests/fixtures/drivers/old-timers: setup_timer() with the
-# holder as its cookie, init_timer() with .function/.data, a constant cookie the callback reads,
+# holder as its cookie, init_timer() with .function/.data, a constant cookie the callback reads, a
+# net_device cookie whose private data holds the timer and points back to it,
 # DEFINE_TIMER()'s four arguments, a callback's prototype in a header) ports through the shipped
 # timer-setup rules: from_timer() on 6.1, timer_container_of() on 7.3 (6.16's name), where
 # del_timer_sync() also became timer_delete_sync(). callback-signature does not retype a cookie
@@ -25,7 +26,9 @@ for k in 6.1 7.3; do
   for want in "struct ot_dev *d = $back(d, t, poll_timer);" "d = $back(d, t, kick_timer);" \
     'timer_setup(&ot->poll_timer, ot_poll, 0);' 'timer_setup(&ot->kick_timer, ot_kick, 0);' \
     'timer_setup(&ot_once, ot_fire_once, 0);' 'static DEFINE_TIMER(ot_beat_timer, ot_heartbeat);' \
-    'static void ot_fire_once(struct timer_list *t) { if (1)' 'void ot_heartbeat(struct timer_list *t) {'; do
+    'static void ot_fire_once(struct timer_list *t) { if (1)' 'void ot_heartbeat(struct timer_list *t) {' \
+    "struct ot_net *np = $back(np, t, watchdog); struct net_device *dev = np->ndev;" \
+    'timer_setup(&np->watchdog, ot_watchdog, 0);'; do
     tr -s ' \t\n' ' ' < "$T" | grep -qF "$want" || fail "the $k port lacks '$want': $(diff -u "$DRV/oldtimers.c" "$T")"
   done
   grep -v '^ \*' "$T" | grep -qE 'init_timer\(|setup_timer\(|\.data =|\.function =|unsigned long (data|arg|verbose|unused)' &&
