@@ -24,7 +24,9 @@ py "$WORK/v.json" "'crashes the same way on 6.12' in d['gates']['crash']['repair
 REL="$AD_SRC/tests/fixtures/drivers/edu-release-port"
 before=$(cat "$REL/edu_release_port.c" | cksum)
 rc=0; "$AD" port "$REL" --from 6.12 --to 7.3 --boot --device edu --crash-runs 2 -o "$WORK/rel" --json > "$WORK/r.json" || rc=$?
-[ $rc -eq 0 ] || fail "release: expected exit 0 after the crash repair, got $rc"
+[ $rc -eq 0 ] || fail "release: expected exit 0 after the crash repair, got $rc: $(python3 -c 'import json, sys
+d = json.load(open(sys.argv[1])); c = (d.get("gates") or {}).get("crash") or {}
+print(d.get("status"), "|", c.get("title"), "|", c.get("repair"), "|", [h.get("kind") for h in c.get("hypotheses") or []])' "$WORK/r.json" 2>&1)"
 py "$WORK/r.json" "d['status'] == 'ported' and d['gates']['ok'] is True"
 py "$WORK/r.json" "d['gates']['crash']['title'] == 'general protection fault in kobject_put'"
 py "$WORK/r.json" "d['gates']['crash']['hypotheses'][0]['kind'] == 'use-after-release' and d['gates']['crash']['hypotheses'][0]['function'] == 'edu_teardown'"
