@@ -34,6 +34,16 @@ namespace {
 /// (`static DEFINE_SEMAPHORE(name);`, `LIST_HEAD(name);`) or a `#define name`. Such a name is
 /// undeclared only because its declaration broke (a macro changed arity): renaming it to a
 /// similar kernel name would hide the driver's own object behind the kernel's.
+/// The names the driver's own aliases give `name` (`#define pci_cfg_access_lock
+/// pci_block_user_cfg_access`: a compat shim saying what the old name means on newer kernels).
+std::vector<std::string> driver_aliases_of(const fs::path& tree, const std::string& name) {
+  std::vector<std::string> out;
+  for (const auto& [rel, text] : sources_mentioning(tree, name))
+    for (auto line : util::split_lines(text))
+      if (auto a = csrc::define_alias(line); a && a->second == name) out.push_back(a->first);
+  return out;
+}
+
 bool driver_declares(const fs::path& tree, const std::string& name) {
   static const std::set<std::string> k_decl_start = {";", "}", "static", "const", "extern"};
   const std::regex define(R"(^\s*#\s*define\s+)" + name + R"(\b)");
@@ -322,9 +332,15 @@ void renamed(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d
   auto cands = similar_names(idx, name);
   const auto& deprecated = idx.deprecated();
   SuccessorTest test(idx, ctx, d);
+  // A successor the driver's own alias of the name contradicts (`#define X_lock old_name` and the
+  // candidate X_unlock) means the opposite, however close its spelling.
+  const auto aliases = driver_aliases_of(ctx.tree, name);
+  auto contradicted = [&](const std::string& n) {
+    return std::any_of(aliases.begin(), aliases.end(), [&](const std::string& a) { return opposite_names(a, n); });
+  };
   std::vector<std::tuple<double, int, std::string>> ranked;
   for (const auto& [s, n] : cands)
-    if (!deprecated.count(n) && test.accepts(n)) ranked.push_back({s, idx.usage_count(n), n});
+    if (!deprecated.count(n) && !contradicted(n) && test.accepts(n)) ranked.push_back({s, idx.usage_count(n), n});
   std::sort(ranked.begin(), ranked.end(), [](auto& a, auto& b) {
     double sa = std::get<0>(a) + 0.03 * std::log2(1.0 + std::get<1>(a));
     double sb = std::get<0>(b) + 0.03 * std::log2(1.0 + std::get<1>(b));
