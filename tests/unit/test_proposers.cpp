@@ -1726,6 +1726,31 @@ TEST(TargetApi, NameTheDriverDeclaresIsNeverRenamed) {
   EXPECT_TRUE(has_change(propose::make_target_api()->propose({d}, port.ctx), "ident:pr_sem"));
 }
 
+// The driver's own alias says what an old name means (`#define pci_cfg_access_lock
+// pci_block_user_cfg_access`): a similar target name of the opposite meaning is never its successor.
+TEST(TargetApi, ASuccessorTheDriversAliasContradictsIsNotOffered) {
+  MiniPort m("alias-",
+             {{"include/linux/pci.h", "void pci_cfg_access_lock(struct pci_dev *dev);\n"
+                                      "void pci_cfg_access_unlock(struct pci_dev *dev);\n"},
+              {"drivers/a.c", "void a(struct pci_dev *d)\n{\n\tpci_cfg_access_lock(d);\n\tpci_cfg_access_unlock(d);\n}\n"}},
+             {{"d.c", "#define pci_cfg_access_lock pci_block_user_cfg_access\n"
+                      "void f(struct pci_dev *p)\n{\n\tpci_block_user_cfg_access(p);\n}\n"}});
+  ASSERT_TRUE(m.tmp.has_value());
+  TargetOnly port(m.src, m.tree, m.tmp->path() / "s");
+  auto d = diag_at(core::DiagKind::implicit_function_declaration, "d.c", 4, {"pci_block_user_cfg_access"});
+  auto renamed_to = [&](const std::string& to) {
+    for (const auto& e : propose::make_target_api()->propose({d}, port.ctx))
+      for (const auto& [from, n] : e.renames)
+        if (from == "pci_block_user_cfg_access" && n == to) return true;
+    return false;
+  };
+  EXPECT_FALSE(renamed_to("pci_cfg_access_unlock"));
+  // Without the alias nothing says which one it was: the spelling offers both.
+  ASSERT_TRUE(util::write_file(m.tree / "d.c", "void f(struct pci_dev *p)\n{\n\tpci_block_user_cfg_access(p);\n}\n"));
+  d.line = 3;
+  EXPECT_TRUE(renamed_to("pci_cfg_access_unlock"));
+}
+
 TEST(TargetApi, PortingNotesSayWhatBecameOfAName) {
   const std::string notes = "**mandatory**\n\n"
                             "iov_iter_copy_from_user_atomic() is gone; use copy_page_from_iter_atomic().\n"
