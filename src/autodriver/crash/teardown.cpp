@@ -381,10 +381,10 @@ struct Ladder {
   };
   std::map<std::string, std::size_t> first_jump; ///< label -> token of its first goto
   std::vector<std::size_t> gotos;                ///< every goto's token, in order
-  std::map<std::string, std::size_t> undo_at;    ///< a statement's text under a label -> that label's first goto
-  /// a statement's text -> its place among its label's statements (0 first): one label's cleanup
-  /// undoes in reverse order of setup too (`error: mempool_destroy(pool); kmem_cache_destroy(cache);`)
-  std::map<std::string, std::size_t> undo_pos;
+  /// a statement's text under a label -> that label's first goto, and the statement's place among
+  /// the label's statements (0 first): one label's cleanup undoes in reverse order of setup too
+  /// (`error: mempool_destroy(pool); kmem_cache_destroy(cache);`)
+  std::map<std::string, std::pair<std::size_t, std::size_t>> undo_at;
   std::vector<Learned> learned; ///< in source order
 };
 
@@ -408,9 +408,7 @@ Ladder ladder_of(const std::vector<csrc::Token>& t, const csrc::Unit& fn, const 
     if (label.empty() || !l.first_jump.count(label) || !(t[i - 1].text == ";" || t[i - 1].text == ":")) continue;
     std::size_t e = i;
     while (e < fn.last && t[e].text != ";") ++e;
-    const std::string st = csrc::join_tokens(t, i, e);
-    if (l.undo_at.emplace(st, l.first_jump[label]).second) l.undo_pos.emplace(st, pos);
-    ++pos;
+    l.undo_at.emplace(csrc::join_tokens(t, i, e), std::make_pair(l.first_jump[label], pos++));
   }
   if (teardowns && !l.gotos.empty())
     for (const auto& c : csrc::find_calls(t, fn.body, fn.last)) {
@@ -445,7 +443,8 @@ std::optional<OutOfOrder> teardown_out_of_order(const DriverFile& f, const csrc:
     const auto step = [&](std::size_t k, std::string* why) -> std::optional<std::size_t> {
       if (auto it = l.undo_at.find(text(k)); it != l.undo_at.end()) {
         if (why) *why = fmt::format("{}() unwinds it on its error path", s->name);
-        return (2 * it->second - 1) * k_scale - std::min<std::size_t>(l.undo_pos.at(text(k)), k_scale - 1);
+        const auto [jump, place] = it->second;
+        return (2 * jump - 1) * k_scale - std::min<std::size_t>(place, k_scale - 1);
       }
       for (const auto& d : l.learned)
         if (d.pair.release == callee(k)) {

@@ -153,7 +153,8 @@ struct CFile {
   Context& ctx;
   const FilePair& f;
   std::vector<DiagLine> dlines;
-  std::set<std::string> file_idents; ///< identifiers named by diagnostics pointing into this file
+  std::set<std::string> file_idents;  ///< identifiers named by diagnostics pointing into this file
+  std::set<std::string> dline_idents; ///< identifiers on the original's lines those diagnostics point at
   std::set<std::string> o_functions;
   std::set<std::string> allowed_names; ///< items whose edits are explained by a diagnostic
   std::set<std::string> o_tables;      ///< top-level declarations (tables, variables) of the original
@@ -161,7 +162,10 @@ struct CFile {
 
   CFile(Context& c, const FilePair& fp) : ctx(c), f(fp) {
     dlines = diag_lines(ctx, f.rel);
-    for (const auto& dl : dlines) collect_idents(*dl.diag, file_idents);
+    for (const auto& dl : dlines) {
+      collect_idents(*dl.diag, file_idents);
+      for (const auto& id : csrc::identifiers(f.o.code_line(dl.line))) dline_idents.insert(id);
+    }
     for (const auto& it : f.o.items) {
       if (it.kind == csrc::ItemKind::function && !it.name.empty()) o_functions.insert(it.name);
       if (it.kind == csrc::ItemKind::declaration && !it.name.empty()) o_tables.insert(it.name);
@@ -437,9 +441,6 @@ void ops_rules(CFile& cf) {
     if (it.kind == csrc::ItemKind::function && !it.name.empty())
       for (const auto& st : it.statements)
         for (const auto& id : csrc::identifiers(st)) used_in_function[it.name].insert(id);
-  std::set<std::string> diagnosed_idents; // identifiers on the original's lines diagnostics point at
-  for (const auto& dl : cf.dlines)
-    for (const auto& id : csrc::identifiers(f.o.code_line(dl.line))) diagnosed_idents.insert(id);
   for (const auto& a : csrc::member_assignments(f.o)) {
     auto it = now.find(key(a));
     if (it != now.end() && it->second > 0) {
@@ -470,7 +471,7 @@ void ops_rules(CFile& cf) {
     // or changed: `proc_create(..., &fops)` of a `file_operations` the target wants as
     // `proc_ops`): values that are no callback of this file (`.owner = THIS_MODULE`, `.class =
     // "x"`) may go with the old type.
-    if (!a.scope.empty() && (cf.file_idents.count(a.scope) || diagnosed_idents.count(a.scope)) &&
+    if (!a.scope.empty() && (cf.file_idents.count(a.scope) || cf.dline_idents.count(a.scope)) &&
         !(vids.size() == 1 && cf.o_functions.count(vids[0])))
       continue;
     if (removed || member_named) {
@@ -514,9 +515,8 @@ void unrelated_rules(CFile& cf) {
   // suspend, resume)`).
   {
     std::set<std::string> tables;
-    for (const auto& dl : cf.dlines)
-      for (const auto& id : csrc::identifiers(f.o.code_line(dl.line)))
-        if (!cf.o_functions.count(id)) tables.insert(id);
+    for (const auto& id : cf.dline_idents)
+      if (!cf.o_functions.count(id)) tables.insert(id);
     for (const auto& it : f.o.items) {
       if (it.kind != csrc::ItemKind::declaration) continue;
       const auto text = std::string_view(f.o.text).substr(it.begin, it.end - it.begin);

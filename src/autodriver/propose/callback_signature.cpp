@@ -564,57 +564,53 @@ std::optional<ParamReshape> plan_param_reshape(const std::vector<Param>& old_par
 namespace {
 
 /// Line edits that change the return type `from_ret` -> `to_ret` of the declarations of `fn` in
-/// the tree's .c/.h files (only prototypes when `prototypes_only`: SmPL rewrites definitions).
+/// one file's text `t` (named `rel`; only prototypes when `prototypes_only`: SmPL rewrites
+/// definitions).
 std::vector<TextEdit> retype_return_in(const std::string& rel, const std::string& t, const std::string& fn,
-                                       const std::string& from_ret, const std::string& to_ret, bool prototypes_only);
+                                       const std::string& from_ret, const std::string& to_ret, bool prototypes_only) {
+  std::vector<TextEdit> edits;
+  auto old_ret = tokenize(from_ret);
+  auto toks = tokenize(t);
+  int depth = 0;
+  for (std::size_t i = 0; i + 1 < toks.size(); ++i) {
+    // Braces of a later #else branch do not nest (both branches may open the same block).
+    if (toks[i].text == "{" && !toks[i].later_branch) ++depth;
+    if (toks[i].text == "}" && !toks[i].later_branch) --depth;
+    if (depth != 0 || toks[i].text != fn || toks[i + 1].text != "(" || i < old_ret.size()) continue;
+    bool match = true;
+    for (std::size_t k = 0; k < old_ret.size(); ++k)
+      if (toks[i - old_ret.size() + k].text != old_ret[k].text) match = false;
+    if (!match) continue;
+    if (prototypes_only) {
+      // A prototype: the parameter list is followed by ';' (attributes aside), not '{'.
+      int pd = 0;
+      std::size_t k = i + 1;
+      for (; k < toks.size(); ++k) {
+        if (toks[k].text == "(") ++pd;
+        if (toks[k].text == ")" && --pd == 0) break;
+      }
+      while (k + 1 < toks.size() && toks[k + 1].text != ";" && toks[k + 1].text != "{") ++k;
+      if (k + 1 >= toks.size() || toks[k + 1].text != ";") continue;
+    }
+    const Token& first = toks[i - old_ret.size()];
+    if (first.line != toks[i].line) continue; // type on its own line: not rewritten here
+    std::size_t ls = t.rfind('\n', first.begin);
+    ls = ls == std::string::npos ? 0 : ls + 1;
+    std::size_t le = t.find('\n', toks[i].begin);
+    if (le == std::string::npos) le = t.size();
+    std::string line = t.substr(ls, first.begin - ls) + to_ret + (to_ret.back() == '*' ? "" : " ") +
+                       t.substr(toks[i].begin, le - toks[i].begin) + "\n";
+    edits.push_back({rel, first.line, 1, line});
+  }
+  return edits;
+}
 
+/// retype_return_in() over the tree's .c/.h files that mention `fn`.
 std::vector<TextEdit> retype_return_edits(const PortContext& ctx, const std::string& fn, const std::string& from_ret,
                                           const std::string& to_ret, bool prototypes_only) {
   std::vector<TextEdit> edits;
   for (const auto& [rel, t] : sources_mentioning(ctx.tree, fn))
     for (auto& te : retype_return_in(rel, t, fn, from_ret, to_ret, prototypes_only)) edits.push_back(std::move(te));
-  return edits;
-}
-
-/// retype_return_edits() for one file's text `t` (named `rel`).
-std::vector<TextEdit> retype_return_in(const std::string& rel, const std::string& t, const std::string& fn,
-                                       const std::string& from_ret, const std::string& to_ret, bool prototypes_only) {
-  std::vector<TextEdit> edits;
-  auto old_ret = tokenize(from_ret);
-  {
-    auto toks = tokenize(t);
-    int depth = 0;
-    for (std::size_t i = 0; i + 1 < toks.size(); ++i) {
-      // Braces of a later #else branch do not nest (both branches may open the same block).
-      if (toks[i].text == "{" && !toks[i].later_branch) ++depth;
-      if (toks[i].text == "}" && !toks[i].later_branch) --depth;
-      if (depth != 0 || toks[i].text != fn || toks[i + 1].text != "(" || i < old_ret.size()) continue;
-      bool match = true;
-      for (std::size_t k = 0; k < old_ret.size(); ++k)
-        if (toks[i - old_ret.size() + k].text != old_ret[k].text) match = false;
-      if (!match) continue;
-      if (prototypes_only) {
-        // A prototype: the parameter list is followed by ';' (attributes aside), not '{'.
-        int pd = 0;
-        std::size_t k = i + 1;
-        for (; k < toks.size(); ++k) {
-          if (toks[k].text == "(") ++pd;
-          if (toks[k].text == ")" && --pd == 0) break;
-        }
-        while (k + 1 < toks.size() && toks[k + 1].text != ";" && toks[k + 1].text != "{") ++k;
-        if (k + 1 >= toks.size() || toks[k + 1].text != ";") continue;
-      }
-      const Token& first = toks[i - old_ret.size()];
-      if (first.line != toks[i].line) continue; // type on its own line: not rewritten here
-      std::size_t ls = t.rfind('\n', first.begin);
-      ls = ls == std::string::npos ? 0 : ls + 1;
-      std::size_t le = t.find('\n', toks[i].begin);
-      if (le == std::string::npos) le = t.size();
-      std::string line = t.substr(ls, first.begin - ls) + to_ret + (to_ret.back() == '*' ? "" : " ") +
-                         t.substr(toks[i].begin, le - toks[i].begin) + "\n";
-      edits.push_back({rel, first.line, 1, line});
-    }
-  }
   return edits;
 }
 

@@ -29,11 +29,6 @@ using core::DiagKind;
 
 namespace {
 
-/// The driver itself declares `name` at file scope: a declarator (`static int name;`,
-/// `struct x *name = ...`), a declaring macro at the start of a declaration
-/// (`static DEFINE_SEMAPHORE(name);`, `LIST_HEAD(name);`) or a `#define name`. Such a name is
-/// undeclared only because its declaration broke (a macro changed arity): renaming it to a
-/// similar kernel name would hide the driver's own object behind the kernel's.
 /// The names the driver's own aliases give `name` (`#define pci_cfg_access_lock
 /// pci_block_user_cfg_access`: a compat shim saying what the old name means on newer kernels).
 std::vector<std::string> driver_aliases_of(const fs::path& tree, const std::string& name) {
@@ -44,6 +39,11 @@ std::vector<std::string> driver_aliases_of(const fs::path& tree, const std::stri
   return out;
 }
 
+/// The driver itself declares `name` at file scope: a declarator (`static int name;`,
+/// `struct x *name = ...`), a declaring macro at the start of a declaration
+/// (`static DEFINE_SEMAPHORE(name);`, `LIST_HEAD(name);`) or a `#define name`. Such a name is
+/// undeclared only because its declaration broke (a macro changed arity): renaming it to a
+/// similar kernel name would hide the driver's own object behind the kernel's.
 bool driver_declares(const fs::path& tree, const std::string& name) {
   static const std::set<std::string> k_decl_start = {";", "}", "static", "const", "extern"};
   const std::regex define(R"(^\s*#\s*define\s+)" + name + R"(\b)");
