@@ -56,8 +56,12 @@ qxl, and a third held-out set: uhci-hcd, megaraid_sas, am53c974, pvpanic-pci, vi
 `--split dev|test|all`. Results go to WORK/results.jsonl, one line per mutant; a rerun skips the
 mutants already there (resumable). `--report` prints the table of WORK/results.jsonl.
 
+With --hand FILE (bench/hand_bugs.json) the mutants are bugs written by hand instead: each states
+its driver, file, text edits and what a correct repair looks like besides the edit reverted (the
+file's "about" says how it is read); rows are reported by the bug's shape, split "hand".
+
   bench/real_bugs.py [--kernel 6.12] [--split dev] [--per-op 3] [--runs 3] [--only DRIVER]
-                     [--op OP] [-o WORK] [--list] [--report]
+                     [--op OP] [--hand FILE] [-o WORK] [--list] [--report]
 """
 import argparse
 import difflib
@@ -457,6 +461,49 @@ def mutants(tree, names, per_op, ops=()):
     return out
 
 
+def hand_mutant(tree, bug):
+    """(mutant text, seeded lines) of a bug written by hand, or None when an edit's old text is not
+    once in the file. Seeded lines: the mutant's changed lines; for a deletion the two around the gap."""
+    text = open(os.path.join(tree, bug["file"]), encoding="utf-8", errors="surrogateescape").read()
+    new = text
+    for e in bug["edits"]:
+        if new.count(e["old"]) != 1:
+            return None
+        new = new.replace(e["old"], e["new"])
+    seeded = set()
+    sm = difflib.SequenceMatcher(None, text.splitlines(), new.splitlines(), autojunk=False)
+    for tag, _, _, j1, j2 in sm.get_opcodes():
+        if tag in ("replace", "insert"):
+            seeded.update(range(j1 + 1, j2 + 1))
+        elif tag == "delete":
+            seeded.update((j1, j1 + 1))
+    return new, sorted(seeded)
+
+
+def hand_holds(cond, text):
+    f = norm(function_text(text, cond["fn"]))
+    if "has" in cond:
+        return norm(cond["has"]) in f
+    if "lacks" in cond:
+        return norm(cond["lacks"]) not in f
+    if "count" in cond:
+        return f.count(norm(cond["count"])) == cond["n"]
+    at = -1
+    for part in cond["order"]:
+        at = f.find(norm(part), at + 1)
+        if at < 0:
+            return False
+    return True
+
+
+def judge_hand(bug, orig, repaired):
+    """(correct, removed calls): the edit reverted, or every condition of one stated alternative."""
+    removed = sorted(k for k, n in top_calls(orig).items() if top_calls(repaired).get(k, 0) < n)
+    if norm(orig) == norm(repaired):
+        return True, removed
+    return any(all(hand_holds(c, repaired) for c in alt) for alt in bug.get("correct", [])), removed
+
+
 # ---- the independent check of a repair ----
 
 def norm(s):
@@ -588,7 +635,7 @@ def run_mutant(a, row, mut, device, repro, seeded):
     if row["repaired"]:
         orig = open(os.path.join(os.path.dirname(mut), "orig", row["file"]), errors="surrogateescape").read()
         fixed = open(os.path.join(out, "tree", row["file"]), errors="surrogateescape").read()
-        row["correct"], row["removed"] = judge(row, orig, fixed)
+        row["correct"], row["removed"] = judge_hand(row["bug"], orig, fixed) if "bug" in row else judge(row, orig, fixed)
     print("%-40s top1=%s top3=%s %s %s correct=%s %.0fs" % (row["id"], row["top1"], row["top3"], row["hypothesis"],
                                                           row["repair_status"], row.get("correct"), secs),
           file=sys.stderr, flush=True)
@@ -604,6 +651,7 @@ def main():
     ap.add_argument("--op", action="append", default=[], choices=OPERATORS, help="only this operator (repeatable)")
     ap.add_argument("-o", "--work", default="real-bugs-work")
     ap.add_argument("--ad", default=os.environ.get("AD", "autodriver"))
+    ap.add_argument("--hand", help="bugs written by hand (a JSON file such as bench/hand_bugs.json) instead of the operators")
     ap.add_argument("--list", action="store_true", help="print the mutants and stop")
     ap.add_argument("--report", action="store_true", help="print the table of WORK/results.jsonl and stop")
     ap.add_argument("--rejudge", action="store_true",
@@ -620,8 +668,13 @@ def main():
                          timeout=3600).stdout.decode().strip()
     os.makedirs(a.work, exist_ok=True)
     done = load_rows(results)
+    hand = json.load(open(a.hand))["bugs"] if a.hand else []
     for name, split, cls, files_, makefile, device in DRIVERS:
-        if a.only and name not in a.only or a.split != "all" and split != a.split:
+        if a.hand:
+            if not any(b["driver"] == name for b in hand) or a.only and name not in a.only:
+                continue
+            split = "hand"
+        elif a.only and name not in a.only or a.split != "all" and split != a.split:
             continue
         base = prepare(src, a.work, name, files_, makefile)
         repro = os.path.abspath(os.path.join(a.work, cls + "-repro.sh"))
@@ -639,10 +692,15 @@ def main():
                 print("%-40s the unchanged driver: %s %s" % (name, done[key]["original"], done[key]["reason"]),
                       file=sys.stderr, flush=True)
                 continue
-        for m in mutants(base, [os.path.basename(f) for f in files_], a.per_op, a.op):
+        for m in (hand_list(base, name, hand) if a.hand else
+                  mutants(base, [os.path.basename(f) for f in files_], a.per_op, a.op)):
             digest = re.sub(r"\W+", "-", "%s-%s-%s-%s" % (name, m["op"], m["function"], m["what"]))[:90]
+            if "bug" in m:
+                digest = m["bug"]["id"]
             row = {"id": digest, "driver": name, "split": split, "class": cls, "device": device, "op": m["op"],
                    "file": m["file"], "function": m["function"], "what": m["what"], "lines": m["lines"]}
+            if "bug" in m:
+                row["bug"] = m["bug"]
             if a.list:
                 print("%-14s %-5s %-17s %-28s %s %s" % (name, split, m["op"], m["function"], m["what"], m["lines"]))
                 continue
@@ -670,7 +728,23 @@ def main():
                 fh.write(json.dumps(row) + "\n")
             done[digest] = row
     if not a.list:
-        report([r for r in done.values() if a.split == "all" or r["split"] == a.split])
+        report([r for r in done.values() if (r["split"] == "hand") == bool(a.hand) and
+                (a.hand or a.split == "all" or r["split"] == a.split)])
+
+
+def hand_list(base, name, bugs):
+    """The hand-written bugs of one driver as mutants (a bug whose edit does not apply is named)."""
+    out = []
+    for b in bugs:
+        if b["driver"] != name:
+            continue
+        got = hand_mutant(base, b)
+        if not got:
+            print("%-40s an edit's old text is not once in %s" % (b["id"], b["file"]), file=sys.stderr, flush=True)
+            continue
+        out.append({"op": b["shape"], "file": b["file"], "function": "", "what": b["what"], "lines": got[1],
+                    "text": got[0], "moved_text": "", "before_text": "", "bug": b})
+    return out
 
 
 def rejudge(work, results):
@@ -708,7 +782,8 @@ def report(rows):
     print("| split | operator | mutants | built | crashed | top-1 | top-3 | repaired | correct | removed | median s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for split in sorted({r["split"] for r in rows}):
-        for op in [o for o in OPERATORS if any(r["op"] == o and r["split"] == split for r in rows)] + ["all"]:
+        ops = list(OPERATORS) + sorted({r["op"] for r in rows} - set(OPERATORS))
+        for op in [o for o in ops if any(r["op"] == o and r["split"] == split for r in rows)] + ["all"]:
             rs = [r for r in rows if r["split"] == split and op in ("all", r["op"])]
             built = [r for r in rs if r.get("mutant") in ("ok", "crash")]
             crashed = [r for r in rs if r.get("mutant") == "crash"]

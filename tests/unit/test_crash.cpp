@@ -543,6 +543,29 @@ TEST(CrashRepair, ARepeatedReleaseOfAMemberReleasesTheMemberLeftBehind) {
   auto ha = crash::hypothesize(r, crash::localize(r, {"drv"}, all.path(), "/autodriver/tree"), all.path(), frees_only);
   ASSERT_FALSE(ha.empty());
   EXPECT_EQ(crash::propose_repairs(ha, all.path(), {}).size(), 1u);
+  // e1000's shape: the left member is released on probe's error path, and the object has other
+  // members set from other calls (`a->regs = ioremap(...)`): the sibling set from the same
+  // allocation call that remove never releases is the one meant.
+  const std::string probe2 = "static int pr(struct pci_dev *pdev)\n{\n\tstruct t *a = thing_new();\n"
+                             "\ta->x = kcalloc(1, 64, GFP_KERNEL);\n\ta->y = kcalloc(1, 64, GFP_KERNEL);\n"
+                             "\ta->regs = ioremap(0, 8);\n\tif (!a->regs) {\n\t\tkfree(a->x);\n\t\tkfree(a->y);\n"
+                             "\t\treturn -ENOMEM;\n\t}\n\tpci_set_drvdata(pdev, a);\n\treturn 0;\n}\n";
+  Tree e(probe2 + "static void rm(struct pci_dev *pdev)\n{\n\tstruct t *a = pci_get_drvdata(pdev);\n\n"
+                  "\tkfree(a->x);\n\tkfree(a->x);\n\tiounmap(a->regs);\n}\n");
+  auto re = null_report("rm", 20);
+  re.kind = crash::CrashKind::bug_on;
+  const auto kfrees = [](const std::string& callee, std::size_t) {
+    crash::ReleaseEvidence ev{callee, 0, 0, 0};
+    if (callee == "kfree") ev.calls = ev.last_use = 10;
+    return ev;
+  };
+  auto he = crash::hypothesize(re, crash::localize(re, {"drv"}, e.path(), "/autodriver/tree"), e.path(), kfrees);
+  ASSERT_FALSE(he.empty());
+  ASSERT_EQ(he[0].kind, "double-release");
+  auto rese = crash::propose_repairs(he, e.path(), {});
+  ASSERT_EQ(rese.size(), 2u);
+  EXPECT_NE(rese[0].new_text.find("\tkfree(a->x);\n\tkfree(a->y);\n\tiounmap(a->regs);\n"), std::string::npos)
+      << rese[0].new_text;
   // A member used after its release is a use after release, moved after the use.
   Tree u("static void rm(struct t *a)\n{\n\tthing_free(a->ring);\n\ta->ring->n = 0;\n\tthing_stop(a);\n}\n");
   auto ru = null_report("rm", 4);
@@ -1617,4 +1640,42 @@ TEST(CrashReport, LongLinesDoNotExhaustTheStack) {
   auto rs = crash::parse_reports("BUG: KASAN: slab-use-after-free in " + n + "\nBUG: KFENCE: use-after-free read in " + n +
                                  "\nWARNING: CPU: 0 PID: 1 at " + n + "\n" + n + "\n");
   EXPECT_FALSE(rs.empty());
+}
+
+// An allocation sized by its own pointer (badty.cocci): SLUB finds the red zone after the object
+// overwritten where remove frees it; the allocation is the cause and is sized by what it points to.
+// A macro of the driver's header reading a member counts as reading it (release through a call).
+TEST(CrashRepair, AnAllocationSizedByItsPointerIsSizedByWhatItPointsTo) {
+  const auto driver = [](const std::string& operand) {
+    return "static int pr(struct t *a)\n{\n\ta->ring = kcalloc(a->n,\n\t\t\t  sizeof(" + operand +
+           "), GFP_KERNEL);\n\tif (!a->ring)\n\t\treturn -ENOMEM;\n\treturn 0;\n}\n"
+           "static void rm(struct t *a)\n{\n\tkfree(a->ring);\n}\n";
+  };
+  Tree t(driver("a->ring"));
+  auto r = null_report("rm", 11);
+  r.kind = crash::CrashKind::slab;
+  r.detail = "Object corrupt";
+  auto h = hyps_of(r, t);
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "alloc-size");
+  EXPECT_EQ(h[0].variable, "a->ring");
+  EXPECT_EQ(h[0].set_line, 4);
+  auto reps = crash::propose_repairs(h, t.path(), {});
+  ASSERT_FALSE(reps.empty());
+  EXPECT_NE(reps[0].new_text.find("sizeof(*a->ring), GFP_KERNEL"), std::string::npos) << reps[0].new_text;
+  // An allocation sized by what it points to is not the cause; a double free is not an overrun.
+  Tree ok(driver("*a->ring"));
+  auto h3 = hyps_of(r, ok);
+  EXPECT_TRUE(h3.empty() || h3[0].kind != "alloc-size");
+  r.detail = "Object already free";
+  auto h2 = hyps_of(r, t);
+  EXPECT_TRUE(h2.empty() || h2[0].kind != "alloc-size");
+}
+
+TEST(CrashLocalize, MembersReadThroughTheDriversHeaderMacros) {
+  Tree t("#include \"drv.h\"\nstatic void down(struct hw *hw)\n{\n\tu32 v = er32(CTRL);\n}\n");
+  ASSERT_TRUE(util::write_file(t.path() / "drv.h", "#define er32(reg) readl(hw->hw_addr + (reg))\n"));
+  const auto toks = csrc::tokenize("#include \"drv.h\"\nstatic void down(struct hw *hw)\n{\n\tu32 v = er32(CTRL);\n}\n");
+  EXPECT_FALSE(crash::members_read_on(toks, 4).count("hw_addr"));
+  EXPECT_TRUE(crash::members_read_on(toks, 4, crash::read_driver(t.path(), ".h")).count("hw_addr"));
 }

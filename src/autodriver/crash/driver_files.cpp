@@ -24,12 +24,12 @@ std::size_t statement_holding(const std::vector<csrc::Token>& t, const std::vect
   return at;
 }
 
-std::vector<DriverFile> read_driver(const fs::path& tree) {
+std::vector<DriverFile> read_driver(const fs::path& tree, const std::string& extension) {
   std::vector<fs::path> paths;
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(tree, fs::directory_options::skip_permission_denied, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
-    if (it->is_regular_file(ec) && it->path().extension() == ".c") paths.push_back(it->path());
+    if (it->is_regular_file(ec) && it->path().extension() == extension) paths.push_back(it->path());
   std::sort(paths.begin(), paths.end());
   std::vector<DriverFile> out;
   for (const auto& p : paths) {

@@ -26,8 +26,8 @@ const csrc::Unit* function_named(const std::vector<csrc::Unit>& units, const std
 std::size_t statement_holding(const std::vector<csrc::Token>& t, const std::vector<std::pair<std::size_t, std::size_t>>& sts,
                               int line);
 
-/// Every .c file under `tree`, in path order.
-std::vector<DriverFile> read_driver(const std::filesystem::path& tree);
+/// Every .c file under `tree` (or every file with `extension`: ".h"), in path order.
+std::vector<DriverFile> read_driver(const std::filesystem::path& tree, const std::string& extension = ".c");
 
 /// Each function of the target kernel's driver files naming `word` (kernel::k_driver_dirs, at most
 /// 1500 files in path order) given to `fn` with its file's tokens; files without `also` (when

@@ -1,5 +1,6 @@
 #include "autodriver/crash/localize.hpp"
 
+#include "autodriver/crash/alloc_size.hpp"
 #include "autodriver/crash/driver_files.hpp"
 #include "autodriver/crash/tail_call.hpp"
 #include "autodriver/crash/teardown.hpp"
@@ -691,6 +692,9 @@ void rank_by_hypotheses(std::vector<Location>& where, const std::vector<Hypothes
     cause.line = h.set_line;
     cause.why =
         fmt::format("releases {} with {}() before the use at line {} (the driver's source)", h.variable, h.callee, h.line);
+  } else if (h.kind == "alloc-size") {
+    cause.line = h.set_line;
+    cause.why = fmt::format("allocates {} with the size of a pointer (the driver's source)", h.variable);
   } else if (h.kind == "teardown-order") {
     cause.line = h.line;
     cause.why =
@@ -715,7 +719,7 @@ void rank_by_hypotheses(std::vector<Location>& where, const std::vector<Hypothes
 namespace {
 
 /// A use after release through a call: the faulting function reads what a caller further down the
-/// trace released before the call that led here: a member (`cp->regs`, also through the file's
+/// trace released before the call that led here: a member (`cp->regs`, also through the driver's
 /// macros: `iounmap(cp->regs); unregister_netdev(dev);` -> .ndo_stop reads the registers), the
 /// object the call is handed or one derived from it (`scsi_host_put(host); release(adapter);` with
 /// `adapter = shost_priv(host)`), or a member one of the driver's own functions released
@@ -723,7 +727,7 @@ namespace {
 std::optional<Hypothesis> release_through_call(const std::vector<Location>& where, const Location& fault, const SourceView& src,
                                                const fs::path& tree, const ReleaseOracle& releases) {
   if (!releases) return std::nullopt;
-  const auto members = members_read_on(src.toks, fault.line);
+  const auto members = members_read_on(src.toks, fault.line, read_driver(tree, ".h"));
   std::optional<std::vector<DriverFile>> driver;
   bool below = false;
   for (const auto& c : where) {
@@ -771,12 +775,52 @@ std::set<std::string> dereferenced_members(const SourceView& v, int line) {
   return out;
 }
 
+/// An allocation sized by the pointer it is stored into, whose object the faulting statement
+/// names: the allocator found the memory after the object written (SLUB's red zone or padding,
+/// KFENCE/KASAN out of bounds) where the driver next handed it over, usually its release.
+std::optional<Hypothesis> pointer_sized(const CrashReport& r, const Location& fault, const SourceView& src,
+                                        const fs::path& tree) {
+  const bool overrun = r.kind == CrashKind::kasan_out_of_bounds ||
+                       (r.kind == CrashKind::slab && r.detail.find("already free") == std::string::npos &&
+                        r.detail.find("remaining") == std::string::npos);
+  if (!overrun || tree.empty()) return std::nullopt;
+  auto names = members_read_on(src.toks, fault.line, read_driver(tree, ".h"));
+  for (const auto& tok : src.toks)
+    if (tok.line == fault.line && tok.kind == csrc::TokKind::ident) names.insert(tok.text);
+  for (const auto& a : pointer_sized_allocs(read_driver(tree))) {
+    if (!names.count(csrc::last_member(a.target))) continue;
+    Hypothesis h{"alloc-size", "", a.function, a.file, a.line, {}};
+    h.variable = a.target;
+    h.set_line = a.line;
+    h.callee = a.callee;
+    h.statement = fmt::format("{}() allocates {} at {}:{} with sizeof({}), the size of the pointer, not of what it points "
+                              "to; {}() at {}:{} finds the memory after the object written ({})",
+                              a.function, a.target, a.file, a.line, a.target, fault.function, fault.file, fault.line,
+                              r.detail.empty() ? r.headline : r.detail);
+    h.evidence.push_back(fmt::format("{}:{}: {} = {}(... sizeof({}) ...)", a.file, a.line, a.target, a.callee, a.target));
+    h.evidence.push_back(fmt::format("{}:{}: {}", fault.file, fault.line, trimmed(src.line_text(fault.line))));
+    return h;
+  }
+  return std::nullopt;
+}
+
+/// Members the line reads only inside the driver's function-like macros it calls (`cpw16(...)`
+/// writing through `cp->regs`): the line's text shows no dereference, the expansion does.
+std::set<std::string> members_in_macros(const SourceView& v, int line, const fs::path& tree) {
+  auto all = members_read_on(v.toks, line, read_driver(tree, ".h"));
+  for (std::size_t i = 1; i < v.toks.size(); ++i)
+    if (v.toks[i].line == line && (v.toks[i - 1].text == "->" || v.toks[i - 1].text == ".")) all.erase(v.toks[i].text);
+  return all;
+}
+
 /// A member the faulting function dereferences while it is still NULL because a caller down the
 /// trace sets it only after the call that led there (`x->ring = ...` after `register_netdev()` or
-/// after a direct call): the assignment is the cause, use-before-set in the caller.
+/// after a direct call; `cp->regs = regs` after `cp_stop_hw(cp)` whose macros write through it):
+/// the assignment is the cause, use-before-set in the caller.
 std::optional<Hypothesis> field_set_after_call(const std::vector<Location>& where, const Location& fault, const SourceView& src,
                                                const fs::path& tree) {
   auto members = dereferenced_members(src, fault.line);
+  members.merge(members_in_macros(src, fault.line, tree));
   if (members.empty()) return std::nullopt;
   bool below = false;
   for (const auto& c : where) {
@@ -868,6 +912,8 @@ std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Loca
     for (auto& h : count_hypotheses(base("loop-bound", ""), *src, symbol)) out.push_back(std::move(h));
   if (src && src->fn && exact && out.empty() && memory_fault && r.kind != CrashKind::kasan_out_of_bounds)
     if (auto h = field_set_after_call(where, *fault, *src, tree)) out.push_back(std::move(*h));
+  if (src && exact)
+    if (auto h = pointer_sized(r, *fault, *src, tree)) out.insert(out.begin(), std::move(*h));
   if (src && exact && out.empty() &&
       (r.kind == CrashKind::hung_task || r.kind == CrashKind::soft_lockup || r.kind == CrashKind::rcu_stall ||
        r.kind == CrashKind::lockdep || r.nmi_hang()))

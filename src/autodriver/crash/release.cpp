@@ -203,24 +203,33 @@ std::vector<csrc::Token> macro_body(const std::vector<csrc::Token>& t, const std
   return {};
 }
 
-void members_in(const std::vector<csrc::Token>& file, const std::vector<csrc::Token>& toks, int depth,
+/// The body of the first `#define name(...)` of `files`, in their order; empty when none has one.
+std::vector<csrc::Token> macro_body(const std::vector<const std::vector<csrc::Token>*>& files, const std::string& name) {
+  for (const auto* f : files)
+    if (auto body = macro_body(*f, name); !body.empty()) return body;
+  return {};
+}
+
+void members_in(const std::vector<const std::vector<csrc::Token>*>& files, const std::vector<csrc::Token>& toks, int depth,
                 std::set<std::string>& out) {
   for (std::size_t i = 0; i < toks.size(); ++i) {
     if (toks[i].kind != csrc::TokKind::ident) continue;
     if (i > 0 && is_member_access(toks[i - 1].text)) out.insert(toks[i].text);
     else if (depth > 0 && i + 1 < toks.size() && toks[i + 1].text == "(")
-      if (auto body = macro_body(file, toks[i].text); !body.empty()) members_in(file, body, depth - 1, out);
+      if (auto body = macro_body(files, toks[i].text); !body.empty()) members_in(files, body, depth - 1, out);
   }
 }
 
 } // namespace
 
-std::set<std::string> members_read_on(const std::vector<csrc::Token>& t, int line) {
+std::set<std::string> members_read_on(const std::vector<csrc::Token>& t, int line, const std::vector<DriverFile>& headers) {
   std::vector<csrc::Token> on;
   for (const auto& tok : t)
     if (tok.line == line && tok.kind != csrc::TokKind::pp_line) on.push_back(tok);
+  std::vector<const std::vector<csrc::Token>*> files{&t};
+  for (const auto& h : headers) files.push_back(&h.toks);
   std::set<std::string> out;
-  members_in(t, on, 2, out);
+  members_in(files, on, 2, out);
   return out;
 }
 

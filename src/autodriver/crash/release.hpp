@@ -71,8 +71,9 @@ std::optional<ReleaseBeforeUse> release_before_use(const std::vector<csrc::Token
                                                    const ReleaseOracle& releases);
 
 /// The members line `line` of a file reads (`->m`, `.m`), also through the function-like macros
-/// of the same file it calls (`cpr8(Cmd)` reading `cp->regs` in its body; two levels deep).
-std::set<std::string> members_read_on(const std::vector<csrc::Token>& t, int line);
+/// of the same file or of `headers` (the driver's own) it calls (`cpr8(Cmd)` reading `cp->regs`
+/// in its body, `er32(RCTL)` of a header reading `hw->hw_addr`; two levels deep).
+std::set<std::string> members_read_on(const std::vector<csrc::Token>& t, int line, const std::vector<DriverFile>& headers = {});
 
 /// The object path argument `n` of a call is (`adapter->mmioBase`), or "" when it is anything else.
 std::string argument_path(const std::vector<csrc::Token>& t, const csrc::Call& c, std::size_t n);

@@ -1,5 +1,6 @@
 #include "autodriver/crash/repair.hpp"
 
+#include "autodriver/crash/alloc_size.hpp"
 #include "autodriver/crash/lock.hpp"
 #include "autodriver/crash/release.hpp"
 
@@ -298,55 +299,100 @@ std::optional<RepairEdit> drop_repeat(const Hypothesis& h, const std::string& te
   return std::nullopt;
 }
 
+/// The object path whose last member is toks[i] (`adapter->` of `adapter->tx_ring`), "" when the
+/// member is not reached through `->`/`.` from an identifier.
+std::string member_base(const std::vector<csrc::Token>& toks, std::size_t i) {
+  std::string base;
+  while (i >= 2 && (toks[i - 1].text == "->" || toks[i - 1].text == ".") && toks[i - 2].kind == csrc::TokKind::ident) {
+    base = toks[i - 2].text + toks[i - 1].text + base;
+    i -= 2;
+  }
+  return base;
+}
+
 /// A copy-pasted release (`kfree(a->x); kfree(a->x);` where the second meant `a->y`): deleting the
-/// second call ends the crash and keeps the leak. When the repeated argument is a member and the
-/// file assigns exactly one other member from a call (`->y = alloc(...)`) that it never passes to
-/// the same release anywhere, the second call releases that member instead. nullopt otherwise.
+/// second call ends the crash and keeps the leak. The member the copied line should have named:
+/// the one other member of the same object set from the same allocation call as x (`a->y =
+/// kcalloc(...)` beside `a->x = kcalloc(...)`) that the function releasing x twice never releases;
+/// else the one member the file sets from any call and never passes to the release. The second
+/// call then releases it. nullopt when neither names exactly one.
 std::optional<RepairEdit> retarget_repeat(const Hypothesis& h, const std::string& text) {
   if (h.variable.find_first_of(".-") == std::string::npos) return std::nullopt; // a member path only
   const std::string member = csrc::last_member(h.variable);
   if (member.empty()) return std::nullopt;
   const std::string base = h.variable.substr(0, h.variable.size() - member.size());
   auto toks = csrc::tokenize(text);
-  std::set<std::string> allocated, released;
-  std::map<std::string, int> first_set;
+  const auto units = csrc::find_units(toks);
+  const csrc::Unit* here = nullptr;
+  for (const auto& u : units)
+    if (u.kind == csrc::UnitKind::function && toks[u.first].line <= h.line && toks[u.last].line >= h.line) here = &u;
+  if (!here) return std::nullopt;
+  std::map<std::string, int> first_set;              // member -> line it is first set from a call
+  std::map<std::string, std::set<std::string>> from; // member of `base` -> the calls it is set from
   for (std::size_t i = 1; i + 3 < toks.size(); ++i) {
     if (toks[i].kind != csrc::TokKind::ident || (toks[i - 1].text != "->" && toks[i - 1].text != ".")) continue;
     // `->y = f(` : y holds what a call returned.
     if (toks[i + 1].text == "=" && toks[i + 2].kind == csrc::TokKind::ident && toks[i + 3].text == "(") {
-      allocated.insert(toks[i].text);
       first_set.emplace(toks[i].text, toks[i].line);
+      if (member_base(toks, i) == base) from[toks[i].text].insert(toks[i + 2].text);
     }
   }
-  for (const auto& u : csrc::find_units(toks)) {
+  std::set<std::string> released, released_here;
+  for (const auto& u : units) {
     if (u.kind != csrc::UnitKind::function) continue;
     for (const auto& c : csrc::find_calls(toks, u.body, u.last))
       if (c.callee == h.callee && !c.arg_toks.empty()) {
         const auto [a, b] = c.arg_toks[0];
-        if (b > a && (toks[b - 1].text == "->" || toks[b - 1].text == ".")) released.insert(toks[b].text);
+        if (b <= a || (toks[b - 1].text != "->" && toks[b - 1].text != ".")) continue;
+        released.insert(toks[b].text);
+        if (&u == here) released_here.insert(toks[b].text);
       }
   }
   std::vector<std::string> leaked;
-  for (const auto& m : allocated)
-    if (m != member && !released.count(m)) leaked.push_back(m);
+  for (const auto& [m, calls] : from) {
+    bool same_call = false;
+    for (const auto& c : calls) same_call = same_call || from[member].count(c);
+    if (m != member && same_call && !released_here.count(m)) leaked.push_back(m);
+  }
+  if (leaked.size() != 1) {
+    leaked.clear();
+    for (const auto& [m, line] : first_set)
+      if (m != member && !released.count(m)) leaked.push_back(m);
+  }
   if (leaked.size() != 1) return std::nullopt;
-  for (const auto& u : csrc::find_units(toks)) {
-    if (u.kind != csrc::UnitKind::function || toks[u.first].line > h.line || toks[u.last].line < h.line) continue;
-    auto rc = repeated_call(toks, u, h.line);
-    if (!rc || rc->call.callee != h.callee || rc->call.var != h.variable) return std::nullopt;
-    // The member token of the second call's first argument.
-    std::size_t at = rc->call.first + 2;
-    while (at < rc->call.last && toks[at].text != member) ++at;
-    if (at >= rc->call.last) return std::nullopt;
+  auto rc = repeated_call(toks, *here, h.line);
+  if (!rc || rc->call.callee != h.callee || rc->call.var != h.variable) return std::nullopt;
+  // The member token of the second call's first argument.
+  std::size_t at = rc->call.first + 2;
+  while (at < rc->call.last && toks[at].text != member) ++at;
+  if (at >= rc->call.last) return std::nullopt;
+  RepairEdit e;
+  e.kind = h.kind;
+  e.file = h.file;
+  e.new_text = text.substr(0, toks[at].begin) + leaked[0] + text.substr(toks[at].end);
+  e.description = fmt::format("{}() called {}({}) a second time at {}:{} (first at line {}), and never releases {}{}, which "
+                              "the driver sets from a call at line {}: the second call releases {}{} (a copied line that "
+                              "kept the wrong member)",
+                              h.function, h.callee, h.variable, h.file, rc->again_line, rc->first_line, base, leaked[0],
+                              first_set[leaked[0]], base, leaked[0]);
+  e.evidence = h.evidence;
+  return e;
+}
+
+/// An allocation sized by its own pointer (`p = kcalloc(n, sizeof(p), ...)`) sized by what it
+/// points to instead (`sizeof(*p)`). nullopt when the statement at the hypothesis's line is not one.
+std::optional<RepairEdit> size_by_target(const Hypothesis& h, const std::string& text) {
+  DriverFile f{h.file, csrc::tokenize(text), {}};
+  f.units = csrc::find_units(f.toks);
+  for (const auto& a : pointer_sized_allocs({f})) {
+    if (a.line != h.set_line || a.target != h.variable) continue;
     RepairEdit e;
     e.kind = h.kind;
     e.file = h.file;
-    e.new_text = text.substr(0, toks[at].begin) + leaked[0] + text.substr(toks[at].end);
-    e.description = fmt::format("{}() called {}({}) a second time at {}:{} (first at line {}), and the driver never releases "
-                                "{}{}, which it sets from a call at line {}: the second call releases {}{} (a copied "
-                                "line that kept the wrong member)",
-                                h.function, h.callee, h.variable, h.file, rc->again_line, rc->first_line, base, leaked[0],
-                                first_set[leaked[0]], base, leaked[0]);
+    e.new_text = text.substr(0, a.size_at) + "*" + text.substr(a.size_at);
+    e.description = fmt::format("{}() allocated {} with sizeof({}), the size of a pointer: it is sized by what it points to "
+                                "(sizeof(*{})) at {}:{}",
+                                h.function, h.variable, h.variable, h.variable, h.file, h.set_line);
     e.evidence = h.evidence;
     return e;
   }
@@ -645,6 +691,7 @@ std::vector<RepairEdit> propose_repairs(const std::vector<Hypothesis>& hyps, con
     else if (h.kind == "loop-bound") e = bound_loop(h, *text);
     else if (h.kind == "managed-release") e = drop_managed_release(h, *text);
     else if (h.kind == "teardown-order") e = move_before(h, *text);
+    else if (h.kind == "alloc-size") e = size_by_target(h, *text);
     if (e && e->new_text != *text) out.push_back(std::move(*e));
   }
   return out;

@@ -61,6 +61,7 @@ bound() {
   if (spec.unload)
     for (auto it = spec.modules.rbegin(); it != spec.modules.rend(); ++it)
       s += fmt::format("grep -q '^{0} ' /proc/modules && {{ rmmod {0} 2>&1; echo \"@@AD rmmod {0} rc=$?\"; }}\n", it->name);
+  if (spec.unload && !spec.modules.empty()) s += fmt::format("sleep {:.1f}\n", spec.unload_settle_seconds);
   s += "echo \"@@AD dmesg-begin\"\ndmesg\necho \"@@AD dmesg-end\"\necho \"@@AD done\"\npoweroff -f\n";
   return s;
 }

@@ -20,6 +20,9 @@ struct InitramfsSpec {
   std::vector<ModuleFile> modules; ///< the driver's own modules, in load order
   bool unload = true;              ///< rmmod the driver's modules (reverse order) after the checks
   double settle_seconds = 0.3;     ///< wait after insmod so that deferred probes can run
+  /// Wait after the unload so that a timer or work the module left armed fires while the machine
+  /// still runs (drivers' watchdogs rearm every 2 s, rounded up to a whole second).
+  double unload_settle_seconds = 3.0;
   /// A reproducer run once the modules are loaded: a static executable, or a script run by sh.
   std::string repro;
   bool repro_executable = false;
