@@ -1679,3 +1679,48 @@ TEST(CrashLocalize, MembersReadThroughTheDriversHeaderMacros) {
   EXPECT_FALSE(crash::members_read_on(toks, 4).count("hw_addr"));
   EXPECT_TRUE(crash::members_read_on(toks, 4, crash::read_driver(t.path(), ".h")).count("hw_addr"));
 }
+
+// A released member path is still used by a later call handed its object (`reset(hw)` writes the
+// registers `hw->regs` maps): the release moves after that call too, not just after the call the
+// crash went through; a call handed what the object derives from (`free_dev(dev)`) is no such use.
+TEST(CrashRepair, AReleasedMemberMovesAfterTheCallsHandedItsObject) {
+  Tree t("static void rm(struct dev *dev)\n{\n\tstruct hw *hw = dev_hw(dev);\n\n\tiounmap(hw->regs);\n"
+         "\tunregister_dev(dev);\n\treset(hw);\n\tkfree(hw->ring);\n\tfree_dev(dev);\n}\n");
+  crash::Hypothesis h{"use-after-release", "", "rm", "drv.c", 6, {}};
+  h.variable = "hw->regs";
+  h.set_line = 5;
+  h.callee = "iounmap";
+  auto reps = crash::propose_repairs({h}, t.path(), {});
+  ASSERT_FALSE(reps.empty());
+  EXPECT_NE(reps[0].new_text.find("\tunregister_dev(dev);\n\treset(hw);\n\tiounmap(hw->regs);\n\tkfree(hw->ring);\n"),
+            std::string::npos)
+      << reps[0].new_text;
+}
+
+// remove reads its object back with a getter whose setter no function of the driver calls: the
+// NULL is "never stored", and the setter goes in probe (the same table, the same parameter type)
+// right after the object is allocated and tested, with probe's own parameter.
+TEST(CrashRepair, AValueNeverStoredForItsGetterIsStoredWhereItIsMade) {
+  const std::string probe = "static int w_probe(struct pci_dev *dev, const struct pci_device_id *id)\n{\n"
+                            "\tstruct w_dev *w;\n\n\tw = devm_kzalloc(&dev->dev, sizeof(*w), GFP_KERNEL);\n\tif (!w)\n"
+                            "\t\treturn -ENOMEM;\n\tw->n = 1;\n\treturn 0;\n}\n";
+  const std::string remove = "static void w_remove(struct pci_dev *pdev)\n{\n\tstruct w_dev *w = dev_get_drvdata(&pdev->dev);\n"
+                             "\n\tw_stop(w->n);\n}\n";
+  const std::string table = "static struct pci_driver w_driver = {\n\t.probe = w_probe,\n\t.remove = w_remove,\n};\n";
+  Tree t(probe + remove + table);
+  auto r = null_report("w_remove", 15);
+  auto h = hyps_of(r, t);
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "never-set");
+  EXPECT_EQ(h[0].function, "w_probe");
+  auto reps = crash::propose_repairs(h, t.path(), {});
+  ASSERT_FALSE(reps.empty());
+  EXPECT_NE(reps[0].new_text.find("\tif (!w)\n\t\treturn -ENOMEM;\n\tdev_set_drvdata(&dev->dev, w);\n\tw->n = 1;\n"),
+            std::string::npos)
+      << reps[0].new_text;
+  // A driver that stores it (any setter of the family) gets the unchecked-result question instead.
+  Tree set(probe + remove + table + "static void w_keep(struct pci_dev *p, struct w_dev *w)\n{\n\tpci_set_drvdata(p, w);\n}\n");
+  auto hs = hyps_of(r, set);
+  ASSERT_FALSE(hs.empty());
+  EXPECT_NE(hs[0].kind, "never-set");
+}

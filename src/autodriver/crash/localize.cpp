@@ -2,6 +2,7 @@
 
 #include "autodriver/crash/alloc_size.hpp"
 #include "autodriver/crash/driver_files.hpp"
+#include "autodriver/crash/never_set.hpp"
 #include "autodriver/crash/tail_call.hpp"
 #include "autodriver/crash/teardown.hpp"
 #include "autodriver/csrc/tokens.hpp"
@@ -692,6 +693,9 @@ void rank_by_hypotheses(std::vector<Location>& where, const std::vector<Hypothes
     cause.line = h.set_line;
     cause.why =
         fmt::format("releases {} with {}() before the use at line {} (the driver's source)", h.variable, h.callee, h.line);
+  } else if (h.kind == "never-set") {
+    cause.line = h.line;
+    cause.why = fmt::format("makes {} and never stores it with {}() (the driver's source)", h.variable, h.callee);
   } else if (h.kind == "alloc-size") {
     cause.line = h.set_line;
     cause.why = fmt::format("allocates {} with the size of a pointer (the driver's source)", h.variable);
@@ -802,6 +806,25 @@ std::optional<Hypothesis> pointer_sized(const CrashReport& r, const Location& fa
     return h;
   }
   return std::nullopt;
+}
+
+/// A NULL read back through a getter whose setter the driver never calls (never_set): the
+/// setter goes where the value is made.
+std::optional<Hypothesis> never_set_hypothesis(const Hypothesis& unchecked, const Location& fault, const std::string& fn,
+                                               const fs::path& tree) {
+  auto ns = never_set(read_driver(tree), fault.file, fn, unchecked.variable, unchecked.callee);
+  if (!ns) return std::nullopt;
+  Hypothesis h{"never-set", "", ns->function, ns->file, ns->made_line, {}};
+  h.variable = unchecked.variable;
+  h.set_line = ns->after_line;
+  h.callee = ns->setter;
+  h.call = ns->statement;
+  h.statement = fmt::format("{}() reads {} back with {}() at {}:{} and gets NULL: no function of the driver calls a "
+                            "*{}() to store it; {}() makes it at {}:{}",
+                            fn, unchecked.variable, unchecked.callee, fault.file, unchecked.set_line,
+                            ns->setter.substr(ns->setter.rfind("set")), ns->function, ns->file, ns->made_line);
+  h.evidence = unchecked.evidence;
+  return h;
 }
 
 /// Members the line reads only inside the driver's function-like macros it calls (`cpw16(...)`
@@ -931,6 +954,8 @@ std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Loca
   case CrashKind::oops: {
     std::optional<Hypothesis> pointer;
     if (src && exact) pointer = pointer_hypothesis(r, *fault, *src);
+    if (pointer && pointer->kind == "unchecked-result" && src->fn && !tree.empty())
+      if (auto h = never_set_hypothesis(*pointer, *fault, src->fn->name, tree)) out.push_back(std::move(*h));
     if (pointer) out.push_back(std::move(*pointer));
     else
       out.push_back(base(

@@ -218,11 +218,25 @@ std::optional<RepairEdit> move_release(const Hypothesis& h, const std::string& t
     auto call = call_statement(toks, sts[rel].first, sts[rel].second);
     if (!call || call->var != h.variable) return std::nullopt;
     auto names = derived_names(toks, u, call->var);
+    // A released member (`iounmap(hw->hw_addr)`) is also used by a call handed its object
+    // (`e1000_phy_hw_reset(hw)` writes the registers through it).
+    const std::string member = csrc::last_member(call->var);
+    const std::string base =
+        member.empty() || member == call->var
+            ? ""
+            : call->var.substr(0, call->var.size() - member.size() - (call->var.ends_with("->" + member) ? 2 : 1));
+    const auto hands_base = [&](std::size_t k) {
+      if (base.empty()) return false;
+      for (const auto& c : csrc::find_calls(toks, sts[k].first, sts[k].second))
+        for (std::size_t n = 0; n < c.arg_toks.size(); ++n)
+          if (argument_path(toks, c, n) == base) return true;
+      return false;
+    };
     std::size_t last_use = rel;
     for (std::size_t k = rel + 1; k < sts.size(); ++k)
       if (to_end
               ? toks[sts[k].first].text != "return"
-              : reads_any(toks, sts[k].first, sts[k].second, names) ||
+              : reads_any(toks, sts[k].first, sts[k].second, names) || hands_base(k) ||
                     (toks[sts[k].first].line <= h.line && h.line <= toks[sts[k].second].line)) // the use, or the call reaching it
         last_use = k;
     if (last_use == rel || toks[sts[last_use].first].text == "return") return std::nullopt;
@@ -397,6 +411,27 @@ std::optional<RepairEdit> size_by_target(const Hypothesis& h, const std::string&
     return e;
   }
   return std::nullopt;
+}
+
+/// The setter the driver never called (never-set) after the statement ending on `set_line`, with
+/// the indentation of the value's assignment (`line`).
+std::optional<RepairEdit> add_setter(const Hypothesis& h, const std::string& text) {
+  const auto lines = util::split_lines(text);
+  if (h.call.empty() || h.line <= 0 || h.set_line < h.line || static_cast<std::size_t>(h.set_line) > lines.size())
+    return std::nullopt;
+  const std::string_view made = lines[static_cast<std::size_t>(h.line) - 1];
+  const std::string indent(made.substr(0, made.find_first_not_of(" \t")));
+  std::vector<std::string_view> out(lines.begin(), lines.end());
+  const std::string added = indent + h.call;
+  out.insert(out.begin() + h.set_line, added);
+  RepairEdit e;
+  e.kind = h.kind;
+  e.file = h.file;
+  e.new_text = join_lines(out, text.ends_with('\n'));
+  e.description = fmt::format("{}() makes {} and nothing stores it for {}: {} goes after {}:{}", h.function, h.variable, h.callee,
+                              h.call, h.file, h.set_line);
+  e.evidence = h.evidence;
+  return e;
 }
 
 /// The leading blanks of the line holding byte `at`.
@@ -692,6 +727,7 @@ std::vector<RepairEdit> propose_repairs(const std::vector<Hypothesis>& hyps, con
     else if (h.kind == "managed-release") e = drop_managed_release(h, *text);
     else if (h.kind == "teardown-order") e = move_before(h, *text);
     else if (h.kind == "alloc-size") e = size_by_target(h, *text);
+    else if (h.kind == "never-set") e = add_setter(h, *text);
     if (e && e->new_text != *text) out.push_back(std::move(*e));
   }
   return out;
