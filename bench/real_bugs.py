@@ -58,7 +58,8 @@ mutants already there (resumable). `--report` prints the table of WORK/results.j
 
 With --hand FILE (bench/hand_bugs.json) the mutants are bugs written by hand instead: each states
 its driver, file, text edits and what a correct repair looks like besides the edit reverted (the
-file's "about" says how it is read); rows are reported by the bug's shape, split "hand".
+file's "about" says how it is read); rows are reported by the bug's shape, split "hand-dev" or
+"hand-test" as the bug states.
 
   bench/real_bugs.py [--kernel 6.12] [--split dev] [--per-op 3] [--runs 3] [--only DRIVER]
                      [--op OP] [--hand FILE] [-o WORK] [--list] [--report]
@@ -701,6 +702,7 @@ def main():
                    "file": m["file"], "function": m["function"], "what": m["what"], "lines": m["lines"]}
             if "bug" in m:
                 row["bug"] = m["bug"]
+                row["split"] = "hand-" + m["bug"].get("split", "dev")
             if a.list:
                 print("%-14s %-5s %-17s %-28s %s %s" % (name, split, m["op"], m["function"], m["what"], m["lines"]))
                 continue
@@ -728,7 +730,7 @@ def main():
                 fh.write(json.dumps(row) + "\n")
             done[digest] = row
     if not a.list:
-        report([r for r in done.values() if (r["split"] == "hand") == bool(a.hand) and
+        report([r for r in done.values() if r["split"].startswith("hand") == bool(a.hand) and
                 (a.hand or a.split == "all" or r["split"] == a.split)])
 
 
