@@ -803,6 +803,19 @@ TEST(CrashRepair, ATimerRemoveNeverStopsIsStoppedFirstInRemove) {
           "\tdel_timer_sync(&priv->timer);\n}\n"
           "static struct platform_driver w = {\n\t.probe = w_probe,\n\t.remove = w_remove,\n};\n");
   EXPECT_TRUE(crash::hypothesize(r, where, ok.path(), {}, {}, {}, crash::teardown_oracle(k->path())).empty());
+  // The teardown goes where the driver already ends its other timers (a helper remove calls), not
+  // in the first helper that can name the object.
+  Tree two("static int w_probe(struct platform_device *pdev)\n{\n\tstruct w_priv *wp = devm_kzalloc(&pdev->dev, 8, 0);\n"
+           "\ttimer_setup(&wp->timer, w_tick, 0);\n\ttimer_setup(&wp->other, w_tick, 0);\n\treturn 0;\n}\n"
+           "static void w_mng(struct w_priv *p)\n{\n\tp->n = 0;\n}\n"
+           "static void w_halt(struct w_priv *p)\n{\n\ttimer_delete_sync(&p->other);\n}\n"
+           "static void w_remove(struct platform_device *pdev)\n{\n\tstruct w_priv *priv = platform_get_drvdata(pdev);\n"
+           "\tw_mng(priv);\n\tw_halt(priv);\n}\n"
+           "static struct platform_driver w = {\n\t.probe = w_probe,\n\t.remove = w_remove,\n};\n");
+  auto h2 = crash::hypothesize(r, where, two.path(), {}, {}, {}, crash::teardown_oracle(k->path()));
+  ASSERT_EQ(h2.size(), 1u);
+  EXPECT_EQ(h2[0].function, "w_halt");
+  EXPECT_EQ(h2[0].call, "timer_delete_sync(&p->timer)");
 }
 
 TEST(CrashLocalize, AFrameLostToATailCallIsFoundThroughTheMemberTheKernelCalls) {

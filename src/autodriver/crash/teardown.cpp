@@ -308,8 +308,11 @@ std::vector<MissingTeardown> missing_teardowns(const std::vector<DriverFile>& fi
         const std::string path = type.empty() ? arg.substr(1) : arg;
         const std::string base = path.substr(0, path.find_first_of("-."));
         const std::string base_type = type.empty() ? csrc::declared_type(t, *s, base) : type;
-        // module_init's registrations end in module_exit; the others in remove and below.
+        // module_init's registrations end in module_exit; the others in remove and below; first
+        // where the driver already makes that teardown call for something else (its other works
+        // cancelled in one helper), rather than in the first function that can name the object.
         auto order = down;
+        std::stable_partition(order.begin(), order.end(), [&](const csrc::Unit* d) { return calls_in(t, {d}, p.release); });
         const bool in_init = registered(t, "module_init") == s->name;
         std::stable_partition(order.begin(), order.end(),
                               [&](const csrc::Unit* d) { return (registered(t, "module_exit") == d->name) == in_init; });
