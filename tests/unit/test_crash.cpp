@@ -816,6 +816,21 @@ TEST(CrashRepair, ATimerRemoveNeverStopsIsStoppedFirstInRemove) {
   ASSERT_EQ(h2.size(), 1u);
   EXPECT_EQ(h2[0].function, "w_halt");
   EXPECT_EQ(h2[0].call, "timer_delete_sync(&p->timer)");
+  // Armed again by the helper .ndo_open calls: ended in the function that undoes that helper (the
+  // one making the calls of its unwind ladder), not in remove.
+  Tree up("static int w_probe(struct platform_device *pdev)\n{\n\tstruct w_priv *wp = devm_kzalloc(&pdev->dev, 8, 0);\n"
+          "\ttimer_setup(&wp->timer, w_tick, 0);\n\treturn 0;\n}\n"
+          "static int w_up(struct w_priv *p)\n{\n\tint err = w_alloc(p);\n\n\tif (err)\n\t\treturn err;\n"
+          "\tmod_timer(&p->timer, 1);\n\terr = w_irq(p);\n\tif (err)\n\t\tgoto err_timer;\n\treturn 0;\n"
+          "err_timer:\n\ttimer_delete_sync(&p->timer);\n\tw_free(p);\n\treturn err;\n}\n"
+          "static void w_down(struct w_priv *p)\n{\n\tw_noirq(p);\n\tw_free(p);\n}\n"
+          "static void w_remove(struct platform_device *pdev)\n{\n\tstruct w_priv *priv = platform_get_drvdata(pdev);\n"
+          "\tw_stop(priv);\n}\n"
+          "static struct platform_driver w = {\n\t.probe = w_probe,\n\t.remove = w_remove,\n};\n");
+  auto h3 = crash::hypothesize(r, where, up.path(), {}, {}, {}, crash::teardown_oracle(k->path()));
+  ASSERT_FALSE(h3.empty());
+  EXPECT_EQ(h3[0].function, "w_down");
+  EXPECT_EQ(h3[0].call, "timer_delete_sync(&p->timer)");
 }
 
 TEST(CrashLocalize, AFrameLostToATailCallIsFoundThroughTheMemberTheKernelCalls) {

@@ -362,16 +362,20 @@ std::vector<Hypothesis> cleanup_hypotheses(const CrashReport& r, const std::vect
 /// functions and the driver's teardown functions never end (`teardowns`, see teardown.hpp).
 std::vector<Hypothesis> teardown_hypotheses(const CrashReport& r, const std::vector<DriverFile>& files,
                                             const PairOracle& teardowns, const std::set<std::string>& types = {},
-                                            const std::string& why = "the crash runs code of a module that is gone") {
+                                            const std::string& why = "the crash runs code of a module that is gone",
+                                            const PairOracle& undos = {}) {
   std::vector<Hypothesis> out;
-  auto found = missing_teardowns(files, teardowns, types);
+  auto found = missing_teardowns(files, teardowns, types, undos);
   // A registration of an object the faulting function is handed goes first, the kernel's surest
   // pairs first; one the driver ends nowhere before one it ends elsewhere (a timer its .ndo_stop
-  // deletes).
+  // deletes), and one it arms again outside setup before both.
   auto sure = [](const MissingTeardown& m) { return double(m.evidence.released) / std::max(1, m.evidence.calls); };
   std::stable_sort(found.begin(), found.end(),
                    [&](const MissingTeardown& a, const MissingTeardown& b) { return sure(a) > sure(b); });
   std::stable_partition(found.begin(), found.end(), [](const MissingTeardown& m) { return !m.ended_elsewhere; });
+  // A member the driver arms again outside setup (a timer its .ndo_open helper starts) before one
+  // it only sets up: the crash came from something running.
+  std::stable_partition(found.begin(), found.end(), [](const MissingTeardown& m) { return m.armed; });
   std::stable_partition(found.begin(), found.end(), [](const MissingTeardown& m) { return !m.object_type.empty(); });
   for (const auto& m : found) {
     Hypothesis h;
@@ -573,9 +577,10 @@ std::vector<Hypothesis> left_behind_hypotheses(const CrashReport& r, const fs::p
                                                const PairOracle& teardowns) {
   const bool gone_code = module_address(r);
   const auto files = read_driver(tree);
-  auto out = gone_code ? teardown_hypotheses(r, files, teardowns)
-                       : teardown_hypotheses(r, files, teardowns, {"*"},
-                                             "the crash has no frame of the driver: the kernel reached what it left behind");
+  auto out = gone_code
+                 ? teardown_hypotheses(r, files, teardowns, {}, "the crash runs code of a module that is gone", undos)
+                 : teardown_hypotheses(r, files, teardowns, {"*"},
+                                       "the crash has no frame of the driver: the kernel reached what it left behind", undos);
   if (gone_code)
     for (auto& h : cleanup_hypotheses(r, files, undos)) out.push_back(std::move(h));
   return out;

@@ -85,6 +85,62 @@ bool calls_in(const std::vector<csrc::Token>& t, const std::vector<const csrc::U
   return false;
 }
 
+/// The calls that undo what function `a` does: those under its own error labels (its unwind
+/// ladder: `err_irq: e100_clean_cbs(nic);`) and the kernel drivers' undo calls of its calls
+/// (`request_irq` -> `free_irq`, undo_pair).
+std::set<std::string> undo_calls_of(const std::vector<csrc::Token>& t, const csrc::Unit& a, const PairOracle& undos) {
+  std::set<std::string> out;
+  bool ladder = false;
+  for (std::size_t i = a.body + 1; i + 1 < a.last; ++i) {
+    // A label: `name :` at the start of a statement (not `? :`, not a case).
+    if (t[i].kind == csrc::TokKind::ident && t[i + 1].text == ":" && t[i].text != "default" &&
+        (t[i - 1].text == ";" || t[i - 1].text == "{" || t[i - 1].text == "}"))
+      ladder = true;
+    if (t[i].kind != csrc::TokKind::ident || t[i + 1].text != "(") continue;
+    if (ladder) out.insert(t[i].text);
+    else if (undos) {
+      if (auto p = undos(t[i].text); undone(p)) out.insert(p.release);
+    }
+  }
+  return out;
+}
+
+/// The function of the file that undoes what `a` does (a .ndo_stop helper for the .ndo_open helper
+/// that arms a timer): the other function making the most distinct calls of undo_calls_of(a), at
+/// least one, alone at the top; nullptr otherwise.
+const csrc::Unit* counterpart(const std::vector<csrc::Token>& t, const std::vector<csrc::Unit>& units, const csrc::Unit& a,
+                              const PairOracle& undos) {
+  const auto undo = undo_calls_of(t, a, undos);
+  const csrc::Unit* best = nullptr;
+  std::size_t most = 0;
+  bool tie = false;
+  for (const auto& u : units) {
+    if (u.kind != csrc::UnitKind::function || u.name == a.name) continue;
+    std::set<std::string> made;
+    for (const auto& c : csrc::find_calls(t, u.body, u.last))
+      if (undo.count(c.callee)) made.insert(c.callee);
+    if (made.size() > most) best = &u, most = made.size(), tie = false;
+    else if (made.size() == most && most > 0) tie = true;
+  }
+  return tie ? nullptr : best;
+}
+
+/// The counterpart (above) of a function outside `setup` that names `member` in a call other than
+/// `setup_call` and `release` (arms it: `mod_timer(&p->member, ...)`), the first found; nullptr
+/// when none arms it there or no counterpart stands out.
+const csrc::Unit* armed_counterpart(const DriverFile& f, const std::vector<const csrc::Unit*>& setup, const std::string& member,
+                                    const std::string& setup_call, const std::string& release, const PairOracle& undos) {
+  for (const auto& u : f.units) {
+    if (u.kind != csrc::UnitKind::function || std::find(setup.begin(), setup.end(), &u) != setup.end()) continue;
+    for (const auto& c : csrc::find_calls(f.toks, u.body, u.last)) {
+      const std::string arg = first_arg(c);
+      if (c.callee == setup_call || c.callee == release || !addressed(arg) || csrc::last_member(arg) != member) continue;
+      if (const auto* b = counterpart(f.toks, f.units, u, undos); b && b->name != u.name) return b;
+    }
+  }
+  return nullptr;
+}
+
 /// The variable is named again after token `at` in the function (the object outlives a call there).
 bool named_after(const std::vector<csrc::Token>& t, const csrc::Unit& fn, std::size_t at, const std::string& name) {
   for (std::size_t i = at + 1; i < fn.last; ++i)
@@ -276,7 +332,7 @@ PairOracle teardown_oracle(const fs::path& kernel_src) {
 }
 
 std::vector<MissingTeardown> missing_teardowns(const std::vector<DriverFile>& files, const PairOracle& teardowns,
-                                               const std::set<std::string>& types) {
+                                               const std::set<std::string>& types, const PairOracle& undos) {
   std::vector<MissingTeardown> out;
   if (!teardowns) return out;
   for (const auto& f : files) {
@@ -316,6 +372,10 @@ std::vector<MissingTeardown> missing_teardowns(const std::vector<DriverFile>& fi
         const bool in_init = registered(t, "module_init") == s->name;
         std::stable_partition(order.begin(), order.end(),
                               [&](const csrc::Unit* d) { return (registered(t, "module_exit") == d->name) == in_init; });
+        // A member armed again outside setup (`mod_timer(&nic->watchdog, ...)` in the .ndo_open
+        // helper) is ended by the function that undoes that one (the .ndo_stop helper) first.
+        const csrc::Unit* armed = type.empty() ? armed_counterpart(f, setup, key, c.callee, p.release, undos) : nullptr;
+        if (armed) order.insert(order.begin(), armed);
         for (const auto* d : order) {
           std::string name = base_type.empty() ? base : variable_of_type(t, *d, base_type);
           const int at = after_declarations(t, *d);
@@ -339,6 +399,7 @@ std::vector<MissingTeardown> missing_teardowns(const std::vector<DriverFile>& fi
             return o.file == mt.file && o.object_type == type && !type.empty() && o.release == mt.release;
           });
           mt.in_entry = entry.count(s->name) > 0;
+          mt.armed = d == armed;
           if (same == out.end()) out.push_back(std::move(mt));
           else if (std::make_pair(mt.in_entry, mt.evidence.released * same->evidence.calls) >
                    std::make_pair(same->in_entry, same->evidence.released * mt.evidence.calls))

@@ -63,6 +63,7 @@ struct MissingTeardown {
   std::string object_type;      ///< a registration of a variable (`register_netdev(dev)`): its type; empty for a member
   bool ended_elsewhere = false; ///< some other function of the file (a .ndo_stop) ends the member
   bool in_entry = false;        ///< the setup is in the probe or init function itself, not a helper
+  bool armed = false;           ///< armed again outside setup, ended in the arming function's counterpart
   int insert_line = 0;          ///< the line it goes before (after the function's leading declarations)
   ScopedPair evidence;
 };
@@ -73,9 +74,12 @@ struct MissingTeardown {
 /// function as a variable of the same declared type (or a global, named as is). Setups of a
 /// variable (`register_netdev(dev)`) count when its declared type is one of `types` ("struct
 /// net_device *"; "*" any struct pointer) and no teardown function makes the kernel's call on a
-/// variable of that type.
+/// variable of that type. A member armed again outside setup (`mod_timer(&nic->watchdog, ...)` in
+/// the helper `.ndo_open` calls) is ended first in that function's counterpart: the function
+/// making the most distinct calls that undo it (its own unwind ladder's, and with `undos` the
+/// kernel drivers' undo calls of its calls: `request_irq` -> `free_irq`), the `.ndo_stop` helper.
 std::vector<MissingTeardown> missing_teardowns(const std::vector<DriverFile>& files, const PairOracle& teardowns,
-                                               const std::set<std::string>& types = {});
+                                               const std::set<std::string>& types = {}, const PairOracle& undos = {});
 
 /// Two statements of a teardown function in the wrong order: `later` undoes a setup step made
 /// after the one `first` undoes, so it must come first (teardown reverses setup). Which step a
