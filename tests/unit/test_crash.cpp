@@ -1746,6 +1746,14 @@ TEST(CrashRepair, AValueNeverStoredForItsGetterIsStoredWhereItIsMade) {
   EXPECT_NE(reps[0].new_text.find("\tif (!w)\n\t\treturn -ENOMEM;\n\tdev_set_drvdata(&dev->dev, w);\n\tw->n = 1;\n"),
             std::string::npos)
       << reps[0].new_text;
+  // A function of the table that only reads it back too (`x = pci_get_drvdata(...)`) does not make it.
+  Tree reads(remove +
+             "static int w_probe(struct pci_dev *dev, const struct pci_device_id *id)\n{\n"
+             "\tstruct w_dev *w = pci_get_drvdata(dev);\n\n\treturn w->n;\n}\n" +
+             table);
+  auto hr = hyps_of(null_report("w_remove", 5), reads);
+  ASSERT_FALSE(hr.empty());
+  EXPECT_NE(hr[0].kind, "never-set");
   // A driver that stores it (any setter of the family) gets the unchecked-result question instead.
   Tree set(probe + remove + table + "static void w_keep(struct pci_dev *p, struct w_dev *w)\n{\n\tpci_set_drvdata(p, w);\n}\n");
   auto hs = hyps_of(r, set);

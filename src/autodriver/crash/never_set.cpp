@@ -91,7 +91,8 @@ std::optional<NeverSet> never_set(const std::vector<DriverFile>& driver, const s
         std::string v;
         for (std::size_t i = sts[k].first; i + 2 < sts[k].second; ++i)
           if (f.toks[i].kind == csrc::TokKind::ident && f.toks[i + 1].text == "=" && f.toks[i + 2].kind == csrc::TokKind::ident &&
-              f.toks[i + 3].text == "(" && (i == sts[k].first || f.toks[i - 1].text == "*"))
+              f.toks[i + 3].text == "(" && (i == sts[k].first || f.toks[i - 1].text == "*") &&
+              !f.toks[i + 2].text.ends_with(getter.substr(get))) // read back, not made (`pci_get_drvdata()`)
             v = f.toks[i].text;
         if (v.empty() || csrc::declared_type(f.toks, u, v) != type) continue;
         std::size_t last = k;
