@@ -1698,6 +1698,27 @@ TEST(CrashRepair, AnAllocationSizedByItsPointerIsSizedByWhatItPointsTo) {
   r.detail = "Object already free";
   auto h2 = hyps_of(r, t);
   EXPECT_TRUE(h2.empty() || h2[0].kind != "alloc-size");
+  // A size kept in a local, and a chained assignment: the same pointer's size.
+  Tree local("static int pr(struct t *a)\n{\n\tint size = sizeof(a->ring);\n\n\ta->ring = kzalloc(size, GFP_KERNEL);\n"
+             "\treturn 0;\n}\nstatic void rm(struct t *a)\n{\n\tkfree(a->ring);\n}\n");
+  r.rip->line = 10;
+  r.detail = "Padding overwritten";
+  const auto hl = hyps_of(r, local);
+  ASSERT_FALSE(hl.empty());
+  EXPECT_EQ(std::make_pair(hl[0].kind, hl[0].set_line), std::make_pair(std::string("alloc-size"), 3));
+  Tree chain("static int pr(struct vdev *vdev)\n{\n\tstruct t *vb;\n\n\tvdev->priv = vb = kzalloc(sizeof(vb), GFP_KERNEL);\n"
+             "\treturn 0;\n}\n");
+  // No driver frame at all (the allocator's WARNING in its own check): the driver's only such site.
+  crash::CrashReport w;
+  w.kind = crash::CrashKind::warning;
+  w.headline = "WARNING: CPU: 0 PID: 1 at mm/slub.c:1300 slab_pad_check+0x1/0x2";
+  w.trace = {crash::Frame{"slab_pad_check", 0x1, 0x2, "", true, false, "", 0}};
+  auto hc = crash::hypothesize(w, crash::localize(w, {"drv"}, chain.path(), "/autodriver/tree"), chain.path());
+  ASSERT_FALSE(hc.empty());
+  EXPECT_EQ(hc[0].kind, "alloc-size");
+  auto rc = crash::propose_repairs(hc, chain.path(), {});
+  ASSERT_FALSE(rc.empty());
+  EXPECT_NE(rc[0].new_text.find("vdev->priv = vb = kzalloc(sizeof(*vb), GFP_KERNEL);"), std::string::npos) << rc[0].new_text;
 }
 
 TEST(CrashLocalize, MembersReadThroughTheDriversHeaderMacros) {

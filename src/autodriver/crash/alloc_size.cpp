@@ -2,6 +2,8 @@
 
 #include "autodriver/csrc/tokens.hpp"
 
+#include <set>
+
 namespace autodriver::crash {
 
 namespace {
@@ -21,6 +23,18 @@ std::string path_text(const std::vector<csrc::Token>& t, std::size_t first, std:
 } // namespace
 
 std::vector<PointerSizedAlloc> pointer_sized_allocs(const std::vector<DriverFile>& driver) {
+  // Paths the driver assigns a call's result to (`p->ring = kcalloc(...)`, also in a chain
+  // `vdev->priv = vb = kzalloc(...)`): pointers to memory, whose sizeof is a pointer's.
+  std::set<std::string> pointers;
+  for (const auto& f : driver) {
+    const auto& t = f.toks;
+    for (std::size_t eq = 1; eq + 2 < t.size(); ++eq) {
+      if (t[eq].text != "=" || t[eq + 1].kind != csrc::TokKind::ident || t[eq + 2].text != "(") continue;
+      std::size_t j = eq - 1;
+      while (j >= 2 && (t[j - 1].text == "->" || t[j - 1].text == ".") && t[j - 2].kind == csrc::TokKind::ident) j -= 2;
+      if (const auto p = path_text(t, j, eq - 1); !p.empty()) pointers.insert(p);
+    }
+  }
   std::vector<PointerSizedAlloc> out;
   for (const auto& f : driver) {
     const auto& t = f.toks;
@@ -29,18 +43,23 @@ std::vector<PointerSizedAlloc> pointer_sized_allocs(const std::vector<DriverFile
       const std::size_t close = csrc::matching_close(t, k + 1);
       if (close == std::string::npos || close < k + 3) continue;
       const std::string operand = path_text(t, k + 2, close - 1);
-      if (operand.empty()) continue;
-      // The statement holding it: `target = call(` from its start.
+      if (operand.empty() || !pointers.count(operand)) continue;
+      // The statement holding it sizes an allocation (`x = call(..., sizeof(p), ...)`) or keeps the
+      // size in a local (`int size = sizeof(p);`).
       std::size_t s = k;
       while (s > 0 && t[s - 1].text != ";" && t[s - 1].text != "{" && t[s - 1].text != "}") --s;
-      std::size_t eq = s;
-      while (eq < k && t[eq].text != "=") ++eq;
-      if (eq >= k || eq == s || eq + 2 >= k || t[eq + 1].kind != csrc::TokKind::ident || t[eq + 2].text != "(") continue;
-      if (path_text(t, s, eq - 1) != operand) continue;
+      std::string callee;
+      bool sized = false;
+      for (std::size_t eq = s; eq < k; ++eq) {
+        if (t[eq].text != "=") continue;
+        if (eq + 2 < k && t[eq + 1].kind == csrc::TokKind::ident && t[eq + 2].text == "(") callee = t[eq + 1].text;
+        sized = sized || !callee.empty() || eq + 1 == k;
+      }
+      if (!sized) continue;
       std::string function;
       for (const auto& u : f.units)
         if (u.kind == csrc::UnitKind::function && u.body < s && s < u.last) function = u.name;
-      out.push_back({f.rel, function, t[k].line, operand, t[eq + 1].text, t[k + 2].begin});
+      out.push_back({f.rel, function, t[k].line, operand, callee, t[k + 2].begin});
     }
   }
   return out;

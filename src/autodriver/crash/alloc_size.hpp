@@ -13,13 +13,16 @@
 
 namespace autodriver::crash {
 
-/// One assignment `target = call(..., sizeof(target), ...)` of a driver file.
+/// One `sizeof(p)` of a driver file where p is a path the driver assigns a call's result to (a
+/// pointer to memory), in a statement that sizes an allocation (`p = call(..., sizeof(p), ...)`,
+/// `vdev->priv = p = kzalloc(sizeof(p), ...)`) or keeps a size in a local (`int size =
+/// sizeof(p);`, then `kzalloc(size, ...)`).
 struct PointerSizedAlloc {
   std::string file;        ///< relative to the tree
   std::string function;    ///< the function holding it ("" at file scope)
   int line = 0;            ///< of the sizeof (the assignment may span lines)
-  std::string target;      ///< the object path assigned ("adapter->tx_ring")
-  std::string callee;      ///< the allocation call ("kcalloc")
+  std::string target;      ///< the sizeof's operand, a pointer ("adapter->tx_ring")
+  std::string callee;      ///< the statement's allocation call ("kcalloc"), "" for a size kept in a local
   std::size_t size_at = 0; ///< the byte offset of the sizeof operand in the file's text
 };
 

@@ -691,6 +691,10 @@ void rank_by_hypotheses(std::vector<Location>& where, const std::vector<Hypothes
       where.push_back(Location{h.function, "", h.file, h.line,
                                fmt::format("ends without {} (begun at line {}; the driver's source)", h.call, h.set_line),
                                "cause", false});
+    if (h.kind == "alloc-size")
+      where.push_back(Location{h.function, "", h.file, h.set_line,
+                               fmt::format("sizes {} with the size of a pointer (the driver's source)", h.variable), "cause",
+                               false});
     return;
   }
   Location cause{h.function, where.front().module, h.file, 0, "", "cause", false};
@@ -784,33 +788,64 @@ std::set<std::string> dereferenced_members(const SourceView& v, int line) {
   return out;
 }
 
-/// An allocation sized by the pointer it is stored into, whose object the faulting statement
-/// names: the allocator found the memory after the object written (SLUB's red zone or padding,
-/// KFENCE/KASAN out of bounds) where the driver next handed it over, usually its release.
-std::optional<Hypothesis> pointer_sized(const CrashReport& r, const Location& fault, const SourceView& src,
+/// The allocator found its own bookkeeping or an object's surroundings overwritten: SLUB's red
+/// zone, padding or metadata checks (also as the WARNING or BUG they raise), KASAN/KFENCE out of
+/// bounds, or a list's corruption check.
+bool allocator_corruption(const CrashReport& r) {
+  if (r.kind == CrashKind::kasan_out_of_bounds) return true;
+  if (r.kind == CrashKind::slab)
+    return r.detail.find("already free") == std::string::npos && r.detail.find("remaining") == std::string::npos;
+  for (const auto& f : r.trace)
+    if (f.function == "slab_pad_check" || f.function == "check_slab" || f.function == "check_object" ||
+        f.function == "check_bytes_and_report")
+      return true;
+  return r.headline.find("corruption") != std::string::npos || r.detail.find("list_debug") != std::string::npos;
+}
+
+/// An allocation sized by a pointer (alloc_size) whose object the faulting statement names, or the
+/// driver's only one when the allocator found corruption and no driver statement says whose: the
+/// allocator reports the overrun where it next checks the memory, usually far from the cause.
+std::optional<Hypothesis> pointer_sized(const CrashReport& r, const Location* fault, const SourceView* src,
                                         const fs::path& tree) {
-  const bool overrun = r.kind == CrashKind::kasan_out_of_bounds ||
-                       (r.kind == CrashKind::slab && r.detail.find("already free") == std::string::npos &&
-                        r.detail.find("remaining") == std::string::npos);
-  if (!overrun || tree.empty()) return std::nullopt;
-  auto names = members_read_on(src.toks, fault.line, read_driver(tree, ".h"));
-  for (const auto& tok : src.toks)
-    if (tok.line == fault.line && tok.kind == csrc::TokKind::ident) names.insert(tok.text);
-  for (const auto& a : pointer_sized_allocs(read_driver(tree))) {
-    if (!names.count(csrc::last_member(a.target))) continue;
-    Hypothesis h{"alloc-size", "", a.function, a.file, a.line, {}};
-    h.variable = a.target;
-    h.set_line = a.line;
-    h.callee = a.callee;
-    h.statement = fmt::format("{}() allocates {} at {}:{} with sizeof({}), the size of the pointer, not of what it points "
-                              "to; {}() at {}:{} finds the memory after the object written ({})",
-                              a.function, a.target, a.file, a.line, a.target, fault.function, fault.file, fault.line,
-                              r.detail.empty() ? r.headline : r.detail);
-    h.evidence.push_back(fmt::format("{}:{}: {} = {}(... sizeof({}) ...)", a.file, a.line, a.target, a.callee, a.target));
-    h.evidence.push_back(fmt::format("{}:{}: {}", fault.file, fault.line, trimmed(src.line_text(fault.line))));
-    return h;
+  const bool overrun = allocator_corruption(r);
+  if (tree.empty() || (!overrun && r.kind != CrashKind::general_protection && r.kind != CrashKind::bug_on)) return std::nullopt;
+  const auto sites = pointer_sized_allocs(read_driver(tree));
+  if (sites.empty()) return std::nullopt;
+  std::set<std::string> names;
+  if (fault && src) {
+    names = members_read_on(src->toks, fault->line, read_driver(tree, ".h"));
+    for (const auto& tok : src->toks)
+      if (tok.line == fault->line && tok.kind == csrc::TokKind::ident) names.insert(tok.text);
   }
-  return std::nullopt;
+  const PointerSizedAlloc* a = nullptr;
+  for (const auto& s : sites)
+    if (!a && names.count(csrc::last_member(s.target))) a = &s;
+  // The one such allocation of the driver, for any report of corrupted memory.
+  if (!a && sites.size() == 1) a = &sites.front();
+  if (!a) return std::nullopt;
+  const std::string where =
+      fault ? fmt::format("{}() at {}:{}", fault->function, fault->file, fault->line) : std::string("the kernel");
+  Hypothesis h{"alloc-size", "", a->function, a->file, a->line, {}};
+  h.variable = a->target;
+  h.set_line = a->line;
+  h.callee = a->callee;
+  h.statement = fmt::format("{}() sizes memory for {} at {}:{} with sizeof({}), the size of the pointer, not of what it "
+                            "points to; {} finds memory written past an object ({})",
+                            a->function, a->target, a->file, a->line, a->target, where, r.detail.empty() ? r.headline : r.detail);
+  h.evidence.push_back(fmt::format("{}:{}: sizeof({})", a->file, a->line, a->target));
+  if (fault && src)
+    h.evidence.push_back(fmt::format("{}:{}: {}", fault->file, fault->line, trimmed(src->line_text(fault->line))));
+  return h;
+}
+
+/// pointer_sized's hypothesis first when the allocator found the corruption, after the others for
+/// any other fault.
+void add_pointer_sized(std::vector<Hypothesis>& out, const CrashReport& r, const Location* fault, const SourceView* src,
+                       const fs::path& tree) {
+  auto h = pointer_sized(r, fault, src, tree);
+  if (!h) return;
+  if (allocator_corruption(r)) out.insert(out.begin(), std::move(*h));
+  else out.push_back(std::move(*h));
 }
 
 /// A NULL read back through a getter whose setter the driver never calls (never_set): the
@@ -897,7 +932,10 @@ std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Loca
   std::vector<Hypothesis> out;
   const Location* fault = first_with(where, "fault");
   if (!fault) fault = first_with(where, "caller");
-  if (!fault && where.empty() && !tree.empty()) out = left_behind_hypotheses(r, tree, undos, teardowns);
+  if (!fault && where.empty() && !tree.empty()) {
+    out = left_behind_hypotheses(r, tree, undos, teardowns);
+    if (allocator_corruption(r)) add_pointer_sized(out, r, nullptr, nullptr, tree);
+  }
   if (!fault) return out;
   auto src = view(tree, *fault);
   const std::string symbol = fault->function;
@@ -940,8 +978,7 @@ std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Loca
     for (auto& h : count_hypotheses(base("loop-bound", ""), *src, symbol)) out.push_back(std::move(h));
   if (src && src->fn && exact && out.empty() && memory_fault && r.kind != CrashKind::kasan_out_of_bounds)
     if (auto h = field_set_after_call(where, *fault, *src, tree)) out.push_back(std::move(*h));
-  if (src && exact)
-    if (auto h = pointer_sized(r, *fault, *src, tree)) out.insert(out.begin(), std::move(*h));
+  if (src && exact) add_pointer_sized(out, r, fault, &*src, tree);
   if (src && exact && out.empty() &&
       (r.kind == CrashKind::hung_task || r.kind == CrashKind::soft_lockup || r.kind == CrashKind::rcu_stall ||
        r.kind == CrashKind::lockdep || r.nmi_hang()))
