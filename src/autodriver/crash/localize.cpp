@@ -663,6 +663,17 @@ std::vector<Location> localize(const CrashReport& r, const std::set<std::string>
   return out;
 }
 
+bool allocator_corruption(const CrashReport& r) {
+  if (r.kind == CrashKind::kasan_out_of_bounds) return true;
+  if (r.kind == CrashKind::slab)
+    return r.detail.find("already free") == std::string::npos && r.detail.find("remaining") == std::string::npos;
+  for (const auto& f : r.trace)
+    if (f.function == "slab_pad_check" || f.function == "check_slab" || f.function == "check_object" ||
+        f.function == "check_bytes_and_report")
+      return true;
+  return r.headline.find("corruption") != std::string::npos || r.detail.find("list_debug") != std::string::npos;
+}
+
 nlohmann::json to_json(const Location& l) {
   return {{"function", l.function},
           {"module", l.module},
@@ -786,20 +797,6 @@ std::set<std::string> dereferenced_members(const SourceView& v, int line) {
     if (!path.empty()) i = end;
   }
   return out;
-}
-
-/// The allocator found its own bookkeeping or an object's surroundings overwritten: SLUB's red
-/// zone, padding or metadata checks (also as the WARNING or BUG they raise), KASAN/KFENCE out of
-/// bounds, or a list's corruption check.
-bool allocator_corruption(const CrashReport& r) {
-  if (r.kind == CrashKind::kasan_out_of_bounds) return true;
-  if (r.kind == CrashKind::slab)
-    return r.detail.find("already free") == std::string::npos && r.detail.find("remaining") == std::string::npos;
-  for (const auto& f : r.trace)
-    if (f.function == "slab_pad_check" || f.function == "check_slab" || f.function == "check_object" ||
-        f.function == "check_bytes_and_report")
-      return true;
-  return r.headline.find("corruption") != std::string::npos || r.detail.find("list_debug") != std::string::npos;
 }
 
 /// An allocation sized by a pointer (alloc_size) whose object the faulting statement names, or the

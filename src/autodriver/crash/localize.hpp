@@ -43,6 +43,11 @@ std::vector<Location> localize(const CrashReport& r, const std::set<std::string>
 /// memory of a module, or of one that is gone.
 bool module_address(const CrashReport& r);
 
+/// The allocator found memory corrupted: SLUB's red zone, padding or metadata checks (also as the
+/// WARNING or BUG they raise; not a double free or objects left in a cache), KASAN/KFENCE out of
+/// bounds, or a list's corruption check. Which check fires first varies from boot to boot.
+bool allocator_corruption(const CrashReport& r);
+
 /// A checkable statement about one location.
 struct Hypothesis {
   std::string
