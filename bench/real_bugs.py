@@ -760,6 +760,11 @@ def rejudge(work, results):
         for m in mutants(base, [os.path.basename(f) for f in files_], 10 ** 6):
             sites_by_id[re.sub(r"\W+", "-", "%s-%s-%s-%s" % (name, m["op"], m["function"], m["what"]))[:90]] = m
         for rid, row in rows.items():
+            if row.get("driver") == name and row.get("repaired") and "bug" in row:
+                orig = open(os.path.join(base, row["file"]), errors="surrogateescape").read()
+                fixed = open(os.path.join(work, name, rid + ".out", "tree", row["file"]), errors="surrogateescape").read()
+                row["correct"], row["removed"] = judge_hand(row["bug"], orig, fixed)
+                continue
             if row.get("driver") != name or not row.get("repaired") or rid not in sites_by_id:
                 continue
             m = sites_by_id[rid]

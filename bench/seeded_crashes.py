@@ -107,7 +107,8 @@ def callbacks(code, member):
 
 def function_body(code, name):
     """(open brace offset, close brace offset) of the definition of `name`, or None."""
-    for m in re.finditer(r"(?m)^[A-Za-z_][\w \t\*]*\b" + name + r"\s*\(([^;{}]*)\)\s*\{", code):
+    # The return type on the line before (`static int\nf(...)`) leaves the name at the line's start.
+    for m in re.finditer(r"(?m)^(?:[A-Za-z_][\w \t\*]*\b)?" + name + r"\s*\(([^;{}]*)\)\s*\{", code):
         start = m.end() - 1
         depth = 0
         for i in range(start, len(code)):

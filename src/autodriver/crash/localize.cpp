@@ -929,10 +929,9 @@ std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Loca
   std::vector<Hypothesis> out;
   const Location* fault = first_with(where, "fault");
   if (!fault) fault = first_with(where, "caller");
-  if (!fault && where.empty() && !tree.empty()) {
-    out = left_behind_hypotheses(r, tree, undos, teardowns);
-    if (allocator_corruption(r)) add_pointer_sized(out, r, nullptr, nullptr, tree);
-  }
+  if (!fault && where.empty() && !tree.empty()) out = left_behind_hypotheses(r, tree, undos, teardowns);
+  // No faulting driver frame (none, or only KFENCE's allocation stack): the allocator's finding.
+  if (!fault && !tree.empty() && allocator_corruption(r)) add_pointer_sized(out, r, nullptr, nullptr, tree);
   if (!fault) return out;
   auto src = view(tree, *fault);
   const std::string symbol = fault->function;
