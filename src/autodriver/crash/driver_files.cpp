@@ -24,6 +24,18 @@ std::size_t statement_holding(const std::vector<csrc::Token>& t, const std::vect
   return at;
 }
 
+std::vector<std::string> parameter_names(const std::vector<csrc::Token>& t, const csrc::Unit& fn) {
+  std::size_t open = fn.first;
+  while (open < fn.body && !(t[open].text == "(" && open > 0 && t[open - 1].text == fn.name)) ++open;
+  if (open >= fn.body) return {};
+  const auto calls = csrc::find_calls(t, open - 1, csrc::matching_close(t, open));
+  std::vector<std::string> out;
+  if (!calls.empty())
+    for (const auto& [first, last] : calls.front().arg_toks)
+      out.push_back(t[last].kind == csrc::TokKind::ident && last > first ? t[last].text : "");
+  return out;
+}
+
 std::vector<DriverFile> read_driver(const fs::path& tree, const std::string& extension) {
   std::vector<fs::path> paths;
   std::error_code ec;

@@ -26,6 +26,10 @@ const csrc::Unit* function_named(const std::vector<csrc::Unit>& units, const std
 std::size_t statement_holding(const std::vector<csrc::Token>& t, const std::vector<std::pair<std::size_t, std::size_t>>& sts,
                               int line);
 
+/// The names of a function definition's parameters in order (`adapter` of `f(struct a *adapter)`),
+/// "" for one without a name (`void`, a function pointer).
+std::vector<std::string> parameter_names(const std::vector<csrc::Token>& t, const csrc::Unit& fn);
+
 /// Every .c file under `tree` (or every file with `extension`: ".h"), in path order.
 std::vector<DriverFile> read_driver(const std::filesystem::path& tree, const std::string& extension = ".c");
 

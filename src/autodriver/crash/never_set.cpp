@@ -8,26 +8,6 @@ namespace {
 
 using Toks = std::vector<csrc::Token>;
 
-/// The names of the parameters of a function definition.
-std::vector<std::string> parameters(const Toks& t, const csrc::Unit& fn) {
-  std::size_t open = fn.first;
-  while (open < fn.body && !(t[open].text == "(" && open > 0 && t[open - 1].text == fn.name)) ++open;
-  std::vector<std::string> out;
-  if (open >= fn.body) return out;
-  const std::size_t close = csrc::matching_close(t, open);
-  if (close == std::string::npos) return out;
-  std::size_t from = open + 1;
-  for (std::size_t i = open + 1; i <= close; ++i) {
-    if (t[i].text == "(" || t[i].text == "[") i = csrc::matching_close(t, i);
-    if (i == std::string::npos) return {};
-    if (i == close || t[i].text == ",") {
-      if (i > from + 1 && t[i - 1].kind == csrc::TokKind::ident) out.push_back(t[i - 1].text);
-      from = i + 1;
-    }
-  }
-  return out;
-}
-
 /// Whether an initializer of the file names both functions (`.probe = a, .remove = b`).
 bool same_table(const DriverFile& f, const std::string& a, const std::string& b) {
   for (const auto& u : f.units) {
@@ -73,7 +53,7 @@ std::optional<NeverSet> never_set(const std::vector<DriverFile>& driver, const s
     if (c.callee == getter && !c.arg_toks.empty()) call = &c;
   if (type.empty() || !call) return std::nullopt;
   std::string param, param_type;
-  for (const auto& name : parameters(t, *f_unit))
+  for (const auto& name : parameter_names(t, *f_unit))
     for (std::size_t i = call->arg_toks[0].first; i <= call->arg_toks[0].second; ++i)
       if (t[i].text == name) param = name, param_type = csrc::declared_type(t, *f_unit, name);
   if (param.empty() || param_type.empty()) return std::nullopt;
@@ -82,7 +62,7 @@ std::optional<NeverSet> never_set(const std::vector<DriverFile>& driver, const s
       if (u.kind != csrc::UnitKind::function || u.name == fn || !(same_table(f, u.name, fn) || same_table(*here, u.name, fn)))
         continue;
       std::string p_name;
-      for (const auto& name : parameters(f.toks, u))
+      for (const auto& name : parameter_names(f.toks, u))
         if (csrc::declared_type(f.toks, u, name) == param_type) p_name = name;
       if (p_name.empty()) continue;
       // A local of the value's type assigned from a call, and the statement after it that tests it.

@@ -233,28 +233,14 @@ std::set<std::string> members_read_on(const std::vector<csrc::Token>& t, int lin
   return out;
 }
 
-namespace {
-
-/// The name of parameter `n` of a function definition (`adapter` of `f(struct a *adapter)`), or "".
-std::string parameter_name(const std::vector<csrc::Token>& t, const csrc::Unit& fn, std::size_t n) {
-  std::size_t open = fn.first;
-  while (open < fn.body && !(t[open].text == "(" && open > 0 && t[open - 1].text == fn.name)) ++open;
-  if (open >= fn.body) return "";
-  const auto calls = csrc::find_calls(t, open - 1, csrc::matching_close(t, open));
-  if (calls.empty() || n >= calls.front().arg_toks.size()) return "";
-  const auto [first, last] = calls.front().arg_toks[n];
-  return t[last].kind == csrc::TokKind::ident && last > first ? t[last].text : "";
-}
-
-} // namespace
-
 std::optional<ReleaseInside> release_inside(const std::vector<DriverFile>& driver, const std::string& function, std::size_t param,
                                             const std::set<std::string>& members, const ReleaseOracle& releases, int depth) {
   if (!releases || members.empty() || depth <= 0) return std::nullopt;
   for (const auto& f : driver) {
     const csrc::Unit* fn = function_named(f.units, function);
     if (!fn) continue;
-    const std::string p = parameter_name(f.toks, *fn, param);
+    const auto names = parameter_names(f.toks, *fn);
+    const std::string p = param < names.size() ? names[param] : "";
     if (p.empty()) return std::nullopt;
     for (const auto& c : csrc::find_calls(f.toks, fn->body, fn->last)) {
       for (std::size_t n = 0; n < c.arg_toks.size(); ++n) {

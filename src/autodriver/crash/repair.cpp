@@ -316,12 +316,8 @@ std::optional<RepairEdit> drop_repeat(const Hypothesis& h, const std::string& te
 /// The object path whose last member is toks[i] (`adapter->` of `adapter->tx_ring`), "" when the
 /// member is not reached through `->`/`.` from an identifier.
 std::string member_base(const std::vector<csrc::Token>& toks, std::size_t i) {
-  std::string base;
-  while (i >= 2 && (toks[i - 1].text == "->" || toks[i - 1].text == ".") && toks[i - 2].kind == csrc::TokKind::ident) {
-    base = toks[i - 2].text + toks[i - 1].text + base;
-    i -= 2;
-  }
-  return base;
+  if (i < 2 || (toks[i - 1].text != "->" && toks[i - 1].text != ".") || toks[i - 2].kind != csrc::TokKind::ident) return "";
+  return csrc::path_ending_at(toks, i - 2) + toks[i - 1].text;
 }
 
 /// A copy-pasted release (`kfree(a->x); kfree(a->x);` where the second meant `a->y`): deleting the

@@ -85,6 +85,13 @@ bool calls_in(const std::vector<csrc::Token>& t, const std::vector<const csrc::U
   return false;
 }
 
+/// Token i starts a label `name:` (a statement's first token followed by ':'; `case X:` is not one,
+/// `default:` is).
+bool starts_label(const std::vector<csrc::Token>& t, std::size_t i) {
+  return t[i].kind == csrc::TokKind::ident && t[i + 1].text == ":" &&
+         (t[i - 1].text == ";" || t[i - 1].text == "{" || t[i - 1].text == "}");
+}
+
 /// The calls that undo what function `a` does: those under its own error labels (its unwind
 /// ladder: `err_irq: e100_clean_cbs(nic);`) and the kernel drivers' undo calls of its calls
 /// (`request_irq` -> `free_irq`, undo_pair).
@@ -92,10 +99,7 @@ std::set<std::string> undo_calls_of(const std::vector<csrc::Token>& t, const csr
   std::set<std::string> out;
   bool ladder = false;
   for (std::size_t i = a.body + 1; i + 1 < a.last; ++i) {
-    // A label: `name :` at the start of a statement (not `? :`, not a case).
-    if (t[i].kind == csrc::TokKind::ident && t[i + 1].text == ":" && t[i].text != "default" &&
-        (t[i - 1].text == ";" || t[i - 1].text == "{" || t[i - 1].text == "}"))
-      ladder = true;
+    if (starts_label(t, i) && t[i].text != "default") ladder = true;
     if (t[i].kind != csrc::TokKind::ident || t[i + 1].text != "(") continue;
     if (ladder) out.insert(t[i].text);
     else if (undos) {
@@ -462,8 +466,7 @@ Ladder ladder_of(const std::vector<csrc::Token>& t, const csrc::Unit& fn, const 
   std::string label;
   std::size_t pos = 0;
   for (std::size_t i = fn.body + 1; i + 1 < fn.last; ++i) {
-    if (t[i].kind == csrc::TokKind::ident && t[i + 1].text == ":" &&
-        (t[i - 1].text == ";" || t[i - 1].text == "}" || t[i - 1].text == "{")) {
+    if (starts_label(t, i)) {
       label = t[i].text;
       pos = 0;
       ++i;

@@ -628,6 +628,16 @@ std::pair<std::string, std::size_t> object_path(const std::vector<Token>& toks, 
   return {path, end};
 }
 
+std::string path_ending_at(const std::vector<Token>& toks, std::size_t i) {
+  if (i >= toks.size() || toks[i].kind != TokKind::ident) return "";
+  std::string path = toks[i].text;
+  while (i >= 2 && (toks[i - 1].text == "->" || toks[i - 1].text == ".") && toks[i - 2].kind == TokKind::ident) {
+    path = toks[i - 2].text + toks[i - 1].text + path;
+    i -= 2;
+  }
+  return path;
+}
+
 std::string declared_type(const std::vector<Token>& t, const Unit& fn, const std::string& name) {
   for (std::size_t i = fn.first + 1; i < fn.last; ++i) {
     if (t[i].text != name || t[i - 1].text != "*") continue;

@@ -121,6 +121,10 @@ std::string join_tokens(const std::vector<Token>& toks, std::size_t first, std::
 /// token; an empty path when none starts there.
 std::pair<std::string, std::size_t> object_path(const std::vector<Token>& toks, std::size_t i);
 
+/// The object path whose last token is toks[i] (`adapter->tx_ring` of `tx_ring`), read backwards
+/// over identifiers joined by -> or . as written without spaces; empty when toks[i] is no identifier.
+std::string path_ending_at(const std::vector<Token>& toks, std::size_t i);
+
 /// The member (or variable) an expression names last: `&p->timer`, `&dev.timer` and `timer` ->
 /// timer (blanks, `&` and `*` ignored); empty for anything with a call, index or sum in it.
 std::string last_member(std::string_view expr);
