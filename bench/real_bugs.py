@@ -645,7 +645,8 @@ def run_mutant(a, row, mut, device, repro, seeded):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kernel", default="6.12")
-    ap.add_argument("--split", choices=("dev", "test", "all"), default="dev")
+    ap.add_argument("--split", choices=("dev", "test", "all"),
+                    help="drivers (operators; default dev) or bugs (--hand; default all) of this split")
     ap.add_argument("--per-op", type=int, default=3, help="at most this many mutants per driver and operator")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--only", action="append", default=[], help="only this driver (repeatable)")
@@ -670,6 +671,8 @@ def main():
     os.makedirs(a.work, exist_ok=True)
     done = load_rows(results)
     hand = json.load(open(a.hand))["bugs"] if a.hand else []
+    hand = [b for b in hand if a.split in (None, "all") or b.get("split", "dev") == a.split]
+    a.split = a.split or ("all" if a.hand else "dev")
     for name, split, cls, files_, makefile, device in DRIVERS:
         if a.hand:
             if not any(b["driver"] == name for b in hand) or a.only and name not in a.only:
