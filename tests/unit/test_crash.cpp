@@ -416,6 +416,10 @@ crash::ReleaseEvidence frees_only(const std::string& callee, std::size_t arg) {
   const bool frees = (callee == "thing_free" && arg == 0) || (callee == "thing_unmap" && arg == 1);
   return frees ? crash::ReleaseEvidence{callee, 10, 10} : crash::ReleaseEvidence{callee, 10, 2};
 }
+std::vector<crash::Hypothesis> hyps_of_releasing(const crash::CrashReport& r, const Tree& t) {
+  auto where = crash::localize(r, {"drv"}, t.path(), "/autodriver/tree");
+  return crash::hypothesize(r, where, t.path(), frees_only);
+}
 
 const char* k_remove = "static void rm(struct pci_dev *pdev)\n{\n\tstruct t *x = pci_get_drvdata(pdev);\n"
                        "\tstruct p *p = thing_priv(x);\n\n\tthing_free(x);\n\tthing_stop(x);\n\tiounmap(p->regs);\n"
@@ -1719,6 +1723,86 @@ TEST(CrashRepair, AnAllocationSizedByItsPointerIsSizedByWhatItPointsTo) {
   auto rc = crash::propose_repairs(hc, chain.path(), {});
   ASSERT_FALSE(rc.empty());
   EXPECT_NE(rc[0].new_text.find("vdev->priv = vb = kzalloc(sizeof(*vb), GFP_KERNEL);"), std::string::npos) << rc[0].new_text;
+}
+
+// The element type's pointer in the sizeof (`sizeof(struct rx *)`) for memory stored in a
+// `struct rx *` (an array of struct rx): sized by the type itself; an array of pointers
+// (`struct rx **`) is right as written.
+TEST(CrashRepair, AnArrayAllocatedWithThePointerTypeIsSizedByTheElementType) {
+  const auto driver = [](const std::string& stars) {
+    return "struct nic {\n\tstruct rx " + stars +
+           "rxs ____cacheline_aligned;\n};\n"
+           "static int up(struct nic *nic, int n)\n{\n\tif (!(nic->rxs = kcalloc(n, sizeof(struct rx *), GFP_KERNEL)))\n"
+           "\t\treturn -ENOMEM;\n\treturn 0;\n}\nstatic void fill(struct rx *rx)\n{\n\trx->skb = 0;\n}\n";
+  };
+  Tree t(driver("*"));
+  auto r = null_report("fill", 12);
+  r.kind = crash::CrashKind::general_protection;
+  r.headline = "Oops: general protection fault, probably for non-canonical address 0x6b6b6b6b6b6b6c3b: 0000 [#1]";
+  auto h = hyps_of(r, t);
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "alloc-size");
+  EXPECT_EQ(h[0].variable, "nic->rxs");
+  EXPECT_EQ(h[0].set_line, 6);
+  auto reps = crash::propose_repairs(h, t.path(), {});
+  ASSERT_FALSE(reps.empty());
+  EXPECT_NE(reps[0].new_text.find("kcalloc(n, sizeof(struct rx), GFP_KERNEL)"), std::string::npos) << reps[0].new_text;
+  Tree ok(driver("**"));
+  auto h2 = hyps_of(r, ok);
+  EXPECT_TRUE(h2.empty() || h2[0].kind != "alloc-size");
+}
+
+// Remove frees the device (and its private data) inside `if (dev) { ... }` and then reads the
+// private data: the release and its use are statements of the nested block, and the release
+// moves after the use there.
+TEST(CrashRepair, AReleaseBeforeItsUseInsideANestedBlockMovesAfterIt) {
+  Tree t("static void rm(struct pci_dev *pdev)\n{\n\tstruct net_device *dev = pci_get_drvdata(pdev);\n\n"
+         "\tif (dev) {\n\t\tstruct priv *lp = netdev_priv(dev);\n\n\t\tthing_free(dev);\n"
+         "\t\tdma_free(lp->pdev, lp->block);\n\t\tpci_disable_device(pdev);\n\t}\n}\n");
+  auto r = null_report("rm", 9);
+  r.kind = crash::CrashKind::general_protection;
+  auto h = hyps_of_releasing(r, t);
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "use-after-release");
+  EXPECT_EQ(h[0].set_line, 8);
+  auto reps = crash::propose_repairs(h, t.path(), {});
+  ASSERT_FALSE(reps.empty());
+  EXPECT_NE(reps[0].new_text.find("\t\tdma_free(lp->pdev, lp->block);\n\t\tthing_free(dev);\n\t\tpci_disable_device(pdev);"),
+            std::string::npos)
+      << reps[0].new_text;
+}
+
+// A pointer loaded from freed memory (SLUB's poison in the address) faulted in a function handed a
+// member by the calls above it (`clean(ad->tx)` <- down <- unregister <- remove): remove freed
+// that member before unregistering, and both rings, freed together, move after the call.
+TEST(CrashRepair, AMemberHandedDownTheCallsAndFreedBeforeThemMovesWithItsSiblings) {
+  Tree t("static void clean(struct ring *ring)\n{\n\tstruct buf *b = ring->bufs;\n\n\tb->dma = 0;\n}\n"
+         "static void down(struct ad *ad)\n{\n\tclean(ad->tx);\n}\n"
+         "static void rm(struct ad *ad)\n{\n\tthing_free(ad->tx);\n\tthing_free(ad->rx);\n\tunregister_dev(ad->dev);\n"
+         "\treset(ad);\n}\n");
+  auto r = null_report("clean", 5);
+  r.kind = crash::CrashKind::general_protection;
+  r.headline = "Oops: general protection fault, probably for non-canonical address 0x6b6b6b6b6b6b6b6b: 0000 [#1]";
+  r.trace = {crash::Frame{"down", 0x31, 0x90, "drv", true, false, "/autodriver/tree/drv.c", 9},
+             crash::Frame{"unregister_dev", 0x20, 0x30, "", true, false, "", 0},
+             crash::Frame{"rm", 0x31, 0x90, "drv", true, false, "/autodriver/tree/drv.c", 15}};
+  auto h = hyps_of_releasing(r, t);
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "use-after-release");
+  EXPECT_EQ(h[0].function, "rm");
+  EXPECT_EQ(h[0].variable, "ad->tx");
+  auto reps = crash::propose_repairs(h, t.path(), {});
+  ASSERT_EQ(reps.size(), 2u);
+  EXPECT_NE(reps[0].new_text.find("\treset(ad);\n\tthing_free(ad->tx);\n\tthing_free(ad->rx);\n}"), std::string::npos)
+      << reps[0].new_text;
+  EXPECT_NE(reps[1].new_text.find("\tthing_free(ad->rx);\n\tunregister_dev(ad->dev);\n\treset(ad);\n\tthing_free(ad->tx);\n}"),
+            std::string::npos)
+      << reps[1].new_text;
+  // Not read from freed memory (a NULL): the members handed down are no evidence.
+  r.headline = "BUG: kernel NULL pointer dereference, address: 0000000000000008";
+  r.kind = crash::CrashKind::null_deref;
+  auto hn = hyps_of_releasing(r, t);
+  EXPECT_TRUE(hn.empty() || hn[0].kind != "use-after-release");
 }
 
 TEST(CrashLocalize, MembersReadThroughTheDriversHeaderMacros) {

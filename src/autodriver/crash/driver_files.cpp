@@ -24,6 +24,31 @@ std::size_t statement_holding(const std::vector<csrc::Token>& t, const std::vect
   return at;
 }
 
+std::size_t block_holding(const std::vector<csrc::Token>& t, const csrc::Unit& fn, int line) {
+  std::size_t block = fn.body;
+  for (;;) {
+    const auto sts = csrc::block_statements(t, block);
+    const std::size_t at = statement_holding(t, sts, line);
+    if (at == sts.size()) return block;
+    // A statement's own block holding the line (`if (x) {`, `else {`, `do {`, a bare `{`), not
+    // an initializer's braces.
+    std::size_t inner = 0;
+    for (std::size_t i = sts[at].first; i <= sts[at].second && !inner; ++i) {
+      if (t[i].text != "{" || i == 0) continue;
+      const std::string& before = t[i - 1].text;
+      if (before != ")" && before != "else" && before != "do" && i != sts[at].first) continue;
+      const std::size_t close = csrc::matching_close(t, i);
+      if (close == std::string::npos) return block;
+      if (t[i].line <= line && line <= t[close].line) inner = i;
+      else i = close;
+    }
+    if (!inner || inner == block) return block;
+    const auto nested = csrc::block_statements(t, inner);
+    if (statement_holding(t, nested, line) == nested.size()) return block;
+    block = inner;
+  }
+}
+
 std::vector<std::string> parameter_names(const std::vector<csrc::Token>& t, const csrc::Unit& fn) {
   std::size_t open = fn.first;
   while (open < fn.body && !(t[open].text == "(" && open > 0 && t[open - 1].text == fn.name)) ++open;

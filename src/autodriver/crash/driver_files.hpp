@@ -26,6 +26,10 @@ const csrc::Unit* function_named(const std::vector<csrc::Unit>& units, const std
 std::size_t statement_holding(const std::vector<csrc::Token>& t, const std::vector<std::pair<std::size_t, std::size_t>>& sts,
                               int line);
 
+/// The `{` of the innermost statement block of `fn` (its body, or a block nested in it: `if (dev)
+/// { ... }`) one of whose own statements holds `line`; fn.body when no nested block does.
+std::size_t block_holding(const std::vector<csrc::Token>& t, const csrc::Unit& fn, int line);
+
 /// The names of a function definition's parameters in order (`adapter` of `f(struct a *adapter)`),
 /// "" for one without a name (`void`, a function pointer).
 std::vector<std::string> parameter_names(const std::vector<csrc::Token>& t, const csrc::Unit& fn);

@@ -742,16 +742,43 @@ void rank_by_hypotheses(std::vector<Location>& where, const std::vector<Hypothes
 
 namespace {
 
+/// The report shows the slab allocator's poison of freed objects (POISON_FREE, 0x6b in every byte:
+/// include/linux/poison.h) as the faulting address (plus a member's offset) or in a register: the
+/// faulting code used a pointer it loaded from an object already freed.
+bool reads_freed_memory(const CrashReport& r) {
+  constexpr std::string_view poison = "6b6b6b6b6b6b"; // the high six bytes; the offset may change the rest
+  if (r.headline.find(poison) != std::string::npos) return true;
+  for (const auto& [name, value] : r.registers)
+    if (value.starts_with(poison)) return true;
+  return false;
+}
+
+/// The last members of the object paths the calls on `line` of `fn` are handed
+/// (`clean_ring(adapter->tx_ring)`: tx_ring).
+std::set<std::string> members_handed_on(const std::vector<csrc::Token>& t, const csrc::Unit& fn, int line) {
+  std::set<std::string> out;
+  for (const auto& c : csrc::find_calls(t, fn.body, fn.last)) {
+    if (t[c.name_tok].line != line) continue;
+    for (std::size_t n = 0; n < c.arg_toks.size(); ++n)
+      if (const auto path = argument_path(t, c, n); path.find_first_of(".>") != std::string::npos)
+        if (auto m = csrc::last_member(path); !m.empty()) out.insert(m);
+  }
+  return out;
+}
+
 /// A use after release through a call: the faulting function reads what a caller further down the
 /// trace released before the call that led here: a member (`cp->regs`, also through the driver's
 /// macros: `iounmap(cp->regs); unregister_netdev(dev);` -> .ndo_stop reads the registers), the
 /// object the call is handed or one derived from it (`scsi_host_put(host); release(adapter);` with
 /// `adapter = shost_priv(host)`), or a member one of the driver's own functions released
 /// (`release_resources(adapter); shutdown(adapter);`, the first unmapping adapter->mmioBase).
-std::optional<Hypothesis> release_through_call(const std::vector<Location>& where, const Location& fault, const SourceView& src,
-                                               const fs::path& tree, const ReleaseOracle& releases) {
+std::optional<Hypothesis> release_through_call(const CrashReport& r, const std::vector<Location>& where, const Location& fault,
+                                               const SourceView& src, const fs::path& tree, const ReleaseOracle& releases) {
   if (!releases) return std::nullopt;
-  const auto members = members_read_on(src.toks, fault.line, read_driver(tree, ".h"));
+  auto members = members_read_on(src.toks, fault.line, read_driver(tree, ".h"));
+  // A pointer loaded from freed memory faulted: the freed object may be any one the calls above
+  // were handed (`clean_ring(adapter->tx_ring)` reads the ring's buffers through the freed ring).
+  const bool freed = reads_freed_memory(r);
   std::optional<std::vector<DriverFile>> driver;
   bool below = false;
   for (const auto& c : where) {
@@ -760,6 +787,7 @@ std::optional<Hypothesis> release_through_call(const std::vector<Location>& wher
     auto cv = view(tree, c);
     if (!cv || !cv->fn) continue;
     if (!driver) driver = read_driver(tree);
+    if (freed) members.merge(members_handed_on(cv->toks, *cv->fn, c.line));
     auto rb = release_before_call(cv->toks, *cv->fn, c.line, members, releases, &*driver);
     if (!rb) continue;
     const std::string name = cv->fn->name.empty() ? c.function : cv->fn->name;
@@ -826,10 +854,12 @@ std::optional<Hypothesis> pointer_sized(const CrashReport& r, const Location* fa
   h.variable = a->target;
   h.set_line = a->line;
   h.callee = a->callee;
-  h.statement = fmt::format("{}() sizes memory for {} at {}:{} with sizeof({}), the size of the pointer, not of what it "
-                            "points to; {} finds memory written past an object ({})",
-                            a->function, a->target, a->file, a->line, a->target, where, r.detail.empty() ? r.headline : r.detail);
-  h.evidence.push_back(fmt::format("{}:{}: sizeof({})", a->file, a->line, a->target));
+  const std::string operand = a->type.empty() ? a->target : a->type;
+  h.statement =
+      fmt::format("{}() sizes memory for {} at {}:{} with sizeof({}), the size of a pointer, not of what {} "
+                  "points to; {} finds memory written past an object ({})",
+                  a->function, a->target, a->file, a->line, operand, a->target, where, r.detail.empty() ? r.headline : r.detail);
+  h.evidence.push_back(fmt::format("{}:{}: sizeof({})", a->file, a->line, operand));
   if (fault && src)
     h.evidence.push_back(fmt::format("{}:{}: {}", fault->file, fault->line, trimmed(src->line_text(fault->line))));
   return h;
@@ -966,7 +996,7 @@ std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Loca
       out.push_back(std::move(h));
     }
   if (src && src->fn && exact && out.empty())
-    if (auto h = release_through_call(where, *fault, *src, tree, releases)) out.push_back(std::move(*h));
+    if (auto h = release_through_call(r, where, *fault, *src, tree, releases)) out.push_back(std::move(*h));
   const bool memory_fault = r.kind == CrashKind::null_deref || r.kind == CrashKind::paging_request ||
                             r.kind == CrashKind::general_protection || r.kind == CrashKind::kasan_other ||
                             r.kind == CrashKind::kasan_out_of_bounds || r.kind == CrashKind::oops;

@@ -162,7 +162,8 @@ bool reads_any(const std::vector<csrc::Token>& t, std::size_t first, std::size_t
 std::optional<ReleaseBeforeUse> release_before_use(const std::vector<csrc::Token>& t, const csrc::Unit& fn, int line,
                                                    const ReleaseOracle& releases) {
   if (!releases) return std::nullopt;
-  auto sts = csrc::block_statements(t, fn.body);
+  // The statements of the innermost block holding the line (a remove's `if (dev) { ... }`).
+  auto sts = csrc::block_statements(t, block_holding(t, fn, line));
   const std::size_t at = statement_holding(t, sts, line);
   if (at == sts.size()) return std::nullopt;
   auto found = [&](std::size_t rel, std::size_t use, const CallStatement& c, ReleaseEvidence ev) {

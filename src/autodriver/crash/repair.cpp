@@ -205,12 +205,14 @@ std::optional<RepairEdit> add_test(const Hypothesis& h, const std::string& text,
 /// With `to_end`, after the function's last top-level statement before its final `return`
 /// instead: where the kernel's drivers release the object after everything else (free_netdev()),
 /// a pointer into it the source does not show (`vi = netdev_priv(dev)` stored elsewhere) is
-/// still used by the statements between.
-std::optional<RepairEdit> move_release(const Hypothesis& h, const std::string& text, bool to_end = false) {
+/// still used by the statements between. With `siblings`, the releases beside it that make the same
+/// call on other members of the same object (`kfree(a->tx_ring); kfree(a->rx_ring);`: one step
+/// undone by two lines) move with it, and nothing is offered when there are none.
+std::optional<RepairEdit> move_release(const Hypothesis& h, const std::string& text, bool to_end = false, bool siblings = false) {
   auto toks = csrc::tokenize(text);
   for (const auto& u : csrc::find_units(toks)) {
     if (u.kind != csrc::UnitKind::function || toks[u.first].line > h.set_line || toks[u.last].line < h.set_line) continue;
-    auto sts = csrc::block_statements(toks, u.body);
+    auto sts = csrc::block_statements(toks, block_holding(toks, u, h.set_line));
     std::size_t rel = sts.size();
     for (std::size_t k = 0; k < sts.size(); ++k)
       if (toks[sts[k].first].line == h.set_line) rel = k;
@@ -232,19 +234,35 @@ std::optional<RepairEdit> move_release(const Hypothesis& h, const std::string& t
           if (argument_path(toks, c, n) == base) return true;
       return false;
     };
-    std::size_t last_use = rel;
-    for (std::size_t k = rel + 1; k < sts.size(); ++k)
+    // The block of releases moved: the one found, and with `siblings` the same call on other members
+    // of the same object right before and after it.
+    std::size_t lo = rel, hi = rel;
+    const auto sibling = [&](std::size_t k) {
+      auto c = call_statement(toks, sts[k].first, sts[k].second);
+      if (!c || c->callee != call->callee || base.empty()) return false;
+      const std::string m = csrc::last_member(c->var);
+      return !m.empty() && m != member && c->var == call->var.substr(0, call->var.size() - member.size()) + m;
+    };
+    if (siblings) {
+      while (lo > 0 && sibling(lo - 1)) --lo;
+      while (hi + 1 < sts.size() && sibling(hi + 1)) ++hi;
+      if (lo == hi) return std::nullopt;
+      for (std::size_t k = lo; k <= hi; ++k)
+        if (auto c = call_statement(toks, sts[k].first, sts[k].second)) names.merge(derived_names(toks, u, c->var));
+    }
+    std::size_t last_use = hi;
+    for (std::size_t k = hi + 1; k < sts.size(); ++k)
       if (to_end
               ? toks[sts[k].first].text != "return"
               : reads_any(toks, sts[k].first, sts[k].second, names) || hands_base(k) ||
                     (toks[sts[k].first].line <= h.line && h.line <= toks[sts[k].second].line)) // the use, or the call reaching it
         last_use = k;
-    if (last_use == rel || toks[sts[last_use].first].text == "return") return std::nullopt;
+    if (last_use == hi || toks[sts[last_use].first].text == "return") return std::nullopt;
     // A label or a jump between them would change which paths release.
-    if (jump_or_label_in(toks, sts, rel + 1, last_use)) return std::nullopt;
-    const int from = toks[sts[rel].first].line, to = toks[sts[rel].second].line, after = toks[sts[last_use].second].line;
-    // Whole lines: nothing else on the release's lines or after the last use on its line.
-    if (!alone_on_lines(toks, sts[rel].first, sts[rel].second)) return std::nullopt;
+    if (jump_or_label_in(toks, sts, lo + 1, last_use)) return std::nullopt;
+    const int from = toks[sts[lo].first].line, to = toks[sts[hi].second].line, after = toks[sts[last_use].second].line;
+    // Whole lines: nothing else on the releases' lines or after the last use on its line.
+    if (!alone_on_lines(toks, sts[lo].first, sts[hi].second)) return std::nullopt;
     if (const std::size_t next = sts[last_use].second + 1; next < toks.size() && toks[next].line == after) return std::nullopt;
     RepairEdit e;
     e.kind = h.kind;
@@ -257,6 +275,9 @@ std::optional<RepairEdit> move_release(const Hypothesis& h, const std::string& t
                : fmt::format("{}() released {} with {}() at {}:{} before using it: the release moves after the last "
                              "statement that uses it (line {})",
                              h.function, h.variable, h.callee, h.file, from, after);
+    if (hi > lo)
+      e.description += fmt::format(", with the {} other {}() calls beside it on members of the same object (lines {}-{})",
+                                   hi - lo, h.callee, from, to);
     e.evidence = h.evidence;
     return e;
   }
@@ -399,10 +420,20 @@ std::optional<RepairEdit> size_by_target(const Hypothesis& h, const std::string&
     RepairEdit e;
     e.kind = h.kind;
     e.file = h.file;
-    e.new_text = text.substr(0, a.size_at) + "*" + text.substr(a.size_at);
-    e.description = fmt::format("{}() allocated {} with sizeof({}), the size of a pointer: it is sized by what it points to "
-                                "(sizeof(*{})) at {}:{}",
-                                h.function, h.variable, h.variable, h.variable, h.file, h.set_line);
+    if (a.star_at != std::string::npos) {
+      // sizeof(T *) -> sizeof(T): the star and the blanks before it go.
+      std::size_t from = a.star_at;
+      while (from > a.size_at && (text[from - 1] == ' ' || text[from - 1] == '\t')) --from;
+      e.new_text = text.substr(0, from) + text.substr(a.star_at + 1);
+      e.description = fmt::format("{}() allocated {} with sizeof({}), the size of a pointer: its elements are sized by what "
+                                  "it points to at {}:{}",
+                                  h.function, h.variable, a.type, h.file, h.set_line);
+    } else {
+      e.new_text = text.substr(0, a.size_at) + "*" + text.substr(a.size_at);
+      e.description = fmt::format("{}() allocated {} with sizeof({}), the size of a pointer: it is sized by what it points "
+                                  "to (sizeof(*{})) at {}:{}",
+                                  h.function, h.variable, h.variable, h.variable, h.file, h.set_line);
+    }
     e.evidence = h.evidence;
     return e;
   }
@@ -704,6 +735,8 @@ std::vector<RepairEdit> propose_repairs(const std::vector<Hypothesis>& hyps, con
     std::optional<RepairEdit> e;
     if (h.kind == "use-before-set") e = move_assignment(h, *text);
     else if (h.kind == "use-after-release") {
+      // The releases of one step together first (two rings freed by two lines), then the one alone.
+      if (auto block = move_release(h, *text, false, true); block && block->new_text != *text) out.push_back(std::move(*block));
       e = move_release(h, *text);
       // Released last by the kernel's drivers: also last in the function (when that is elsewhere).
       if (!kernel_src.empty() && release_evidence(kernel_src, h.callee).released_last())
