@@ -1865,3 +1865,59 @@ TEST(CrashRepair, AValueNeverStoredForItsGetterIsStoredWhereItIsMade) {
   ASSERT_FALSE(hs.empty());
   EXPECT_NE(hs[0].kind, "never-set");
 }
+
+// The kernel's BUG_ON() catching the NULL the getter read back (`BUG_ON(!w)`): the same question.
+TEST(CrashRepair, AnAssertionThatTheGettersValueIsSetAsksWhetherItIsEverStored) {
+  const std::string probe = "static int w_probe(struct pci_dev *dev, const struct pci_device_id *id)\n{\n"
+                            "\tstruct w_dev *w;\n\n\tw = alloc_w();\n\tif (!w)\n\t\treturn -ENOMEM;\n\treturn 0;\n}\n";
+  const std::string table = "static struct pci_driver w_driver = {\n\t.probe = w_probe,\n\t.remove = w_remove,\n};\n";
+  Tree t(probe +
+         "static void w_remove(struct pci_dev *pdev)\n{\n\tstruct w_dev *w = pci_get_drvdata(pdev);\n"
+         "\tBUG_ON(!w);\n\tw_stop(w);\n}\n" +
+         table);
+  auto r = null_report("w_remove", 13);
+  r.kind = crash::CrashKind::bug_on;
+  r.headline = "kernel BUG at /autodriver/tree/drv.c:13!";
+  auto h = hyps_of(r, t);
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "never-set");
+  auto reps = crash::propose_repairs(h, t.path(), {});
+  ASSERT_FALSE(reps.empty());
+  EXPECT_NE(reps[0].new_text.find("\tif (!w)\n\t\treturn -ENOMEM;\n\tpci_set_drvdata(dev, w);\n"), std::string::npos)
+      << reps[0].new_text;
+  // An assertion on something else: no such question.
+  Tree other(probe +
+             "static void w_remove(struct pci_dev *pdev)\n{\n\tstruct w_dev *w = pci_get_drvdata(pdev);\n"
+             "\tBUG_ON(w->n > 3);\n\tw_stop(w);\n}\n" +
+             table);
+  auto ho = hyps_of(r, other);
+  EXPECT_TRUE(ho.empty() || ho[0].kind != "never-set");
+}
+
+// A back-pointer member of the driver's struct that nothing ever assigns (`nic->netdev`), read
+// NULL on the crash's path: stored where probe makes the object, from the one value of its type
+// made there; a member the driver assigns somewhere is no such question.
+TEST(CrashRepair, ABackPointerNeverAssignedIsStoredWhereTheObjectIsMade) {
+  const std::string decl = "struct nic {\n\tint n;\n\tstruct net_device *netdev;\n};\n";
+  const std::string probe = "static int nprobe(struct pci_dev *pdev, const struct pci_device_id *ent)\n{\n"
+                            "\tstruct net_device *netdev;\n\tstruct nic *nic;\n\n"
+                            "\tif (!(netdev = alloc_etherdev(sizeof(struct nic))))\n\t\treturn -ENOMEM;\n"
+                            "\tnic = netdev_priv(netdev);\n\tnic->n = 1;\n\tphy_init(nic);\n\treturn 0;\n}\n";
+  const std::string phy = "static void phy_init(struct nic *nic)\n{\n\tstruct net_device *netdev = nic->netdev;\n\n"
+                          "\tnetdev->mtu = 1;\n}\n";
+  Tree t(decl + phy + probe);
+  auto r = null_report("phy_init", 9);
+  r.trace = {crash::Frame{"nprobe", 0x31, 0x90, "drv", true, false, "/autodriver/tree/drv.c", 21}};
+  auto h = hyps_of(r, t);
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "never-set");
+  EXPECT_EQ(h[0].function, "nprobe");
+  EXPECT_EQ(h[0].call, "nic->netdev = netdev;");
+  auto reps = crash::propose_repairs(h, t.path(), {});
+  ASSERT_FALSE(reps.empty());
+  EXPECT_NE(reps[0].new_text.find("\tnic = netdev_priv(netdev);\n\tnic->netdev = netdev;\n\tnic->n = 1;\n"), std::string::npos)
+      << reps[0].new_text;
+  Tree set(decl + phy + probe + "static void keep(struct nic *nic, struct net_device *d)\n{\n\tnic->netdev = d;\n}\n");
+  auto hs = hyps_of(r, set);
+  EXPECT_TRUE(hs.empty() || hs[0].kind != "never-set");
+}

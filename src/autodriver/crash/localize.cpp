@@ -894,6 +894,55 @@ std::optional<Hypothesis> never_set_hypothesis(const Hypothesis& unchecked, cons
   return h;
 }
 
+/// A NULL read through a pointer member of the driver's own struct that nothing in the driver ever
+/// assigns (member_never_set), read by a function on the crash's path (`readers`, the faulting
+/// function's names, then the callers of `where`): the assignment goes where the object is made.
+std::optional<Hypothesis> unset_member_hypothesis(const CrashReport& r, const std::vector<Location>& where,
+                                                  std::vector<std::string> readers, const fs::path& tree) {
+  for (const auto& c : where)
+    if (c.role == "caller") readers.push_back(c.function);
+  auto m = member_never_set(read_driver(tree), readers);
+  if (!m) return std::nullopt;
+  Hypothesis h{"never-set", "", m->function, m->file, m->made_line, {r.headline}};
+  h.variable = m->statement.substr(0, m->statement.find(" = "));
+  h.set_line = m->after_line;
+  h.call = m->statement;
+  h.statement = fmt::format("{}() reads {}'s member {} at line {}, which no function of the driver ever assigns (the "
+                            "object's memory is zeroed, so it is NULL); {}() makes the object at {}:{}",
+                            m->reader, m->owner, m->member, m->read_line, m->function, m->file, m->made_line);
+  return h;
+}
+
+/// The fault line tests a pointer for NULL in the kernel's BUG_ON() or WARN_ON() (`BUG_ON(!dev)`,
+/// `BUG_ON(dev == NULL)`) right after reading it back through a getter (`dev =
+/// pci_get_drvdata(pdev)`): the getter returned NULL, as an unchecked result that the assertion
+/// caught; never_set then asks whether the driver ever stores it.
+std::optional<Hypothesis> asserted_null(const CrashReport& r, const Location& at, const SourceView& v) {
+  const auto& t = v.toks;
+  for (std::size_t i = 0; i + 2 < t.size(); ++i) {
+    if (t[i].line != at.line || t[i].kind != csrc::TokKind::ident) continue;
+    const bool negated = i > 0 && t[i - 1].text == "!";
+    const bool compared =
+        (t[i + 1].text == "==" && t[i + 2].text == "NULL") || (i > 1 && t[i - 1].text == "==" && t[i - 2].text == "NULL");
+    if (!negated && !compared) continue;
+    const Assignment* before = nullptr;
+    const auto as = assignments(v, t[i].text);
+    for (const auto& a : as)
+      if (a.line <= at.line) before = &a;
+    if (!before || before->callee.empty()) continue;
+    Hypothesis h{"unchecked-result", "", at.function, at.file, at.line, {r.headline}};
+    h.variable = t[i].text;
+    h.set_line = before->line;
+    h.callee = before->callee;
+    h.evidence.push_back(fmt::format("{}:{}: {}", at.file, at.line, trimmed(v.line_text(at.line))));
+    h.evidence.push_back(fmt::format("{}:{}: {}", at.file, before->line, trimmed(v.line_text(before->line))));
+    h.statement = fmt::format("{} = {}() at {}:{} is NULL where {}() asserts it is not at {}:{}", h.variable, h.callee, at.file,
+                              before->line, at.function, at.file, at.line);
+    return h;
+  }
+  return std::nullopt;
+}
+
 /// Members the line reads only inside the driver's function-like macros it calls (`cpw16(...)`
 /// writing through `cp->regs`): the line's text shows no dereference, the expansion does.
 std::set<std::string> members_in_macros(const SourceView& v, int line, const fs::path& tree) {
@@ -1020,6 +1069,8 @@ std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Loca
   case CrashKind::general_protection:
   case CrashKind::kasan_other:
   case CrashKind::oops: {
+    if (r.kind == CrashKind::null_deref && src && !tree.empty())
+      if (auto h = unset_member_hypothesis(r, where, {fault->function, symbol}, tree)) out.push_back(std::move(*h));
     std::optional<Hypothesis> pointer;
     if (src && exact) pointer = pointer_hypothesis(r, *fault, *src);
     if (pointer && pointer->kind == "unchecked-result" && src->fn && !tree.empty())
@@ -1070,6 +1121,8 @@ std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Loca
     out.push_back(base("warn-condition", fmt::format("the WARN condition {} holds ({})", at_text(*fault), r.detail)));
     break;
   case CrashKind::bug_on:
+    if (auto a = src && src->fn && exact && !tree.empty() ? asserted_null(r, *fault, *src) : std::nullopt)
+      if (auto h = never_set_hypothesis(*a, *fault, src->fn->name, tree)) out.insert(out.begin(), std::move(*h));
     out.push_back(base("bug-condition", fmt::format("the BUG_ON condition {} holds ({})", at_text(*fault), r.detail)));
     break;
   case CrashKind::refcount:

@@ -2,11 +2,19 @@
 
 #include "autodriver/csrc/tokens.hpp"
 
+#include <map>
+#include <set>
+
 namespace autodriver::crash {
 
 namespace {
 
 using Toks = std::vector<csrc::Token>;
+
+/// t[i] is a member named after `->` or `.`.
+bool t_is_member(const Toks& t, std::size_t i) {
+  return i > 0 && t[i].kind == csrc::TokKind::ident && (t[i - 1].text == "->" || t[i - 1].text == ".");
+}
 
 /// Whether an initializer of the file names both functions (`.probe = a, .remove = b`).
 bool same_table(const DriverFile& f, const std::string& a, const std::string& b) {
@@ -31,7 +39,146 @@ bool calls_family(const std::vector<DriverFile>& driver, const std::string& fami
   return false;
 }
 
+/// The pointer-to-struct members of the structs the driver defines: (member, owner) -> the member's
+/// pointee type ("netdev", "struct nic") -> "struct net_device *"; members with one `*` only.
+std::map<std::pair<std::string, std::string>, std::string> struct_pointer_members(const std::vector<DriverFile>& driver) {
+  std::map<std::pair<std::string, std::string>, std::string> out;
+  for (const auto& f : driver) {
+    const Toks& t = f.toks;
+    for (std::size_t i = 0; i + 2 < t.size(); ++i) {
+      if ((t[i].text != "struct" && t[i].text != "union") || t[i + 1].kind != csrc::TokKind::ident || t[i + 2].text != "{")
+        continue;
+      const std::string owner = t[i].text + " " + t[i + 1].text;
+      const std::size_t close = csrc::matching_close(t, i + 2);
+      if (close == std::string::npos) break;
+      int depth = 0;
+      for (std::size_t k = i + 3; k + 1 < close; ++k) {
+        depth += t[k].text == "{" ? 1 : t[k].text == "}" ? -1 : 0;
+        // `struct X *name` at the struct's own level, one star.
+        if (depth || t[k].text != "struct" || k + 4 >= close || t[k + 2].text != "*" || t[k + 3].kind != csrc::TokKind::ident ||
+            (k > 0 && t[k - 1].text != ";" && t[k - 1].text != "{" && t[k - 1].kind != csrc::TokKind::pp_line))
+          continue;
+        out[{t[k + 3].text, owner}] = "struct " + t[k + 1].text + " *";
+      }
+      i = close;
+    }
+  }
+  return out;
+}
+
+/// Members the driver stores somewhere: `->m =`, `.m =` (also in initializers and macro bodies),
+/// `&x->m` handed to a call, compound assignments.
+std::set<std::string> assigned_members(const std::vector<DriverFile>& driver) {
+  std::set<std::string> out;
+  const auto scan = [&](const Toks& t) {
+    for (std::size_t i = 1; i + 1 < t.size(); ++i) {
+      if (t[i].kind != csrc::TokKind::ident || (t[i - 1].text != "->" && t[i - 1].text != ".")) continue;
+      const std::string& next = t[i + 1].text;
+      if ((next.size() >= 1 && next.back() == '=' && next != "==" && next != "!=" && next != "<=" && next != ">=") ||
+          next == "++" || next == "--")
+        out.insert(t[i].text);
+      std::size_t b = i;
+      while (b >= 2 && (t[b - 1].text == "->" || t[b - 1].text == ".") && t[b - 2].kind == csrc::TokKind::ident) b -= 2;
+      if (b > 0 && t[b - 1].text == "&") out.insert(t[i].text);
+    }
+  };
+  for (const auto& f : driver) {
+    scan(f.toks);
+    for (const auto& tok : f.toks)
+      if (tok.kind == csrc::TokKind::pp_line) scan(csrc::tokenize(tok.text.substr(tok.text.find('#') + 1)));
+  }
+  return out;
+}
+
+/// Whether `u` is bound as some table's `.probe`.
+bool bound_as_probe(const std::vector<DriverFile>& driver, const std::string& fn) {
+  for (const auto& f : driver)
+    for (const auto& u : f.units)
+      if (u.kind == csrc::UnitKind::initializer)
+        for (const auto& d : csrc::designated_members(f.toks, u))
+          if (d.member == "probe" && d.value == fn) return true;
+  return false;
+}
+
+/// Locals and parameters of `u` assigned from a call (`v = f(...)`, also `if (!(v = f(...)))`).
+std::set<std::string> assigned_from_calls(const Toks& t, const csrc::Unit& u) {
+  std::set<std::string> out;
+  for (std::size_t i = u.body; i + 3 < u.last; ++i)
+    if (t[i].kind == csrc::TokKind::ident && t[i + 1].text == "=" && t[i + 2].kind == csrc::TokKind::ident &&
+        t[i + 3].text == "(" && t[i - 1].text != "->" && t[i - 1].text != ".")
+      out.insert(t[i].text);
+  return out;
+}
+
+/// Where `obj->member = value;` goes in the driver, for a member of `owner` of type `type`.
+std::optional<UnsetMember> store_place(const std::vector<DriverFile>& driver, const std::string& member, const std::string& owner,
+                                       const std::string& type) {
+  for (const auto& f : driver) {
+    const Toks& t = f.toks;
+    for (const auto& u : f.units) {
+      if (u.kind != csrc::UnitKind::function) continue;
+      const auto made = assigned_from_calls(t, u);
+      std::string obj, value;
+      int values = 0;
+      for (const auto& v : made)
+        if (csrc::declared_type(t, u, v) == owner + " *") obj = v;
+      if (obj.empty()) continue;
+      std::set<std::string> names(made.begin(), made.end());
+      for (const auto& p : parameter_names(t, u))
+        if (!p.empty()) names.insert(p);
+      for (const auto& n : names)
+        if (n != obj && csrc::declared_type(t, u, n) == type) value = n, ++values;
+      if (values != 1 || !(made.count(value) || bound_as_probe(driver, u.name))) continue;
+      // After the statement assigning the object (and the test of it right after).
+      const auto sts = csrc::block_statements(t, u.body);
+      for (std::size_t k = 0; k < sts.size(); ++k) {
+        bool assigns = false;
+        for (std::size_t i = sts[k].first; i + 2 <= sts[k].second && !assigns; ++i)
+          assigns = t[i].text == obj && t[i + 1].text == "=" && t[i + 2].kind == csrc::TokKind::ident;
+        if (!assigns) continue;
+        std::size_t last = k;
+        if (k + 1 < sts.size() && t[sts[k + 1].first].text == "if")
+          for (std::size_t i = sts[k + 1].first; i <= sts[k + 1].second; ++i)
+            if (t[i].text == obj) last = k + 1;
+        UnsetMember out;
+        out.member = member;
+        out.owner = owner;
+        out.file = f.rel;
+        out.function = u.name;
+        out.made_line = t[sts[k].first].line;
+        out.after_line = t[sts[last].second].line;
+        out.statement = obj + "->" + member + " = " + value + ";";
+        return out;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 } // namespace
+
+std::optional<UnsetMember> member_never_set(const std::vector<DriverFile>& driver, const std::vector<std::string>& readers) {
+  const auto members = struct_pointer_members(driver);
+  if (members.empty()) return std::nullopt;
+  const auto assigned = assigned_members(driver);
+  for (const auto& reader : readers)
+    for (const auto& f : driver) {
+      const csrc::Unit* u = function_named(f.units, reader);
+      if (!u) continue;
+      for (std::size_t i = u->body + 1; i < u->last; ++i) {
+        if (!t_is_member(f.toks, i) || assigned.count(f.toks[i].text)) continue;
+        for (const auto& [key, type] : members) {
+          if (key.first != f.toks[i].text) continue;
+          auto place = store_place(driver, key.first, key.second, type);
+          if (!place) continue;
+          place->reader = reader;
+          place->read_line = f.toks[i].line;
+          return place;
+        }
+      }
+    }
+  return std::nullopt;
+}
 
 std::optional<NeverSet> never_set(const std::vector<DriverFile>& driver, const std::string& file, const std::string& fn,
                                   const std::string& var, const std::string& getter) {

@@ -32,4 +32,26 @@ struct NeverSet {
 std::optional<NeverSet> never_set(const std::vector<DriverFile>& driver, const std::string& file, const std::string& fn,
                                   const std::string& var, const std::string& getter);
 
+/// A pointer member of one of the driver's own structs that the driver reads and never assigns (no
+/// `x->m =`, `.m =` in an initializer, or `&x->m` handed anywhere): zeroed memory keeps it NULL. The
+/// usual shape is a back-pointer (`nic->netdev`) that probe no longer stores. It goes where the
+/// object is made: after the function that assigns a local of the struct's type from a call
+/// (`nic = netdev_priv(netdev)`) and has exactly one other local or parameter of the member's type
+/// (`netdev`), itself made there from a call or handed to a `.probe` function.
+struct UnsetMember {
+  std::string member;    ///< "netdev"
+  std::string owner;     ///< "struct nic"
+  std::string file;      ///< where the assignment goes, relative to the tree
+  std::string function;  ///< "e100_probe"
+  int made_line = 0;     ///< the assignment of the object (`nic = netdev_priv(netdev);`)
+  int after_line = 0;    ///< the last line of the statement the assignment follows
+  int read_line = 0;     ///< where `readers` read it first
+  std::string reader;    ///< the function of `readers` that reads it
+  std::string statement; ///< "nic->netdev = netdev;"
+};
+
+/// The first such member read by one of `readers` (function names, innermost first), with where
+/// it goes; nullopt when none is read there or no function makes the object with a value to store.
+std::optional<UnsetMember> member_never_set(const std::vector<DriverFile>& driver, const std::vector<std::string>& readers);
+
 } // namespace autodriver::crash

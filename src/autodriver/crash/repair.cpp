@@ -455,8 +455,10 @@ std::optional<RepairEdit> add_setter(const Hypothesis& h, const std::string& tex
   e.kind = h.kind;
   e.file = h.file;
   e.new_text = join_lines(out, text.ends_with('\n'));
-  e.description = fmt::format("{}() makes {} and nothing stores it for {}: {} goes after {}:{}", h.function, h.variable, h.callee,
-                              h.call, h.file, h.set_line);
+  e.description = h.callee.empty() ? fmt::format("{}() makes the object and nothing ever stores {}: {} goes after {}:{}",
+                                                 h.function, h.variable, h.call, h.file, h.set_line)
+                                   : fmt::format("{}() makes {} and nothing stores it for {}: {} goes after {}:{}", h.function,
+                                                 h.variable, h.callee, h.call, h.file, h.set_line);
   e.evidence = h.evidence;
   return e;
 }
