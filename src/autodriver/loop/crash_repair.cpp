@@ -24,6 +24,7 @@ namespace {
 /// One boot of `tree`: the boot gate's outcome and the crash reports on its console.
 struct Run {
   std::string outcome;
+  std::string summary; ///< the boot gate's summary, or its infrastructure error
   std::vector<crash::CrashReport> reports;
   bool ok = false;
   bool loaded = false; ///< every module's insmod succeeded
@@ -52,6 +53,9 @@ util::Expected<Run> boot_once(const CrashRepairRequest& req, const core::Kernel&
   r.ok = chk->ok;
   if (bk.is_object() && bk.contains(k.release)) {
     r.outcome = boot_outcome(j, k.release);
+    const auto& infra = bk[k.release]["infra_error"];
+    r.summary = infra.is_string() && !infra.get<std::string>().empty() ? infra.get<std::string>()
+                                                                      : util::json_get(bk[k.release], "summary", "");
     r.reports = boot_crash_reports(j, k.release);
     const auto details = util::json_get(bk[k.release], "details", nlohmann::json::object());
     const auto insmod = util::json_get(details, "insmod", nlohmann::json::object());
@@ -133,12 +137,13 @@ util::Expected<nlohmann::json> repair_crash(const CrashRepairRequest& req, const
   note(fmt::format("reproducing '{}' with the unchanged driver on {}", report.title, k->release));
   auto before = boot_once(req, *k, req.driver);
   if (!before) return util::unexpected(before.error());
-  j["before"] = {{"outcome", before->outcome}, {"titles", before->titles()}};
+  j["before"] = {{"outcome", before->outcome}, {"titles", before->titles()}, {"summary", before->summary}};
   if (!reproduced(report, hyps, before->reports)) {
     j["status"] = "does-not-reproduce";
-    j["reason"] = fmt::format("the unchanged driver booted on {} did not crash with '{}' (outcome {}): nothing to validate "
-                              "a repair against",
-                              k->release, report.title, before->outcome);
+    j["reason"] = fmt::format("the unchanged driver booted on {} did not crash with '{}' (outcome {}: {}): nothing to "
+                              "validate a repair against",
+                              k->release, report.title, before->outcome.empty() ? "none" : before->outcome,
+                              before->summary.empty() ? "no summary" : before->summary);
     return j;
   }
   auto scratch = gate::make_scratch("crash-repair");
