@@ -1905,7 +1905,8 @@ TEST(CrashRepair, ABackPointerNeverAssignedIsStoredWhereTheObjectIsMade) {
                             "\tnic = netdev_priv(netdev);\n\tnic->n = 1;\n\tphy_init(nic);\n\treturn 0;\n}\n";
   const std::string phy = "static void phy_init(struct nic *nic)\n{\n\tstruct net_device *netdev = nic->netdev;\n\n"
                           "\tnetdev->mtu = 1;\n}\n";
-  Tree t(decl + phy + probe);
+  // The address of a member of what it points to (`&nic->netdev->dev`) is no store of it.
+  Tree t(decl + phy + probe + "static void show(struct nic *nic)\n{\n\tuse(&nic->netdev->dev);\n}\n");
   auto r = null_report("phy_init", 9);
   r.trace = {crash::Frame{"nprobe", 0x31, 0x90, "drv", true, false, "/autodriver/tree/drv.c", 21}};
   auto h = hyps_of(r, t);

@@ -77,6 +77,8 @@ std::set<std::string> assigned_members(const std::vector<DriverFile>& driver) {
       if ((next.size() >= 1 && next.back() == '=' && next != "==" && next != "!=" && next != "<=" && next != ">=") ||
           next == "++" || next == "--")
         out.insert(t[i].text);
+      // `&x->m` takes m's address; `&x->m->dev` takes dev's, not m's.
+      if (next == "->" || next == "." || next == "[") continue;
       std::size_t b = i;
       while (b >= 2 && (t[b - 1].text == "->" || t[b - 1].text == ".") && t[b - 2].kind == csrc::TokKind::ident) b -= 2;
       if (b > 0 && t[b - 1].text == "&") out.insert(t[i].text);
