@@ -464,3 +464,29 @@ TEST(Integrity, ATablePassedOnADiagnosedLineLosesWhatItsNewTypeLacks) {
   ASSERT_EQ(in.diagnostics.size(), 1u);
   EXPECT_FALSE(gate::check_integrity(in).ok);
 }
+
+// A statement folded into the changed call beside it (`hrtimer_init(); t.function = f;` ->
+// `hrtimer_setup(&t, f, ...)`) is part of the change, not an unrelated one; a fold that loses a
+// variable of the folded statement (the callback gone) is not.
+TEST(Integrity, AStatementFoldedIntoTheChangedCallIsPartOfTheChange) {
+  auto dir = util::TempDir::create(util::scratch_root(), "test-integrity-");
+  ASSERT_TRUE(dir);
+  for (const char* side : {"o", "c"}) fs::create_directories(dir->path() / side);
+  const std::string cb = "static enum hrtimer_restart foo_hr(struct hrtimer *h)\n{\n\treturn HRTIMER_NORESTART;\n}\n";
+  ASSERT_TRUE(util::write_file(dir->path() / "o" / "drv.c",
+                               cb + "int pr(struct foo *f)\n{\n\thrtimer_init(&f->hr, CLOCK_MONOTONIC, HRTIMER_MODE_REL);\n"
+                                    "\tf->hr.function = foo_hr;\n\tf->n = 1;\n\treturn 0;\n}\n"));
+  const auto candidate = [&](const std::string& call) {
+    return util::write_file(dir->path() / "c" / "drv.c",
+                            cb + "int pr(struct foo *f)\n{\n\t" + call + "\n\tf->n = 1;\n\treturn 0;\n}\n");
+  };
+  ASSERT_TRUE(candidate("hrtimer_setup(&f->hr, foo_hr, CLOCK_MONOTONIC, HRTIMER_MODE_REL);"));
+  gate::IntegrityInput in;
+  in.original = dir->path() / "o";
+  in.candidate = dir->path() / "c";
+  in.removed_symbols = {"hrtimer_init", "hrtimer_setup"};
+  auto r = gate::check_integrity(in);
+  EXPECT_TRUE(r.ok) << dump(r);
+  ASSERT_TRUE(candidate("hrtimer_setup(&f->hr, NULL, CLOCK_MONOTONIC, HRTIMER_MODE_REL);"));
+  EXPECT_FALSE(gate::check_integrity(in).ok);
+}

@@ -3,6 +3,7 @@
 
 #include "autodriver/gate/integrity_rules.hpp"
 
+#include "autodriver/csrc/tokens.hpp"
 #include "autodriver/gate/feature_switch.hpp"
 #include "autodriver/util/files.hpp"
 
@@ -601,8 +602,29 @@ void unrelated_rules(CFile& cf) {
     // stops gcc before `.probe_new = f,` further down), after the diagnostics the gate is given.
     auto names_changed = [&](int l) { return diagnosed(l) || mentions(f.o.code_line(l), cf.ctx.removed); };
     bool replaced_explained = !ol.empty() && std::all_of(ol.begin(), ol.end(), names_changed) && cl.size() <= ol.size() + 2;
-    bool ok =
-        std::all_of(ol.begin(), ol.end(), o_allowed) && (replaced_explained || std::all_of(cl.begin(), cl.end(), c_allowed));
+    // A statement folded into the changed call beside it (`hrtimer_init(&t, c, m); t.function = f;`
+    // -> `hrtimer_setup(&t, f, c, m);`): no more lines than before, the new ones naming a changed
+    // symbol, and every variable of the folded lines (not the members they name) still there.
+    const auto folded = [&] {
+      if (ol.empty() || cl.empty() || cl.size() > ol.size() || !std::any_of(ol.begin(), ol.end(), names_changed) ||
+          !std::any_of(cl.begin(), cl.end(), [&](int l) { return mentions(f.c.code_line(l), cf.ctx.removed); }))
+        return false;
+      std::set<std::string> kept;
+      for (int l : cl)
+        for (auto& id : csrc::identifiers(f.c.code_line(l))) kept.insert(id);
+      for (int l : ol) {
+        if (names_changed(l)) continue;
+        const auto toks = csrc::tokenize(std::string(f.o.code_line(l)));
+        for (std::size_t k = 0; k < toks.size(); ++k)
+          if (toks[k].kind == csrc::TokKind::ident && !(k > 0 && (toks[k - 1].text == "->" || toks[k - 1].text == ".")) &&
+              !kept.count(toks[k].text))
+            return false;
+      }
+      return true;
+    };
+    const bool fold = folded();
+    bool ok = (fold || std::all_of(ol.begin(), ol.end(), o_allowed)) &&
+              (fold || replaced_explained || std::all_of(cl.begin(), cl.end(), c_allowed));
     if (ok) continue;
     int at = !cl.empty() ? cl.front() : f.candidate_line(ol.front());
     const auto* it = !cl.empty() ? f.c.item_at(cl.front()) : f.o.item_at(ol.front());
