@@ -55,7 +55,7 @@ util::Expected<Run> boot_once(const CrashRepairRequest& req, const core::Kernel&
     r.outcome = boot_outcome(j, k.release);
     const auto& infra = bk[k.release]["infra_error"];
     r.summary = infra.is_string() && !infra.get<std::string>().empty() ? infra.get<std::string>()
-                                                                      : util::json_get(bk[k.release], "summary", "");
+                                                                       : util::json_get(bk[k.release], "summary", "");
     r.reports = boot_crash_reports(j, k.release);
     const auto details = util::json_get(bk[k.release], "details", nlohmann::json::object());
     const auto insmod = util::json_get(details, "insmod", nlohmann::json::object());
