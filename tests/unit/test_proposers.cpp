@@ -2454,6 +2454,41 @@ TEST(LearnedRewrite, DroppedArgumentKeepsTheFormTheKernelDropped) {
   }
 }
 
+TEST(LearnedRewrite, ADroppedConstantStaysThatConstant) {
+  // ida_simple_get(ida, 0, 0, gfp) became ida_alloc(ida, gfp) at every kernel site: the rule holds
+  // where the driver passes 0 and 0 too, not where it passes a limit ida_alloc() would lose.
+  auto tmp = util::TempDir::create(util::scratch_root(), "dropped-const-");
+  ASSERT_TRUE(tmp.has_value());
+  auto kernels = three_drivers_changed(
+      tmp->path(), "drivers/misc",
+      [](const std::string& f) {
+        return fmt::format("static int {0}_id(struct {0} *x)\n{{\n\treturn ida_simple_get(&x->ida, 0, 0, GFP_KERNEL);\n}}\n", f);
+      },
+      "ida_simple_get(&x->ida, 0, 0, GFP_KERNEL)", "ida_alloc(&x->ida, GFP_KERNEL)");
+  ASSERT_TRUE(kernels.has_value());
+  propose::PortContext& ctx = *kernels;
+  core::Diagnostic d;
+  d.kind = core::DiagKind::implicit_function_declaration;
+  d.file = "drv.c";
+  d.line = 3;
+  d.message = "implicit declaration of function 'ida_simple_get'";
+  d.symbols = {"ida_simple_get"};
+  auto edits = propose::make_learned_rewrite()->propose({d}, ctx);
+  const auto* e = find_edit(edits, "call:ida_simple_get");
+  ASSERT_NE(e, nullptr);
+  EXPECT_FALSE(e->call.has_value());
+  EXPECT_NE(e->smpl.find("- ida_simple_get(E0, 0, 0, E3)\n+ ida_alloc(E0, E3)"), std::string::npos) << e->smpl;
+  if (!util::find_program("spatch").empty()) {
+    ASSERT_TRUE(put(ctx.tree / "drv.c", "static DEFINE_IDA(a);\nint f(void)\n{\n\treturn ida_simple_get(&a, 0, 0, GFP_KERNEL) + "
+                                        "ida_simple_get(&a, 0, 16, GFP_KERNEL);\n}\n"));
+    ASSERT_TRUE(propose::apply_edit(*e, ctx.tree, ctx.scratch));
+    auto after = util::read_file(ctx.tree / "drv.c");
+    ASSERT_TRUE(after.has_value());
+    EXPECT_NE(after->find("ida_alloc(&a, GFP_KERNEL)"), std::string::npos) << *after;
+    EXPECT_NE(after->find("ida_simple_get(&a, 0, 16, GFP_KERNEL)"), std::string::npos) << *after;
+  }
+}
+
 TEST(ReturnFit, ReturnsOfAVoidFunctionLoseTheirValues) {
   // A remove callback whose prototype is already void (6.11's platform_driver.remove, taken from
   // one #if branch) while its returns still carry the old int results.

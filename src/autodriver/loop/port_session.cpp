@@ -46,10 +46,7 @@ util::Expected<PortReport> PortSession::run() {
   auto done = baseline();
   if (!done) return unexpected(done.error());
   if (*done) return std::move(m_rep);
-  if (!m_from && !m_rep.reference.empty())
-    choose_reference(
-        *m_to, m_cur.errors, m_ctx, m_rep, [this](const std::string& m) { note(m); },
-        [this](const std::string& k, nlohmann::json d) { step(k, std::move(d)); });
+  reference_for_new_names();
   make_proposers();
   if (auto r = iterate(); !r) return unexpected(r.error());
   if (auto r = conclude(); !r) return unexpected(r.error());
@@ -555,6 +552,21 @@ propose::Review PortSession::review_agent_edit(const propose::Edit& proposed) {
 
 // ---- the loop --------------------------------------------------------------------------------
 
+// Without --from, the reference is chosen for the names the target lacks; a name gcc reports only
+// once an earlier error is gone (a missing header stops it before any undeclared function) asks
+// again, so a reference that no longer declares it is not kept for it.
+void PortSession::reference_for_new_names() {
+  if (m_from || m_rep.reference.empty()) return;
+  std::size_t before = m_reference_asked.size();
+  for (const auto& d : m_cur.errors)
+    if (d.kind == core::DiagKind::implicit_function_declaration || d.kind == core::DiagKind::undeclared_identifier)
+      m_reference_asked.insert(d.symbols.begin(), d.symbols.end());
+  if (before && m_reference_asked.size() == before) return;
+  choose_reference(
+      *m_to, m_cur.errors, m_ctx, m_rep, [this](const std::string& m) { note(m); },
+      [this](const std::string& k, nlohmann::json d) { step(k, std::move(d)); });
+}
+
 util::Expected<void> PortSession::iterate() {
   m_rep.status = "no-progress";
   for (int iter = 1; iter <= m_req.max_iters && !m_cur.ok; ++iter) {
@@ -565,6 +577,7 @@ util::Expected<void> PortSession::iterate() {
     }
     if (auto r = refresh(iter); !r) return unexpected(r.error());
     if (m_cur.ok) break;
+    if (iter > 1) reference_for_new_names();
     auto edits = propose_edits(iter);
     if (!edits) return unexpected(edits.error());
     note(fmt::format("iteration {}: {} error(s), {} candidate edit(s)", iter, m_cur.error_count(), edits->size()));

@@ -44,6 +44,7 @@ private:
   util::Expected<bool> baseline(); ///< true: the run ends here (already builds, or cut short)
   void make_proposers();
   util::Expected<void> iterate();
+  void reference_for_new_names();
   util::Expected<std::vector<propose::Edit>> propose_edits(int iter);
   /// The LLM generator's edits for the errors the rules left (none without --llm).
   std::vector<propose::Edit> agent_edits(int iter);
@@ -116,6 +117,7 @@ private:
   std::map<std::string, std::vector<propose::Edit>> m_follow_ups; ///< this iteration's, by the change they follow
   std::set<std::string> m_alone_first;                            ///< change ids of alone-first proposers' edits
   bool m_progressed = false;                                      ///< this iteration kept an edit
+  std::set<std::string> m_reference_asked;                        ///< missing names the reference was chosen for
   std::optional<propose::LlmAgent> m_agent;                       ///< --llm
   int m_iter = 0;                                                 ///< the iteration running (the agents' reviews are its steps)
   /// The last reviewed answer's trial (its text edits as the key): the loop's own try of that

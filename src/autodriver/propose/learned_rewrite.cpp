@@ -112,8 +112,15 @@ struct CallRule {
   }
 };
 
+/// A number, NULL, true or false as an argument's whole text.
+bool is_constant_literal(const std::string& a) {
+  static const std::regex k_literal(R"(^-?\s*(0[xX][0-9a-fA-F]+|[0-9]+)[uUlL]*$|^(NULL|true|false)$)");
+  return std::regex_match(a, k_literal);
+}
+
 /// For each old argument no new one uses: its text with the other old arguments as $i, when it
-/// is written in terms of them (`sizeof ( dst )` with dst the first -> `sizeof ( $0 )`).
+/// is written in terms of them (`sizeof ( dst )` with dst the first -> `sizeof ( $0 )`), or the
+/// constant it is.
 void note_dropped(CallRule& r, const std::vector<std::string>& old_args) {
   for (std::size_t j = 0; j < old_args.size(); ++j) {
     const std::string ref = "$" + std::to_string(j);
@@ -133,6 +140,10 @@ void note_dropped(CallRule& r, const std::vector<std::string>& old_args) {
       }
     }
     if (related) r.dropped_as[j] = std::string(util::trim(t));
+    // A constant the new call drops (`ida_simple_get(ida, 0, 0, gfp)` -> `ida_alloc(ida, gfp)`):
+    // the rule holds where the driver passes that constant too, not where it passes a limit the
+    // new call would lose (`ida_simple_get(ida, 0, 16, gfp)` is `ida_alloc_max(ida, 15, gfp)`).
+    else if (is_constant_literal(old_args[j])) r.dropped_as[j] = old_args[j];
   }
 }
 
