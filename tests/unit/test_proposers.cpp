@@ -2489,6 +2489,38 @@ TEST(LearnedRewrite, ADroppedConstantStaysThatConstant) {
   }
 }
 
+TEST(LearnedRewrite, ANewArgumentMadeOfTheDroppedOnesPartsHoldsOnlyForThatArgument) {
+  // single_open(f, s, OLD_DATA(inode)) -> single_open(f, s, new_data(inode)) at every kernel site:
+  // `inode` is the sites' own variable; the rule may not write it where the driver passed
+  // something else.
+  auto tmp = util::TempDir::create(util::scratch_root(), "dropped-parts-");
+  ASSERT_TRUE(tmp.has_value());
+  auto kernels = three_drivers_changed(
+      tmp->path(), "drivers/misc",
+      [](const std::string& f) {
+        return fmt::format(
+            "static int {0}_open(struct inode *inode, struct file *file)\n{{\n\treturn single_open(file, {0}_show, "
+            "OLD_DATA(inode));\n}}\n",
+            f);
+      },
+      "OLD_DATA(inode)", "new_data(inode)");
+  ASSERT_TRUE(kernels.has_value());
+  propose::PortContext& ctx = *kernels;
+  core::Diagnostic d;
+  d.kind = core::DiagKind::implicit_function_declaration;
+  d.file = "drv.c";
+  d.line = 3;
+  d.message = "implicit declaration of function 'single_open'";
+  d.symbols = {"single_open"};
+  auto edits = propose::make_learned_rewrite()->propose({d}, ctx);
+  const auto* e = find_edit(edits, "call:single_open");
+  ASSERT_NE(e, nullptr);
+  EXPECT_FALSE(e->call.has_value());
+  EXPECT_EQ(e->smpl.find("- single_open(E0, E1, E2)"), std::string::npos) << e->smpl;
+  EXPECT_NE(e->smpl.find("- single_open(E0, E1, OLD_DATA(inode))\n+ single_open(E0, E1, new_data(inode))"), std::string::npos)
+      << e->smpl;
+}
+
 TEST(ReturnFit, ReturnsOfAVoidFunctionLoseTheirValues) {
   // A remove callback whose prototype is already void (6.11's platform_driver.remove, taken from
   // one #if branch) while its returns still carry the old int results.

@@ -118,6 +118,19 @@ bool is_constant_literal(const std::string& a) {
   return std::regex_match(a, k_literal);
 }
 
+/// Whether a new argument's template names an identifier of `old_arg` (one not of the template's
+/// own $i references).
+bool shares_identifier(const std::string& old_arg, const std::vector<std::string>& templates) {
+  static const std::regex k_ident(R"(^[A-Za-z_]\w*$)");
+  std::set<std::string> ids;
+  for (const auto& w : util::split_words(old_arg))
+    if (std::regex_match(w, k_ident) && w != "sizeof") ids.insert(w);
+  for (const auto& a : templates)
+    for (const auto& w : util::split_words(a))
+      if (ids.count(w)) return true;
+  return false;
+}
+
 /// For each old argument no new one uses: its text with the other old arguments as $i, when it
 /// is written in terms of them (`sizeof ( dst )` with dst the first -> `sizeof ( $0 )`), or the
 /// constant it is.
@@ -144,6 +157,10 @@ void note_dropped(CallRule& r, const std::vector<std::string>& old_args) {
     // the rule holds where the driver passes that constant too, not where it passes a limit the
     // new call would lose (`ida_simple_get(ida, 0, 16, gfp)` is `ida_alloc_max(ida, 15, gfp)`).
     else if (is_constant_literal(old_args[j])) r.dropped_as[j] = old_args[j];
+    // A new argument made of the dropped one's parts (`single_open(f, s, PDE_DATA(inode))` ->
+    // `single_open(f, s, pde_data(inode))`): `inode` is the site's, not the rule's; the rule holds
+    // only where the driver wrote that argument so.
+    else if (shares_identifier(old_args[j], r.args)) r.dropped_as[j] = std::string(util::trim(t));
   }
 }
 
@@ -292,7 +309,7 @@ std::string call_smpl(const std::string& sym, const CallRule& r) {
   }
   for (std::size_t i = 0; i < r.args.size(); ++i) {
     std::string a = std::regex_replace(r.args[i], std::regex(R"(\$(\d+))"), "E$1");
-    new_args += (i ? ", " : "") + a;
+    new_args += (i ? ", " : "") + c_text(util::split_words(a));
   }
   std::string head = !metas.empty() ? fmt::format("@@\nexpression {};\n@@\n", metas) : "@@\n@@\n";
   return head + fmt::format("- {}({})\n+ {}({})\n", sym, old_args, r.callee, new_args);
