@@ -310,6 +310,11 @@ def stated_build_deps(depends):
     return out
 
 
+class NotInstallable(RuntimeError):
+    """A DKMS package's Depends that the kernel's suite does not have (a sid package needing
+    libelf1t64 on bullseye's 5.10): a user of that suite could not install the package at all."""
+
+
 def reference_root_with(k, base_root, deps):
     """The reference root with DEPS installed by apt as well (what a machine that installed the
     DKMS package with its Depends has), made once per set: /usr hard-linked to the base root's (dpkg
@@ -346,7 +351,10 @@ def reference_root_with(k, base_root, deps):
         rc, out, secs = run(argv, 1800)
         open(os.path.join(partial, "apt.log"), "w").write(out)
         if rc != 0:
-            raise RuntimeError(f"apt-get install {' '.join(deps)} in the {rel} reference root failed (exit {rc}): {tail(out, 5)}")
+            msg = f"apt-get install {' '.join(deps)} in the {rel} reference root failed (exit {rc}): {tail(out, 5)}"
+            if re.search(r"Unable to locate package|has no installation candidate|but it is not installable", out):
+                raise NotInstallable(msg)
+            raise RuntimeError(msg)
         json.dump({"schema_version": K_SCHEMA, "release": rel, "base": base_root, "build_deps": sorted(deps),
                    "seconds": round(secs, 1), "made": time.strftime("%Y-%m-%d")}, open(os.path.join(partial, "complete.json"), "w"), indent=2)
         shutil.rmtree(d, ignore_errors=True)
@@ -674,7 +682,13 @@ def do_pair(unit, k, root, jobs, logdir, host_release):
     stated = stated_build_deps(unit.get("depends", ""))
     deps = {"stated": stated, "ref": missing_from(root, stated),
             "autodriver": missing_from(k.get("toolchain_root") or "/nonexistent", stated)}
-    root = reference_root_with(k, root, deps["ref"])
+    try:
+        root = reference_root_with(k, root, deps["ref"])
+    except NotInstallable as e:
+        # Not a pair either side can build: no agreement to count.
+        return {"schema_version": K_SCHEMA, "tree": unit["id"], "origin": unit["origin"], "kernel": line, "release": rel,
+                "agree": None, "not_installable": str(e), "date": time.strftime("%Y-%m-%d %H:%M"),
+                "autodriver_binary": binary, "host_release": host_release, "build_deps": deps}
     scratch = tempfile.mkdtemp(prefix="fidelity-", dir=os.path.join(work_dir(), "scratch"))
     try:
         ref = reference_build(unit, k, root, jobs, os.path.join(scratch, "ref"))
@@ -747,6 +761,8 @@ def report(path, binary=None):
     runs = rows.pop("__runs__", [])
     if binary:
         rows = {k: r for k, r in rows.items() if r.get("autodriver_binary", "").startswith(binary)}
+    uninstallable = {k: r for k, r in rows.items() if r.get("not_installable")}
+    rows = {k: r for k, r in rows.items() if k not in uninstallable}
     logdir = logs_of(path)
     for r in rows.values():  # the kept logs, when they are there, say how far each build got
         for side, suffix in (("ref", "ref"), ("autodriver", "autodriver")):
@@ -822,6 +838,12 @@ def report(path, binary=None):
         for r in sorted(masked, key=lambda r: (r["tree"], K_LINES.index(r["kernel"]))):
             print(f"- {r['tree']} on {r['kernel']}: reference `{r['ref'].get('first_error', '')}`; "
                   f"autodriver `{r['autodriver'].get('first_error', '')}`")
+    if uninstallable:
+        print(f"\n### Not installable on the kernel's suite ({len(uninstallable)}): left out of the counts\n")
+        print("The package's Depends do not exist in the suite of the kernel's reference root, so a user of that suite "
+              "could not install it.\n")
+        for r in sorted(uninstallable.values(), key=lambda r: (r["tree"], K_LINES.index(r["kernel"]))):
+            print(f"- {r['tree']} on {r['kernel']}: {', '.join(r['build_deps']['ref'])}")
     dis = [r for r in rows.values() if not r["agree"]]
     print(f"\n### Disagreements ({len(dis)})\n")
     for r in sorted(dis, key=lambda r: (r["tree"], K_LINES.index(r["kernel"]))):
@@ -926,6 +948,9 @@ def main():
                 out.write(scrubbed(json.dumps(rec)) + "\n")
                 out.flush()
                 os.fsync(out.fileno())
+                if rec.get("not_installable"):
+                    log(f"[{i}/{len(todo)}] {u['id']} on {k['line']}: not installable on that kernel's suite (left out)")
+                    continue
                 say = lambda s: "ok" if s["ok"] else ("timed out" if s.get("timed_out") else "failed")
                 log(f"[{i}/{len(todo)}] {u['id']} on {k['line']}: ref {say(rec['ref'])}, autodriver "
                     f"{say(rec['autodriver'])}{'' if rec['agree'] else ' (DISAGREE)'} "
