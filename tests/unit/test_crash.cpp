@@ -1367,6 +1367,22 @@ TEST(CrashRepair, ATeardownLeftOutReproducesByAnyCrashWhileTheModuleUnloads) {
   EXPECT_FALSE(loop::reproduced(bug, {teardown}, {probe}));
 }
 
+// Memory sized too small breaks whatever the next check or the next neighbour is: the allocator's
+// report one boot, the kernel's BUG in the neighbour's own code the next; no crash, no reproduction.
+TEST(CrashRepair, MemorySizedTooSmallReproducesByAnyCrash) {
+  crash::CrashReport slab;
+  slab.kind = crash::CrashKind::slab;
+  slab.title = "BUG: slab Freechain corrupt in vfree";
+  crash::CrashReport neighbour;
+  neighbour.kind = crash::CrashKind::bug_on;
+  neighbour.title = "kernel BUG in balloon_page_dequeue";
+  crash::Hypothesis size{"alloc-size", "", "init_vqs", "virtio_balloon.c", 500, {}};
+  crash::Hypothesis order{"use-after-release", "", "rm", "virtio_balloon.c", 500, {}};
+  EXPECT_TRUE(loop::reproduced(slab, {size}, {neighbour}));
+  EXPECT_FALSE(loop::reproduced(slab, {size}, {}));
+  EXPECT_FALSE(loop::reproduced(slab, {order}, {neighbour}));
+}
+
 namespace {
 
 /// A kernel tree whose drivers register a net_device in probe and unregister it first in remove

@@ -79,10 +79,11 @@ bool reproduced(const crash::CrashReport& report, const std::vector<crash::Hypot
   // crash while the module unloads when the cause is a teardown it lacks: what it left registered
   // is reached by whichever path gets there first (the kernel's BUG in free_netdev() one boot, a
   // transmit through the unmapped registers the next).
-  // Memory sized too small is found by whichever allocator check reaches it first (a red zone at
-  // its free one boot, the slab's padding or metadata the next): any such report reproduces it.
-  if (!hyps.empty() && hyps.front().kind == "alloc-size")
-    return crash::allocator_corruption(report) && any([](const crash::CrashReport& a) { return crash::allocator_corruption(a); });
+  // Memory sized too small is found by whichever check reaches it first (a red zone at its free
+  // one boot, the slab's padding or metadata the next) or breaks whatever lies next to it (the
+  // kernel's BUG in the neighbour's own code, a pointer read from it): any crash reproduces it,
+  // and the repair must still boot clean every time.
+  if (!hyps.empty() && hyps.front().kind == "alloc-size") return !again.empty();
   if (hyps.empty() || (hyps.front().kind != "missing-cleanup" && hyps.front().kind != "missing-teardown")) return false;
   const auto gone = [](const crash::CrashReport& a) { return crash::module_address(a); };
   if (crash::module_address(report) && any(gone)) return true;
