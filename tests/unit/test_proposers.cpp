@@ -2521,6 +2521,32 @@ TEST(LearnedRewrite, ANewArgumentMadeOfTheDroppedOnesPartsHoldsOnlyForThatArgume
       << e->smpl;
 }
 
+TEST(LearnedRewrite, ADroppedArgumentWithABarInItsTextKeepsItsRule) {
+  // The rule's key separates dropped arguments by `|`: a dropped `GFP_KERNEL | __GFP_REPEAT` once
+  // cut the key apart (an internal error on every port that learned it).
+  auto tmp = util::TempDir::create(util::scratch_root(), "dropped-bar-");
+  ASSERT_TRUE(tmp.has_value());
+  auto kernels = three_drivers_changed(
+      tmp->path(), "drivers/misc",
+      [](const std::string& f) {
+        return fmt::format("static void *{0}_buf(struct {0} *x)\n{{\n\treturn old_alloc(x, GFP_KERNEL | __GFP_REPEAT);\n}}\n", f);
+      },
+      "old_alloc(x, GFP_KERNEL | __GFP_REPEAT)", "new_alloc(x, GFP_KERNEL)");
+  ASSERT_TRUE(kernels.has_value());
+  propose::PortContext& ctx = *kernels;
+  core::Diagnostic d;
+  d.kind = core::DiagKind::implicit_function_declaration;
+  d.file = "drv.c";
+  d.line = 3;
+  d.message = "implicit declaration of function 'old_alloc'";
+  d.symbols = {"old_alloc"};
+  auto edits = propose::make_learned_rewrite()->propose({d}, ctx);
+  const auto* e = find_edit(edits, "call:old_alloc");
+  ASSERT_NE(e, nullptr);
+  EXPECT_NE(e->smpl.find("- old_alloc(E0, GFP_KERNEL | __GFP_REPEAT)\n+ new_alloc(E0, GFP_KERNEL)"), std::string::npos)
+      << e->smpl;
+}
+
 TEST(ReturnFit, ReturnsOfAVoidFunctionLoseTheirValues) {
   // A remove callback whose prototype is already void (6.11's platform_driver.remove, taken from
   // one #if branch) while its returns still carry the old int results.

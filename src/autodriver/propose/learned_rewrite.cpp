@@ -107,7 +107,12 @@ struct CallRule {
     std::string k = callee + "(";
     for (std::size_t i = 0; i < args.size(); ++i) k += (i ? ", " : "") + args[i];
     k += ")/" + std::to_string(old_arity);
-    for (const auto& [i, t] : dropped_as) k += fmt::format("|{}={}", i, t);
+    // `|` separates the entries: one inside an argument's text (`a | b`) is kept as \x1f.
+    for (const auto& [i, t] : dropped_as) {
+      std::string escaped = t;
+      std::replace(escaped.begin(), escaped.end(), '|', '\x1f');
+      k += fmt::format("|{}={}", i, escaped);
+    }
     return k;
   }
 };
@@ -173,7 +178,9 @@ CallRule parse_call_key(const std::string& key) {
   for (auto bar = tail.rfind('|'); bar != std::string::npos; bar = tail.rfind('|')) {
     std::string c = tail.substr(bar + 1);
     auto eq = c.find('=');
-    r.dropped_as[std::stoul(c.substr(0, eq))] = c.substr(eq + 1);
+    std::string text = c.substr(eq + 1);
+    std::replace(text.begin(), text.end(), '\x1f', '|');
+    r.dropped_as[std::stoul(c.substr(0, eq))] = text;
     tail.resize(bar);
   }
   r.old_arity = std::stoul(tail);
