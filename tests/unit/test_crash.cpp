@@ -1383,6 +1383,27 @@ TEST(CrashRepair, MemorySizedTooSmallReproducesByAnyCrash) {
   EXPECT_FALSE(loop::reproduced(slab, {order}, {neighbour}));
 }
 
+// Freed memory read: a WARNING the poisoned value causes one boot, KFENCE's own report the next
+// (it samples); for a release out of order, the same driver function in both reproduces it.
+TEST(CrashRepair, AReleaseOutOfOrderReproducesByAnyReportInTheSameDriverFunction) {
+  crash::CrashReport warn;
+  warn.kind = crash::CrashKind::warning;
+  warn.title = "WARNING in ida_free";
+  warn.rip = crash::Frame{"ida_free", 0xe6, 0x140, "", true, false, "", 0};
+  warn.trace = {crash::Frame{"remove_common", 0x60, 0xa0, "virtio_rng", true, false, "", 0}};
+  crash::CrashReport kfence;
+  kfence.kind = crash::CrashKind::kasan_use_after_free; // KFENCE reports parse as KASAN's kinds
+  kfence.title = "KFENCE: use-after-free read in remove_common";
+  kfence.rip = crash::Frame{"remove_common", 0x60, 0xa0, "virtio_rng", true, false, "", 0};
+  crash::CrashReport elsewhere = kfence;
+  elsewhere.rip->function = "virtrng_probe";
+  crash::Hypothesis order{"use-after-release", "", "remove_common", "virtio-rng.c", 212, {}};
+  crash::Hypothesis lock{"missing-unlock", "", "remove_common", "virtio-rng.c", 212, {}};
+  EXPECT_TRUE(loop::reproduced(warn, {order}, {kfence}));
+  EXPECT_FALSE(loop::reproduced(warn, {order}, {elsewhere}));
+  EXPECT_FALSE(loop::reproduced(warn, {lock}, {kfence}));
+}
+
 namespace {
 
 /// A kernel tree whose drivers register a net_device in probe and unregister it first in remove

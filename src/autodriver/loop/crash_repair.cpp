@@ -84,6 +84,19 @@ bool reproduced(const crash::CrashReport& report, const std::vector<crash::Hypot
   // kernel's BUG in the neighbour's own code, a pointer read from it): any crash reproduces it,
   // and the repair must still boot clean every time.
   if (!hyps.empty() && hyps.front().kind == "alloc-size") return !again.empty();
+  // Freed memory used is found by whichever detector reaches it first: KFENCE's report one boot (it
+  // samples allocations), the WARNING or fault the poisoned value causes the next. For a release
+  // out of order, any report whose innermost driver frame is the same function reproduces it.
+  if (!hyps.empty() && (hyps.front().kind == "use-after-release" || hyps.front().kind == "double-release")) {
+    const auto in_driver = [](const crash::CrashReport& a) -> std::string {
+      if (a.rip && !a.rip->module.empty()) return a.rip->function;
+      for (const auto& f : a.trace)
+        if (f.reliable && !f.module.empty()) return f.function;
+      return {};
+    };
+    const std::string here = in_driver(report);
+    if (!here.empty() && any([&](const crash::CrashReport& a) { return in_driver(a) == here; })) return true;
+  }
   if (hyps.empty() || (hyps.front().kind != "missing-cleanup" && hyps.front().kind != "missing-teardown")) return false;
   const auto gone = [](const crash::CrashReport& a) { return crash::module_address(a); };
   if (crash::module_address(report) && any(gone)) return true;
