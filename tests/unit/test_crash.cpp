@@ -624,6 +624,32 @@ TEST(CrashRepair, AReleaseBeforeTheCallThatReachesTheUseMovesAfterIt) {
   EXPECT_TRUE(ho.empty() || ho[0].kind != "use-after-release");
 }
 
+// The driver's own release helper called twice in a row (a duplicated line): the second call
+// faults on what the first released; the second call goes (not the first moved after it).
+TEST(CrashRepair, AReleaseHelperCalledTwiceLosesTheSecondCall) {
+  Tree t("static void release_res(struct a *adapter)\n{\n\tthing_free(adapter->wq);\n}\n"
+         "static void rm(struct pci_dev *pdev)\n{\n\tstruct a *adapter = pci_get_drvdata(pdev);\n\n"
+         "\trelease_res(adapter);\n\trelease_res(adapter);\n\tpci_disable_device(pdev);\n}\n");
+  auto r = null_report("release_res", 3);
+  r.kind = crash::CrashKind::bug_on;
+  r.trace = {crash::Frame{"rm", 0x31, 0x90, "drv", true, false, "/autodriver/tree/drv.c", 10}};
+  auto where = crash::localize(r, {"drv"}, t.path(), "/autodriver/tree");
+  auto h = crash::hypothesize(r, where, t.path(), frees_only);
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "double-release");
+  EXPECT_EQ(h[0].function, "rm");
+  EXPECT_EQ(h[0].line, 10);
+  EXPECT_EQ(h[0].set_line, 9);
+  crash::rank_by_hypotheses(where, h);
+  ASSERT_FALSE(where.empty());
+  EXPECT_EQ(where.front().line, 10);
+  auto reps = crash::propose_repairs(h, t.path(), {});
+  ASSERT_FALSE(reps.empty());
+  EXPECT_NE(reps.back().new_text.find("\trelease_res(adapter);\n\tpci_disable_device(pdev);"), std::string::npos);
+  EXPECT_EQ(reps.back().new_text.find("\trelease_res(adapter);\n\trelease_res(adapter);"), std::string::npos)
+      << reps.back().new_text;
+}
+
 // A teardown that puts the object before calling the driver's function with a pointer derived
 // from it (`scsi_host_put(host); release(adapter);`, adapter = shost_priv(host)): the crash is in
 // the callee, the put moves after the call.

@@ -713,6 +713,10 @@ void rank_by_hypotheses(std::vector<Location>& where, const std::vector<Hypothes
     cause.line = h.set_line;
     cause.why =
         fmt::format("releases {} with {}() before the use at line {} (the driver's source)", h.variable, h.callee, h.line);
+  } else if (h.kind == "double-release") {
+    cause.line = h.line;
+    cause.why =
+        fmt::format("calls {}({}) a second time (first at line {}; the driver's source)", h.callee, h.variable, h.set_line);
   } else if (h.kind == "never-set") {
     cause.line = h.line;
     cause.why = fmt::format("makes {} and never stores it with {}() (the driver's source)", h.variable, h.callee);
@@ -791,6 +795,22 @@ std::optional<Hypothesis> release_through_call(const CrashReport& r, const std::
     auto rb = release_before_call(cv->toks, *cv->fn, c.line, members, releases, &*driver);
     if (!rb) continue;
     const std::string name = cv->fn->name.empty() ? c.function : cv->fn->name;
+    // The release is the very call that led here, made once before (`release_res(adapter);` on two
+    // lines): the same release twice, not one too early.
+    if (auto rc = repeated_call(cv->toks, *cv->fn, c.line);
+        rc && rc->first_line == rb->at.release_line && !rc->call.var.empty()) {
+      Hypothesis h{"double-release", "", name, c.file, rc->again_line, {}};
+      h.variable = rc->call.var;
+      h.set_line = rc->first_line;
+      h.callee = rc->call.callee;
+      h.statement =
+          fmt::format("{}() calls {}({}) at {}:{} after calling it at {}:{} on the same path, and the first call "
+                      "already released what the second reaches at {}:{}",
+                      name, h.callee, h.variable, c.file, rc->again_line, c.file, rc->first_line, fault.file, fault.line);
+      h.evidence.push_back(fmt::format("{}:{}: {}", c.file, rc->first_line, trimmed(cv->line_text(rc->first_line))));
+      h.evidence.push_back(fmt::format("{}:{}: {}", c.file, rc->again_line, trimmed(cv->line_text(rc->again_line))));
+      return h;
+    }
     Hypothesis h{"use-after-release", "", name, c.file, c.line, {}};
     h.variable = rb->at.release.var;
     h.set_line = rb->at.release_line;
