@@ -797,18 +797,11 @@ std::optional<Hypothesis> release_through_call(const CrashReport& r, const std::
     const std::string name = cv->fn->name.empty() ? c.function : cv->fn->name;
     // The release is the very call that led here, made once before (`release_res(adapter);` on two
     // lines): the same release twice, not one too early.
-    if (auto rc = repeated_call(cv->toks, *cv->fn, c.line);
-        rc && rc->first_line == rb->at.release_line && !rc->call.var.empty()) {
-      Hypothesis h{"double-release", "", name, c.file, rc->again_line, {}};
-      h.variable = rc->call.var;
-      h.set_line = rc->first_line;
-      h.callee = rc->call.callee;
-      h.statement =
-          fmt::format("{}() calls {}({}) at {}:{} after calling it at {}:{} on the same path, and the first call "
-                      "already released what the second reaches at {}:{}",
-                      name, h.callee, h.variable, c.file, rc->again_line, c.file, rc->first_line, fault.file, fault.line);
-      h.evidence.push_back(fmt::format("{}:{}: {}", c.file, rc->first_line, trimmed(cv->line_text(rc->first_line))));
-      h.evidence.push_back(fmt::format("{}:{}: {}", c.file, rc->again_line, trimmed(cv->line_text(rc->again_line))));
+    if (auto h = repeated_hypothesis(Hypothesis{"double-release", "", name, c.file, c.line, {}}, *cv, {});
+        h && h->set_line == rb->at.release_line) {
+      h->statement +=
+          fmt::format(", and the first call already released what the second reaches at {}:{}", fault.file, fault.line);
+      h->evidence.push_back(fmt::format("{}:{}: {}", c.file, c.line, trimmed(cv->line_text(c.line))));
       return h;
     }
     Hypothesis h{"use-after-release", "", name, c.file, c.line, {}};

@@ -16,6 +16,16 @@ bool t_is_member(const Toks& t, std::size_t i) {
   return i > 0 && t[i].kind == csrc::TokKind::ident && (t[i - 1].text == "->" || t[i - 1].text == ".");
 }
 
+/// The statement after which a value assigned by statement `k` of `sts` may be stored: the `if`
+/// right after it when that tests `var` (`if (!edev) return -ENOMEM;`), else statement k itself.
+std::size_t through_its_test(const Toks& t, const std::vector<std::pair<std::size_t, std::size_t>>& sts, std::size_t k,
+                             const std::string& var) {
+  if (k + 1 >= sts.size() || t[sts[k + 1].first].text != "if") return k;
+  for (std::size_t i = sts[k + 1].first; i <= sts[k + 1].second; ++i)
+    if (t[i].text == var) return k + 1;
+  return k;
+}
+
 /// Whether an initializer of the file names both functions (`.probe = a, .remove = b`).
 bool same_table(const DriverFile& f, const std::string& a, const std::string& b) {
   for (const auto& u : f.units) {
@@ -72,7 +82,7 @@ std::set<std::string> assigned_members(const std::vector<DriverFile>& driver) {
   std::set<std::string> out;
   const auto scan = [&](const Toks& t) {
     for (std::size_t i = 1; i + 1 < t.size(); ++i) {
-      if (t[i].kind != csrc::TokKind::ident || (t[i - 1].text != "->" && t[i - 1].text != ".")) continue;
+      if (!t_is_member(t, i)) continue;
       const std::string& next = t[i + 1].text;
       if ((next.size() >= 1 && next.back() == '=' && next != "==" && next != "!=" && next != "<=" && next != ">=") ||
           next == "++" || next == "--")
@@ -138,10 +148,7 @@ std::optional<UnsetMember> store_place(const std::vector<DriverFile>& driver, co
         for (std::size_t i = sts[k].first; i + 2 <= sts[k].second && !assigns; ++i)
           assigns = t[i].text == obj && t[i + 1].text == "=" && t[i + 2].kind == csrc::TokKind::ident;
         if (!assigns) continue;
-        std::size_t last = k;
-        if (k + 1 < sts.size() && t[sts[k + 1].first].text == "if")
-          for (std::size_t i = sts[k + 1].first; i <= sts[k + 1].second; ++i)
-            if (t[i].text == obj) last = k + 1;
+        const std::size_t last = through_its_test(t, sts, k, obj);
         UnsetMember out;
         out.member = member;
         out.owner = owner;
@@ -224,12 +231,7 @@ std::optional<NeverSet> never_set(const std::vector<DriverFile>& driver, const s
               !f.toks[i + 2].text.ends_with(getter.substr(get))) // read back, not made (`pci_get_drvdata()`)
             v = f.toks[i].text;
         if (v.empty() || csrc::declared_type(f.toks, u, v) != type) continue;
-        std::size_t last = k;
-        if (k + 1 < sts.size() && f.toks[sts[k + 1].first].text == "if") {
-          bool tests = false;
-          for (std::size_t i = sts[k + 1].first; i <= sts[k + 1].second && !tests; ++i) tests = f.toks[i].text == v;
-          if (tests) last = k + 1;
-        }
+        const std::size_t last = through_its_test(f.toks, sts, k, v);
         std::string args;
         for (std::size_t i = call->arg_toks[0].first; i <= call->arg_toks[0].second; ++i) {
           std::vector<std::string> one{t[i].text == param ? p_name : t[i].text};

@@ -74,11 +74,6 @@ bool reproduced(const crash::CrashReport& report, const std::vector<crash::Hypot
                 const std::vector<crash::CrashReport>& again) {
   auto any = [&](auto pred) { return std::any_of(again.begin(), again.end(), pred); };
   if (any([&](const crash::CrashReport& a) { return same_crash_title(a.title, report.title); })) return true;
-  // A crash in code or data of a module that is gone (what a missing cleanup or teardown leaves)
-  // faults wherever the freed memory is next touched: any such fault reproduces it. So does any
-  // crash while the module unloads when the cause is a teardown it lacks: what it left registered
-  // is reached by whichever path gets there first (the kernel's BUG in free_netdev() one boot, a
-  // transmit through the unmapped registers the next).
   // Memory sized too small is found by whichever check reaches it first (a red zone at its free
   // one boot, the slab's padding or metadata the next) or breaks whatever lies next to it (the
   // kernel's BUG in the neighbour's own code, a pointer read from it): any crash reproduces it,
@@ -97,6 +92,11 @@ bool reproduced(const crash::CrashReport& report, const std::vector<crash::Hypot
     const std::string here = in_driver(report);
     if (!here.empty() && any([&](const crash::CrashReport& a) { return in_driver(a) == here; })) return true;
   }
+  // A crash in code or data of a module that is gone (what a missing cleanup or teardown leaves)
+  // faults wherever the freed memory is next touched: any such fault reproduces it. So does any
+  // crash while the module unloads when the cause is a teardown it lacks: what it left registered
+  // is reached by whichever path gets there first (the kernel's BUG in free_netdev() one boot, a
+  // transmit through the unmapped registers the next).
   if (hyps.empty() || (hyps.front().kind != "missing-cleanup" && hyps.front().kind != "missing-teardown")) return false;
   const auto gone = [](const crash::CrashReport& a) { return crash::module_address(a); };
   if (crash::module_address(report) && any(gone)) return true;
