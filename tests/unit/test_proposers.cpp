@@ -549,6 +549,10 @@ TEST(TargetDecls, PrototypesAndSimilarity) {
   EXPECT_TRUE(propose::opposite_names("pci_enable_msix", "pci_disable_msix"));
   EXPECT_FALSE(propose::opposite_names("foo_get_stats", "stats"));
   EXPECT_FALSE(propose::opposite_names("setup_timer", "timer_setup"));
+  // Words glued to the rest of the name still have their opposites.
+  EXPECT_TRUE(propose::opposite_names("getnstimeofday64", "do_settimeofday64"));
+  EXPECT_FALSE(propose::opposite_names("getnstimeofday64", "ktime_get_real_ts64"));
+  EXPECT_FALSE(propose::opposite_names("del_timer_sync", "timer_delete_sync"));
   EXPECT_FALSE(propose::opposite_names("pci_enable_msix", "pci_enable_msix_range"));
 }
 
@@ -1751,6 +1755,59 @@ TEST(TargetApi, ASuccessorTheDriversAliasContradictsIsNotOffered) {
   EXPECT_TRUE(renamed_to("pci_cfg_access_unlock"));
 }
 
+TEST(TargetApi, DocumentationNamesTheReplacementOfAnOldInterface) {
+  // The shape of Documentation/core-api/timekeeping.rst's "Deprecated time interfaces".
+  const std::string doc = "Deprecated time interfaces\n--------------------------\n\n"
+                          "Older kernels used some other interfaces:\n\n"
+                          ".. c:function:: void do_gettimeofday( struct timeval * )\n"
+                          "\t\tvoid getnstimeofday64( struct timespec64 * )\n\n"
+                          "\tktime_get_real_ts64() is a direct replacement, but consider using\n"
+                          "\tmonotonic time (ktime_get_ts64()) and/or a ktime_t based interface\n"
+                          "\t(ktime_get()/ktime_get_real()).\n\n"
+                          ".. c:function:: struct timespec64 getrawmonotonic64( void )\n"
+                          "\t\tstruct timespec64 get_monotonic_boottime64( void )\n\n"
+                          "\tThese are replaced by ktime_get_raw()/ktime_get_raw_ts64(),\n"
+                          "\tas well as ktime_get_boottime()/ktime_get_boottime_ts64().\n\n"
+                          "Another paragraph names old_thing() without saying what replaced it.\n";
+  MiniPort m("docrep-",
+             {{"Documentation/core-api/timekeeping.rst", doc},
+              {"include/linux/timekeeping.h",
+               "void ktime_get_real_ts64(struct timespec64 *ts);\nvoid ktime_get_ts64(struct timespec64 *ts);\n"
+               "ktime_t ktime_get(void);\nktime_t ktime_get_real(void);\nktime_t ktime_get_raw(void);\n"
+               "void ktime_get_raw_ts64(struct timespec64 *ts);\nktime_t ktime_get_boottime(void);\n"
+               "void ktime_get_boottime_ts64(struct timespec64 *ts);\n"
+               "int do_settimeofday64(const struct timespec64 *ts);\n"},
+              {"drivers/a.c", "void a(void)\n{\n\tstruct timespec64 t;\n\tktime_get_real_ts64(&t);\n\tktime_get_ts64(&t);\n"
+                              "\tktime_get_raw_ts64(&t);\n\tktime_get_boottime_ts64(&t);\n\tdo_settimeofday64(&t);\n}\n"}},
+             {{"d.c", "void f(void)\n{\n\tstruct timespec64 t;\n\tgetnstimeofday64(&t);\n"
+                      "\tget_monotonic_boottime64(&t);\n\told_thing();\n}\n"}});
+  ASSERT_TRUE(m.tmp.has_value());
+  TargetOnly port(m.src, m.tree, m.tmp->path() / "s");
+  auto first_rename = [&](int line, const std::string& name) {
+    auto edits = propose::make_target_api()->propose(
+        {diag_at(core::DiagKind::implicit_function_declaration, "d.c", line, {name})}, port.ctx);
+    std::vector<propose::Edit> mine;
+    for (const auto& e : edits)
+      if (e.change_id == "ident:" + name && e.renames.size() == 1) mine.push_back(e);
+    std::sort(mine.begin(), mine.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
+    return mine;
+  };
+  // The direct replacement the text names first, not a name spelled alike (a setter for a getter).
+  auto get = first_rename(4, "getnstimeofday64");
+  ASSERT_FALSE(get.empty());
+  EXPECT_EQ(get[0].renames[0].second, "ktime_get_real_ts64");
+  EXPECT_EQ(get[0].evidence, std::vector<std::string>{"Documentation/core-api/timekeeping.rst:7"});
+  for (const auto& e : get) EXPECT_NE(e.renames[0].second, "do_settimeofday64");
+  for (const auto& e : get) EXPECT_NE(e.renames[0].second, "ktime_get"); // takes no argument
+  // Among the replacements one paragraph lists, the one whose own word the old name holds.
+  auto boot = first_rename(5, "get_monotonic_boottime64");
+  ASSERT_FALSE(boot.empty());
+  EXPECT_EQ(boot[0].renames[0].second, "ktime_get_boottime_ts64");
+  // A paragraph that names a function without speaking of a replacement is no evidence.
+  propose::TargetIndex idx(m.src, m.src);
+  EXPECT_FALSE(idx.documented_replacement("old_thing").has_value());
+}
+
 TEST(TargetApi, PortingNotesSayWhatBecameOfAName) {
   const std::string notes = "**mandatory**\n\n"
                             "iov_iter_copy_from_user_atomic() is gone; use copy_page_from_iter_atomic().\n"
@@ -2623,6 +2680,29 @@ TEST(TargetApi, ConstantSettingOfAMemberWithNoSuccessorGoes) {
   ASSERT_TRUE(propose::apply_edit(*it, m.tree, port.ctx.scratch));
   EXPECT_EQ(*util::read_file(m.tree / "d.c"),
             "static int q(struct v4l2_buffer *b, struct v4l2_buffer c)\n{\n\tb->index = 1;\n\treturn b->input;\n}\n");
+}
+
+TEST(TargetApi, ConstantSettingOnTheDiagnosedLineGoesWhereSmplCannotTypeTheObject) {
+  // shash_desc lost .flags (5.1); the driver's object is declared by a macro, so SmPL's typed
+  // metavariable does not match it: the line gcc named is dropped instead (the next alternative).
+  MiniPort m("lostline-", {{"include/crypto/hash.h", "struct shash_desc {\n\tstruct crypto_shash *tfm;\n\tvoid *__ctx[];\n};\n"}},
+             {{"d.c", "static int q(struct crypto_shash *t)\n{\n\tSHASH_DESC_ON_STACK(desc, t);\n\tdesc->tfm = t;\n"
+                      "\tdesc->flags = CRYPTO_TFM_REQ_MAY_SLEEP;\n\treturn desc->flags & 1;\n}\n"}});
+  ASSERT_TRUE(m.tmp.has_value());
+  TargetOnly port(m.src, m.tree, m.tmp->path() / "s");
+  auto line_edit = [&](int line) {
+    for (const auto& e : propose::make_target_api()->propose(
+             {diag_at(core::DiagKind::no_member, "d.c", line, {"struct shash_desc", "flags"})}, port.ctx))
+      if (e.title.find("lost the member") != std::string::npos && !e.text_edits.empty()) return std::optional<propose::Edit>(e);
+    return std::optional<propose::Edit>();
+  };
+  auto e = line_edit(5);
+  ASSERT_TRUE(e.has_value());
+  ASSERT_TRUE(propose::apply_edit(*e, m.tree, port.ctx.scratch));
+  EXPECT_EQ(*util::read_file(m.tree / "d.c"), "static int q(struct crypto_shash *t)\n{\n\tSHASH_DESC_ON_STACK(desc, t);\n"
+                                              "\tdesc->tfm = t;\n\treturn desc->flags & 1;\n}\n");
+  // A read is no setting: nothing for that line.
+  EXPECT_FALSE(line_edit(5).has_value());
 }
 
 TEST(TargetApi, AnAddedAllocationFlagsArgumentPassesTheCallersOwn) {

@@ -15,6 +15,7 @@
 #include <mutex>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <regex>
 
@@ -656,6 +657,27 @@ bool opposite_names(const std::string& a, const std::string& b) {
         if (turned == a) continue;
         if (b.find(turned) != std::string::npos || (turned.starts_with(b) && b.size() >= at + to.size())) return true;
       }
+  // The word where a name's words start (getnstimeofday64 / do_settimeofday64): `a` starts a word
+  // with one, `b` with its opposite, neither with the other, and what follows the two words ends
+  // the same way (the rest of the name is kept).
+  auto starts_word = [](const std::string& s, const std::string& w) {
+    std::vector<std::size_t> at;
+    for (auto p = s.find(w); p != std::string::npos; p = s.find(w, p + 1))
+      if (p == 0 || s[p - 1] == '_') at.push_back(p);
+    return at;
+  };
+  auto common_tail = [](const std::string& x, const std::string& y) {
+    std::size_t n = 0;
+    while (n < x.size() && n < y.size() && x[x.size() - 1 - n] == y[y.size() - 1 - n]) ++n;
+    return n;
+  };
+  for (const auto& [x, y] : k_pairs)
+    for (const auto& [from, to] : {std::pair<std::string, std::string>{x, y}, std::pair<std::string, std::string>{y, x}}) {
+      auto in_a = starts_word(a, from), in_b = starts_word(b, to);
+      if (in_a.empty() || in_b.empty() || !starts_word(a, to).empty() || !starts_word(b, from).empty()) continue;
+      std::string rest_a = a.substr(in_a[0] + from.size()), rest_b = b.substr(in_b[0] + to.size());
+      if ((rest_a.empty() && rest_b.empty()) || common_tail(rest_a, rest_b) >= 4) return true;
+    }
   return false;
 }
 
@@ -732,6 +754,128 @@ const std::map<std::string, TargetIndex::PortingNote>& TargetIndex::porting_note
     m_notes.emplace(name, std::move(note));
   }
   return m_notes;
+}
+
+namespace {
+
+bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+/// The functions a text names as `f()` (reStructuredText's way), in order, each once.
+std::vector<std::string> called_names(std::string_view text) {
+  std::vector<std::string> out;
+  for (std::size_t at = text.find("()"); at != std::string_view::npos; at = text.find("()", at + 2)) {
+    std::size_t b = at;
+    while (b > 0 && word_char(text[b - 1])) --b;
+    if (b == at || std::isdigit(static_cast<unsigned char>(text[b]))) continue;
+    std::string n(text.substr(b, at - b));
+    if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  }
+  return out;
+}
+
+/// Whether the text speaks of replacing something: the words documentation uses for it.
+std::size_t replacement_cue(std::string_view text) {
+  static const char* const k_cues[] = {"replacement", "replaced by", "replace it",   "instead", "superseded",
+                                       "switch to",   "convert to",  "converted to", "use "};
+  std::string low;
+  for (char c : text) low += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::size_t first = std::string::npos;
+  for (const char* cue : k_cues)
+    for (auto at = low.find(cue); at != std::string::npos; at = low.find(cue, at + 1))
+      if (at == 0 || !word_char(low[at - 1])) {
+        first = std::min(first, at);
+        break;
+      }
+  return first;
+}
+
+/// The sentence of `text` around position `at`.
+std::string sentence_at(const std::string& text, std::size_t at) {
+  std::size_t b = text.rfind(". ", at);
+  b = b == std::string::npos ? 0 : b + 2;
+  std::size_t e = text.find(". ", at);
+  return text.substr(b, e == std::string::npos ? std::string::npos : e + 1 - b);
+}
+
+} // namespace
+
+std::optional<TargetIndex::DocReplacement> TargetIndex::documented_replacement(const std::string& name) {
+  if (m_src.empty() || name.size() < 3) return std::nullopt;
+  kernel::SourceGrep q;
+  q.options = {"-nw"};
+  q.includes = {"*.rst", "*.txt"};
+  q.pattern = name;
+  q.dirs = {"Documentation"};
+  q.timeout = std::chrono::seconds(60);
+  q.output_cap = 256 * 1024;
+  auto hits = kernel::grep_source(m_src, q);
+  std::map<std::string, std::vector<std::string>> files;
+  std::size_t tried = 0;
+  for (const auto& hit : hits) {
+    if (++tried > 40) break;
+    auto c1 = hit.find(':');
+    auto c2 = c1 == std::string::npos ? std::string::npos : hit.find(':', c1 + 1);
+    if (c2 == std::string::npos) continue;
+    std::string rel = hit.substr(0, c1);
+    std::size_t line = 0;
+    try {
+      line = std::stoul(hit.substr(c1 + 1, c2 - c1 - 1));
+    } catch (const std::exception&) {
+      continue;
+    }
+    auto it = files.find(rel);
+    if (it == files.end()) {
+      std::vector<std::string> lines;
+      if (auto t = util::read_file(m_src / rel))
+        for (auto l : util::split_lines(*t)) lines.emplace_back(l);
+      it = files.emplace(rel, std::move(lines)).first;
+    }
+    const auto& lines = it->second;
+    if (line == 0 || line > lines.size()) continue;
+    auto blank = [&](std::size_t i) { return util::trim(lines[i]).empty(); };
+    std::size_t first = line - 1;
+    while (first > 0 && !blank(first - 1)) --first;
+    std::size_t end = line - 1;
+    while (end < lines.size() && !blank(end)) ++end;
+    // A directive listing older interfaces: the names it lists are the old ones, its indented
+    // body says what replaces them.
+    std::string head, text;
+    const bool directive = util::trim(lines[first]).starts_with(".. c:");
+    for (std::size_t i = first; i < end; ++i) head += std::string(util::trim(lines[i])) + ' ';
+    if (directive) {
+      std::size_t i = end;
+      while (i < lines.size() && (blank(i) || std::isspace(static_cast<unsigned char>(lines[i][0])))) {
+        if (!blank(i)) text += std::string(util::trim(lines[i])) + ' ';
+        else if (!text.empty() && i + 1 < lines.size() && !blank(i + 1) &&
+                 !std::isspace(static_cast<unsigned char>(lines[i + 1][0])))
+          break;
+        ++i;
+      }
+    } else {
+      text = head;
+    }
+    auto cue = replacement_cue(text);
+    if (cue == std::string::npos) continue;
+    auto old_names = directive ? called_names(head) : std::vector<std::string>{};
+    // In a directive's head the old interfaces are prototypes (`void f( struct x * )`), not `f()`:
+    // every identifier followed by '(' there is one of them.
+    if (directive)
+      for (std::size_t k = head.find('('); k != std::string::npos; k = head.find('(', k + 1)) {
+        std::size_t e = k;
+        while (e > 0 && head[e - 1] == ' ') --e;
+        std::size_t b = e;
+        while (b > 0 && word_char(head[b - 1])) --b;
+        if (b < e) old_names.push_back(head.substr(b, e - b));
+      }
+    DocReplacement r;
+    for (auto& n : called_names(text))
+      if (n != name && std::find(old_names.begin(), old_names.end(), n) == old_names.end()) r.names.push_back(std::move(n));
+    if (r.names.empty()) continue;
+    r.where = fmt::format("{}:{}", rel, line);
+    r.sentence = sentence_at(text, cue);
+    return r;
+  }
+  return std::nullopt;
 }
 
 /// A plain integer type ("int", "size_t", "unsigned long", "u8"): no pointer, struct or array.

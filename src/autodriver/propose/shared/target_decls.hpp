@@ -120,6 +120,19 @@ public:
   /// Keyed by the vanished name; ops members ("->readdir() is gone") are not listed.
   const std::map<std::string, PortingNote>& porting_notes();
 
+  /// What the target's Documentation (*.rst, *.txt) says replaced `name`, which the target no
+  /// longer declares: a paragraph naming it, or the body of a `.. c:function::` directive listing
+  /// it among older interfaces, that speaks of a replacement ("ktime_get_real_ts64() is a direct
+  /// replacement", "use X instead"). `names` are the functions that text names (`f()`), in the
+  /// order it names them, without the directive's own old names; the caller keeps those the
+  /// target declares and the call fits.
+  struct DocReplacement {
+    std::vector<std::string> names;
+    std::string where;    ///< "Documentation/core-api/timekeeping.rst:157"
+    std::string sentence; ///< the text's first sentence that names a replacement
+  };
+  std::optional<DocReplacement> documented_replacement(const std::string& name);
+
 private:
   std::filesystem::path m_src, m_build;
   std::map<std::string, PortingNote> m_notes;

@@ -240,6 +240,34 @@ std::string member_in_place(const std::vector<Param>& old_members, const std::ve
   return n[a];
 }
 
+/// The diagnosed line when it is a statement of its own setting member `m` to a constant:
+/// `desc->flags = CRYPTO_TFM_REQ_MAY_SLEEP;`, `s.m = 0;`, `p->m = A | B;` (numbers, upper-case
+/// names, true/false/NULL and the operators that combine them). The object may be declared
+/// where SmPL cannot see its type (inside a macro: SHASH_DESC_ON_STACK(desc, tfm)); gcc named
+/// the line and the member.
+bool constant_setting_line(const std::string& line, const std::string& m) {
+  auto toks = tokenize(line);
+  if (toks.size() < 6 || toks.back().text != ";") return false;
+  std::size_t eq = 0;
+  while (eq < toks.size() && toks[eq].text != "=") ++eq;
+  if (eq < 3 || eq + 2 >= toks.size() || toks[eq - 1].text != m || (toks[eq - 2].text != "->" && toks[eq - 2].text != "."))
+    return false;
+  for (std::size_t k = 0; k + 2 < eq; ++k)
+    if (toks[k].kind != TokKind::ident && toks[k].text != "->" && toks[k].text != "." && toks[k].text != "[" &&
+        toks[k].text != "]" && toks[k].kind != TokKind::number)
+      return false;
+  static const std::set<std::string> k_ops = {"|", "&", "~", "<<", ">>", "(", ")", "+", "-"};
+  for (std::size_t k = eq + 1; k + 1 < toks.size(); ++k) {
+    const auto& t = toks[k];
+    if (t.kind == TokKind::number || k_ops.count(t.text) || t.text == "true" || t.text == "false" || t.text == "NULL") continue;
+    if (t.kind == TokKind::ident &&
+        std::none_of(t.text.begin(), t.text.end(), [](char c) { return std::islower(static_cast<unsigned char>(c)); }))
+      continue;
+    return false;
+  }
+  return true;
+}
+
 } // namespace
 
 /// An edit through the target's accessors for `tag.m`; false when the target has none.
@@ -375,6 +403,19 @@ void member(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d,
     e.support = 1;
     e.rank = 2;
     out.push_back(std::move(e));
+    // The line gcc named, when SmPL cannot type its object: the same setting dropped there.
+    if (auto line = diagnostic_line(ctx.tree, d); line && constant_setting_line(*line, m)) {
+      Edit at_line = out.back();
+      at_line.smpl.clear();
+      at_line.rank = 3;
+      TextEdit te;
+      te.file = d.file;
+      te.line = d.line;
+      te.remove = 1;
+      at_line.text_edits.push_back(std::move(te));
+      fill_expectations(at_line, ctx.tree);
+      out.push_back(std::move(at_line));
+    }
     return;
   }
   for (const auto& [s, x] : cands) {

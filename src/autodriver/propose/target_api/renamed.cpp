@@ -318,6 +318,51 @@ private:
   bool m_counted = false;
 };
 
+/// The target's Documentation names what replaced `name` (TargetIndex::documented_replacement):
+/// each named function the target declares and the call fits is proposed, the one whose own words
+/// the old name shares first (getrawmonotonic64: ktime_get_raw_ts64 among the raw, clocktai and
+/// boottime accessors one paragraph lists), then in the order the text names them. Returns the
+/// next free rank.
+int from_documentation(TargetIndex& idx, const std::string& name, SuccessorTest& test, std::vector<Edit>& out) {
+  auto doc = idx.documented_replacement(name);
+  if (!doc) return 1;
+  std::vector<std::string> fit;
+  for (const auto& n : doc->names)
+    if ((idx.names().count(n) || idx.in_headers(n)) && test.accepts(n)) fit.push_back(n);
+  if (fit.empty()) return 1;
+  // Words every candidate shares (ktime, get, ts64) tell nothing; the others count when the old
+  // name holds them.
+  std::map<std::string, int> in_all;
+  for (const auto& n : fit) {
+    auto words = name_words(n);
+    for (const auto& w : std::set<std::string>(words.begin(), words.end())) ++in_all[w];
+  }
+  auto score = [&](const std::string& n) {
+    int s = 0;
+    for (const auto& w : name_words(n))
+      if (in_all[w] < static_cast<int>(fit.size()) && w.size() >= 3 && name.find(w) != std::string::npos) ++s;
+    return s;
+  };
+  std::stable_sort(fit.begin(), fit.end(), [&](const std::string& a, const std::string& b) { return score(a) > score(b); });
+  int rank = 1;
+  for (const auto& n : fit) {
+    if (rank > 3) break;
+    Edit e;
+    e.proposer = "target-api";
+    e.change_id = "ident:" + name;
+    e.label = "rename";
+    e.title = fmt::format("{} was replaced by {}", name, n);
+    e.description = fmt::format("The target kernel's documentation ({}): \"{}\"", doc->where, doc->sentence);
+    e.renames = {{name, n}};
+    e.symbols = {name, n};
+    e.evidence = {doc->where};
+    e.support = 1;
+    e.rank = rank++;
+    out.push_back(std::move(e));
+  }
+  return rank;
+}
+
 } // namespace
 
 void renamed(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d, std::vector<Edit>& out) {
@@ -338,17 +383,23 @@ void renamed(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d
   auto contradicted = [&](const std::string& n) {
     return std::any_of(aliases.begin(), aliases.end(), [&](const std::string& a) { return opposite_names(a, n); });
   };
+  // What the target's documentation names goes before any guess by spelling.
+  std::set<std::string> documented;
+  int rank = from_documentation(idx, name, test, out);
+  for (const auto& e : out)
+    if (e.change_id == "ident:" + name && e.renames.size() == 1) documented.insert(e.renames[0].second);
   std::vector<std::tuple<double, int, std::string>> ranked;
   for (const auto& [s, n] : cands)
-    if (!deprecated.count(n) && !contradicted(n) && test.accepts(n)) ranked.push_back({s, idx.usage_count(n), n});
+    if (!deprecated.count(n) && !contradicted(n) && !documented.count(n) && test.accepts(n))
+      ranked.push_back({s, idx.usage_count(n), n});
   std::sort(ranked.begin(), ranked.end(), [](auto& a, auto& b) {
     double sa = std::get<0>(a) + 0.03 * std::log2(1.0 + std::get<1>(a));
     double sb = std::get<0>(b) + 0.03 * std::log2(1.0 + std::get<1>(b));
     return sa > sb;
   });
-  int rank = 1;
+  const int guesses_from = rank;
   for (const auto& [s, uses, n] : ranked) {
-    if (rank > 3) break;
+    if (rank >= guesses_from + 3) break;
     if (uses == 0) continue;
     Edit e;
     e.proposer = "target-api";
