@@ -1040,6 +1040,107 @@ TEST(CrashRepair, AHungTaskOnALockLeftHeldGetsTheUnlock) {
   EXPECT_EQ(h2[0].kind, "blocked");
 }
 
+TEST(CrashRepair, ASleepUnderASpinlockMovesAfterTheLockIsGivenBack) {
+  Tree t("static void down(struct s *tp)\n{\n\tunsigned long flags;\n\n\tspin_lock_irqsave(&tp->lock, flags);\n"
+         "\tstop(tp);\n\tmsleep(2);\n\tclean(tp);\n\tspin_unlock_irqrestore(&tp->lock, flags);\n\tfinish(tp);\n}\n");
+  crash::CrashReport r;
+  r.kind = crash::CrashKind::bug_other;
+  r.headline = "BUG: scheduling while atomic: ip/223/0x00000002";
+  r.trace = {crash::Frame{"msleep", 0x2b, 0x40, "", true, false, "", 0},
+             crash::Frame{"down", 0xa5, 0x2a0, "drv", true, false, "/autodriver/tree/drv.c", 7}};
+  auto where = crash::localize(r, {"drv"}, t.path(), "/autodriver/tree");
+  auto h = crash::hypothesize(r, where, t.path(), {}, mutex_pair);
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "sleep-in-atomic");
+  EXPECT_EQ(h[0].line, 7);
+  EXPECT_EQ(h[0].set_line, 5);
+  EXPECT_EQ(h[0].callee, "msleep");
+  EXPECT_EQ(h[0].call, "spin_unlock_irqrestore(&tp->lock, flags)");
+  auto reps = crash::propose_repairs(h, t.path(), {});
+  ASSERT_FALSE(reps.empty());
+  EXPECT_EQ(reps[0].new_text,
+            "static void down(struct s *tp)\n{\n\tunsigned long flags;\n\n\tspin_lock_irqsave(&tp->lock, flags);\n"
+            "\tstop(tp);\n\tclean(tp);\n\tspin_unlock_irqrestore(&tp->lock, flags);\n\tmsleep(2);\n"
+            "\tfinish(tp);\n}\n");
+  // Given back before the statement: not held there, no claim; nor without the kernel's pairs.
+  Tree u("static void down(struct s *tp)\n{\n\tunsigned long flags;\n\n\tspin_lock_irqsave(&tp->lock, flags);\n"
+         "\tspin_unlock_irqrestore(&tp->lock, flags);\n\tmsleep(2);\n\tspin_lock_irqsave(&tp->lock, flags);\n"
+         "\tspin_unlock_irqrestore(&tp->lock, flags);\n}\n");
+  auto where_u = crash::localize(r, {"drv"}, u.path(), "/autodriver/tree");
+  for (const auto& x : crash::hypothesize(r, where_u, u.path(), {}, mutex_pair)) EXPECT_NE(x.kind, "sleep-in-atomic");
+  for (const auto& x : crash::hypothesize(r, where, t.path(), {}, {})) EXPECT_NE(x.kind, "sleep-in-atomic");
+}
+
+TEST(CrashRepair, AMemberHandedOnThatNothingInitialisesGetsTheKernelsInitialiser) {
+  // The kernel's drivers initialise the list heads they hand to qadd() and the work they hand to
+  // kick_work() (with the handler that gets the object back); a use of each alone teaches nothing.
+  auto k = util::TempDir::create(std::filesystem::temp_directory_path(), "ad-crash-kernel");
+  ASSERT_TRUE(k);
+  std::filesystem::create_directories(k->path() / "drivers/net");
+  for (int i = 0; i < 6; ++i)
+    ASSERT_TRUE(util::write_file(k->path() / ("drivers/net/k" + std::to_string(i) + ".c"),
+                                 "struct p { struct list_head l" + std::to_string(i) +
+                                     "; struct work_struct w; };\n"
+                                     "static void h(struct work_struct *w)\n{\n\tstruct p *q = container_of(w, struct p, w);\n}\n"
+                                     "static int probe(struct p *x, struct list_head *n)\n{\n\tINIT_LIST_HEAD(&x->l" +
+                                     std::to_string(i) + ");\n\tINIT_WORK(&x->w, h);\n\tqadd(n, &x->l" + std::to_string(i) +
+                                     ");\n\tkick_work(&x->w);\n"
+                                     "\tcancel_work_sync(&x->w);\n\treturn 0;\n}\n"));
+  auto list = crash::member_init(k->path(), "qadd", 1);
+  EXPECT_EQ(list.init, "INIT_LIST_HEAD");
+  EXPECT_EQ(list.arity, 1);
+  EXPECT_TRUE(list.learned());
+  auto work = crash::member_init(k->path(), "kick_work", 0);
+  EXPECT_EQ(work.init, "INIT_WORK"); // not cancel_work_sync: no "init" or "setup" in its name
+  EXPECT_EQ(work.arity, 2);
+  EXPECT_TRUE(work.handler);
+  EXPECT_FALSE(crash::member_init(k->path(), "qadd", 0).learned()); // `n` is no member
+  const std::string drv = "struct adapter { struct list_head pool; struct work_struct mode; int x; };\n"
+                          "static void mode_work(struct work_struct *work)\n{\n"
+                          "\tstruct adapter *a = container_of(work, struct adapter, mode);\n\n\ta->x = 1;\n}\n"
+                          "static int drv_probe(struct pci_dev *pdev)\n{\n\tstruct adapter *a;\n\n"
+                          "\ta = kzalloc(sizeof(*a), GFP_KERNEL);\n\tif (!a)\n\t\treturn -ENOMEM;\n"
+                          "\tqadd(&pdev->node, &a->pool);\n\treturn 0;\n}\n"
+                          "static void set_mode(struct adapter *a)\n{\n\tkick_work(&a->mode);\n}\n"
+                          "static struct pci_driver d = { .probe = drv_probe };\n";
+  Tree t(drv);
+  auto inits = crash::init_oracle(k->path());
+  crash::CrashReport r;
+  r.kind = crash::CrashKind::bug_on;
+  r.headline = "kernel BUG at lib/list_debug.c:29!";
+  r.trace = {crash::Frame{"__list_add_valid_or_report", 0x5d, 0xd0, "", true, false, "", 0},
+             crash::Frame{"drv_probe", 0x5d, 0xd0, "drv", true, false, "/autodriver/tree/drv.c", 15}};
+  auto where = crash::localize(r, {"drv"}, t.path(), "/autodriver/tree");
+  auto h = crash::hypothesize(r, where, t.path(), {}, {}, {}, {}, {}, {}, inits);
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "never-initialised");
+  EXPECT_EQ(h[0].call, "INIT_LIST_HEAD(&a->pool);");
+  EXPECT_EQ(h[0].set_line, 14);
+  auto reps = crash::propose_repairs(h, t.path(), {});
+  ASSERT_FALSE(reps.empty());
+  EXPECT_NE(reps[0].new_text.find("\t\treturn -ENOMEM;\n\tINIT_LIST_HEAD(&a->pool);\n\tqadd(&pdev->node, &a->pool);\n"),
+            std::string::npos)
+      << reps[0].new_text;
+  // The work, with the handler that takes the object back from it.
+  r.kind = crash::CrashKind::warning;
+  r.headline = "WARNING: CPU: 0 PID: 1 at kernel/workqueue.c:2360 __queue_work+0x3a/0x400";
+  r.trace = {crash::Frame{"__queue_work", 0x3a, 0x400, "", true, false, "", 0},
+             crash::Frame{"set_mode", 0x1d, 0x40, "drv", true, false, "/autodriver/tree/drv.c", 20}};
+  where = crash::localize(r, {"drv"}, t.path(), "/autodriver/tree");
+  h = crash::hypothesize(r, where, t.path(), {}, {}, {}, {}, {}, {}, inits);
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "never-initialised");
+  EXPECT_EQ(h[0].call, "INIT_WORK(&a->mode, mode_work);");
+  // Initialised somewhere in the driver: no claim.
+  Tree done(drv.substr(0, drv.find("\tqadd(")) + "\tINIT_LIST_HEAD(&a->pool);\n" + drv.substr(drv.find("\tqadd(")));
+  r.kind = crash::CrashKind::bug_on;
+  r.trace = {crash::Frame{"__list_add_valid_or_report", 0x5d, 0xd0, "", true, false, "", 0},
+             crash::Frame{"drv_probe", 0x5d, 0xd0, "drv", true, false, "/autodriver/tree/drv.c", 16}};
+  where = crash::localize(r, {"drv"}, done.path(), "/autodriver/tree");
+  for (const auto& x : crash::hypothesize(r, where, done.path(), {}, {}, {}, {}, {}, {}, inits))
+    EXPECT_NE(x.kind, "never-initialised");
+}
+
 TEST(CrashLock, ALockTakenWithoutAnArgumentIsOneLockForAllItsCallers) {
   // rtnl_lock() and console_lock() name no lock: the same argument-less release follows them.
   auto k = util::TempDir::create(std::filesystem::temp_directory_path(), "ad-crash-kernel");

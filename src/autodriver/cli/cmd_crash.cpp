@@ -225,9 +225,10 @@ int run_crash(const CrashOptions& o) {
   const auto& primary = reports.front();
   const fs::path kernel_src = kernel ? kernel::cached_source(*kernel) : fs::path();
   auto cands = crash::localize(primary, driver_modules, o.driver, gate::k_sandbox_tree, kernel_src);
-  auto hyps = crash::hypothesize(primary, cands, o.driver, crash::release_oracle(kernel_src), crash::pair_oracle(kernel_src),
-                                 crash::undo_oracle(kernel_src), crash::teardown_oracle(kernel_src),
-                                 crash::value_oracle(kernel_src), crash::managed_oracle(kernel_src));
+  auto hyps =
+      crash::hypothesize(primary, cands, o.driver, crash::release_oracle(kernel_src), crash::pair_oracle(kernel_src),
+                         crash::undo_oracle(kernel_src), crash::teardown_oracle(kernel_src), crash::value_oracle(kernel_src),
+                         crash::managed_oracle(kernel_src), crash::init_oracle(kernel_src));
   crash::rank_by_hypotheses(cands, hyps);
   const bool in_driver = !cands.empty();
 

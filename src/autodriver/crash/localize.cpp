@@ -300,6 +300,101 @@ std::vector<Hypothesis> lock_hypotheses(const CrashReport& r, const Location& at
   return out;
 }
 
+/// A member the crashing statement hands on by address that the driver never initialises
+/// (members_never_initialised): a list head, a work item or a lock left as zeroed memory.
+std::vector<Hypothesis> uninit_hypotheses(const CrashReport& r, const Location& at, const fs::path& tree,
+                                          const InitOracle& inits) {
+  std::vector<Hypothesis> out;
+  for (const auto& um : members_never_initialised(read_driver(tree), at.file, at.function, at.line, inits)) {
+    Hypothesis h{"never-initialised", "", um.function, um.file, um.made_line, {r.headline}};
+    h.variable = um.statement.substr(um.statement.find('(') + 2, um.statement.find_first_of(",)") - um.statement.find('(') - 2);
+    h.set_line = um.after_line;
+    h.callee = um.how.init;
+    h.call = um.statement;
+    h.statement = fmt::format("{}() at {}:{} hands {}'s member {} to {}(), and no function of the driver initialises it (the "
+                              "kernel's drivers call {}() on such a member in {} of {} files): {}() makes the object at {}:{}",
+                              at.function, at.file, at.line, um.owner, um.member, um.used_by, um.how.init, um.how.initialised,
+                              um.how.files, um.function, um.file, um.made_line);
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+/// Sleep in atomic context ("BUG: scheduling while atomic", "sleeping function called from
+/// invalid context"): the crash's driver statement lies between a scoped acquire (learned from the
+/// kernel, lock.hpp) and its release in the same function, with no release of that lock between:
+/// the statement sleeps while the lock is held. The nearest acquire first.
+std::vector<Hypothesis> sleep_hypotheses(const CrashReport& r, const Location& at, const SourceView& v, const PairOracle& pairs) {
+  std::vector<Hypothesis> out;
+  if (!pairs || !v.fn) return out;
+  if (r.headline.find("scheduling while atomic") == std::string::npos &&
+      r.headline.find("sleeping function called from invalid context") == std::string::npos)
+    return out;
+  const auto cs = csrc::find_calls(v.toks, v.fn->body, v.fn->last);
+  auto line_of = [&](const csrc::Call& c) { return v.toks[c.name_tok].line; };
+  std::string sleeper;
+  for (const auto& c : cs)
+    if (line_of(c) == at.line) {
+      sleeper = c.callee;
+      break;
+    }
+  if (sleeper.empty()) return out;
+  for (std::size_t i = 0; i < cs.size() && line_of(cs[i]) < at.line; ++i) {
+    const auto& a = cs[i];
+    const std::string lock = lock_arg(a);
+    if (lock.empty()) continue;
+    // The same lock given back after the statement by another call: only then ask the kernel.
+    const csrc::Call* release = nullptr;
+    for (std::size_t j = i + 1; j < cs.size() && !release; ++j)
+      if (line_of(cs[j]) > at.line && cs[j].callee != a.callee && lock_arg(cs[j]) == lock) release = &cs[j];
+    if (!release) continue;
+    const auto pair = pairs(a.callee);
+    if (!pair.scoped() || pair.release != release->callee) continue;
+    bool given_back = false;
+    for (std::size_t j = i + 1; j < cs.size() && line_of(cs[j]) < at.line; ++j)
+      given_back = given_back || (cs[j].callee == pair.release && lock_arg(cs[j]) == lock);
+    if (given_back) continue;
+    Hypothesis h;
+    h.kind = "sleep-in-atomic";
+    h.function = at.function;
+    h.file = at.file;
+    h.line = at.line;
+    h.variable = lock;
+    h.set_line = line_of(a);
+    h.callee = sleeper;
+    h.call = v.text.substr(v.toks[release->name_tok].begin, v.toks[release->close_tok].end - v.toks[release->name_tok].begin);
+    h.statement = fmt::format("{}() calls {}() at {}:{} while holding {} (taken with {}() at line {}, given back with {}() at "
+                              "line {}): {}",
+                              at.function, sleeper, at.file, at.line, lock, a.callee, h.set_line, release->callee,
+                              line_of(*release), r.headline);
+    h.evidence.push_back(r.headline);
+    for (int l : {h.set_line, at.line, line_of(*release)})
+      h.evidence.push_back(fmt::format("{}:{}: {}", at.file, l, trimmed(v.line_text(l))));
+    h.evidence.push_back(fmt::format("the target kernel's drivers call {}() after {} of {} {}() calls in the same function",
+                                     pair.release, pair.released, pair.calls, pair.acquire));
+    out.push_back(std::move(h));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Hypothesis& a, const Hypothesis& b) { return a.set_line > b.set_line; });
+  return out;
+}
+
+/// The hypotheses about a lock held at the crash: one another exit left held (a hang), or one
+/// held while the statement sleeps.
+std::vector<Hypothesis> held_lock_hypotheses(const CrashReport& r, const Location& at, const SourceView& v, const fs::path& tree,
+                                             const PairOracle& pairs) {
+  if (r.kind == CrashKind::hung_task || r.kind == CrashKind::soft_lockup || r.kind == CrashKind::rcu_stall ||
+      r.kind == CrashKind::lockdep || r.nmi_hang())
+    return lock_hypotheses(r, at, v, tree, pairs);
+  if (r.kind == CrashKind::bug_other && v.fn) return sleep_hypotheses(r, at, v, pairs);
+  return {};
+}
+
+/// A fault on memory: a bad or NULL pointer, or an access out of an object's bounds.
+bool memory_fault_kind(CrashKind k) {
+  return k == CrashKind::null_deref || k == CrashKind::paging_request || k == CrashKind::general_protection ||
+         k == CrashKind::kasan_other || k == CrashKind::kasan_out_of_bounds || k == CrashKind::oops;
+}
+
 /// The address the report faulted on lies where x86-64 maps modules (0xffffffffa0000000 and up,
 /// below the fixmap): with no module frame in the trace, memory of a module that is gone.
 } // namespace
@@ -717,6 +812,9 @@ void rank_by_hypotheses(std::vector<Location>& where, const std::vector<Hypothes
     cause.line = h.line;
     cause.why =
         fmt::format("calls {}({}) a second time (first at line {}; the driver's source)", h.callee, h.variable, h.set_line);
+  } else if (h.kind == "never-initialised") {
+    cause.line = h.set_line;
+    cause.why = fmt::format("makes the object and never initialises {} with {}() (the driver's source)", h.variable, h.callee);
   } else if (h.kind == "never-set") {
     cause.line = h.line;
     cause.why = fmt::format("makes {} and never stores it with {}() (the driver's source)", h.variable, h.callee);
@@ -1017,7 +1115,8 @@ std::optional<Hypothesis> field_set_after_call(const std::vector<Location>& wher
 
 std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Location>& where, const fs::path& tree,
                                     const ReleaseOracle& releases, const PairOracle& pairs, const PairOracle& undos,
-                                    const PairOracle& teardowns, const ValueOracle& values, const ManagedOracle& managed) {
+                                    const PairOracle& teardowns, const ValueOracle& values, const ManagedOracle& managed,
+                                    const InitOracle& inits) {
   std::vector<Hypothesis> out;
   const Location* fault = first_with(where, "fault");
   if (!fault) fault = first_with(where, "caller");
@@ -1059,18 +1158,17 @@ std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Loca
     }
   if (src && src->fn && exact && out.empty())
     if (auto h = release_through_call(r, where, *fault, *src, tree, releases)) out.push_back(std::move(*h));
-  const bool memory_fault = r.kind == CrashKind::null_deref || r.kind == CrashKind::paging_request ||
-                            r.kind == CrashKind::general_protection || r.kind == CrashKind::kasan_other ||
-                            r.kind == CrashKind::kasan_out_of_bounds || r.kind == CrashKind::oops;
+  const bool memory_fault = memory_fault_kind(r.kind);
   if (src && src->fn && exact && out.empty() && (memory_fault || r.kind == CrashKind::bug_on))
     for (auto& h : count_hypotheses(base("loop-bound", ""), *src, symbol)) out.push_back(std::move(h));
   if (src && src->fn && exact && out.empty() && memory_fault && r.kind != CrashKind::kasan_out_of_bounds)
     if (auto h = field_set_after_call(where, *fault, *src, tree)) out.push_back(std::move(*h));
+  if (src && src->fn && exact && out.empty() && !tree.empty() &&
+      (memory_fault || r.kind == CrashKind::bug_on || r.kind == CrashKind::warning))
+    for (auto& h : uninit_hypotheses(r, *fault, tree, inits)) out.push_back(std::move(h));
   if (src && exact) add_pointer_sized(out, r, fault, &*src, tree);
-  if (src && exact && out.empty() &&
-      (r.kind == CrashKind::hung_task || r.kind == CrashKind::soft_lockup || r.kind == CrashKind::rcu_stall ||
-       r.kind == CrashKind::lockdep || r.nmi_hang()))
-    for (auto& h : lock_hypotheses(r, *fault, *src, tree, pairs)) out.push_back(std::move(h));
+  if (src && exact && out.empty())
+    for (auto& h : held_lock_hypotheses(r, *fault, *src, tree, pairs)) out.push_back(std::move(h));
   if (src && src->fn && out.empty() && r.kind == CrashKind::panic && r.detail.find("stack-protector") != std::string::npos)
     for (auto& h : loop_hypotheses(r, base("loop-bound", ""), *src, values)) out.push_back(std::move(h));
   if (src && src->fn && exact && out.empty() && !tree.empty() && !fault->module.empty() &&

@@ -6,6 +6,7 @@
 
 #include "autodriver/crash/bounds.hpp"
 #include "autodriver/crash/lock.hpp"
+#include "autodriver/crash/never_set.hpp"
 #include "autodriver/crash/release.hpp"
 #include "autodriver/crash/report.hpp"
 
@@ -86,11 +87,14 @@ nlohmann::json to_json(const Location& l);
 /// With `values` (the kernel's macros, see bounds.hpp), a stack overwritten in a function gives
 /// its loops that index a local array past its end. With `managed` (the kernel's managed
 /// interfaces, see release.hpp), a release the slab allocator refuses of an object the driver
-/// allocated with one of them.
+/// allocated with one of them. With `inits` (how the kernel's drivers make a member ready before
+/// handing it to a call, see never_set.hpp), a member the crashing statement hands on that the
+/// driver never initialises.
 std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Location>& where, const std::filesystem::path& tree,
                                     const ReleaseOracle& releases = {}, const PairOracle& pairs = {},
                                     const PairOracle& undos = {}, const PairOracle& teardowns = {},
-                                    const ValueOracle& values = {}, const ManagedOracle& managed = {});
+                                    const ValueOracle& values = {}, const ManagedOracle& managed = {},
+                                    const InitOracle& inits = {});
 
 /// The places ranked again with what the hypotheses found in the source: the line a release
 /// before its use happened, or the exit that left a lock held (the cause) goes first when the

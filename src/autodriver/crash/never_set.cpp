@@ -1,7 +1,11 @@
 #include "autodriver/crash/never_set.hpp"
 
 #include "autodriver/csrc/tokens.hpp"
+#include "autodriver/util/memo.hpp"
 
+#include <fmt/format.h>
+
+#include <cctype>
 #include <map>
 #include <set>
 
@@ -164,7 +168,169 @@ std::optional<UnsetMember> store_place(const std::vector<DriverFile>& driver, co
   return std::nullopt;
 }
 
+/// An argument that is exactly `&base->m` or `&base.m`: (base, m); empty strings otherwise.
+std::pair<std::string, std::string> member_address(const Toks& t, std::pair<std::size_t, std::size_t> r) {
+  const auto [a, b] = r;
+  if (b != a + 3 || t[a].text != "&" || t[a + 1].kind != csrc::TokKind::ident ||
+      (t[a + 2].text != "->" && t[a + 2].text != ".") || t[b].kind != csrc::TokKind::ident)
+    return {};
+  return {t[a + 1].text, t[b].text};
+}
+
+/// A name holding the kernel's word for making something ready, "init" or "setup", as one of its
+/// `_`-separated words in any case (INIT_LIST_HEAD, spin_lock_init, timer_setup).
+bool init_word(const std::string& name) {
+  std::size_t b = 0;
+  while (b <= name.size()) {
+    std::size_t e = name.find('_', b);
+    if (e == std::string::npos) e = name.size();
+    std::string w;
+    for (std::size_t i = b; i < e; ++i) w += static_cast<char>(std::tolower(static_cast<unsigned char>(name[i])));
+    if (w == "init" || w == "setup") return true;
+    b = e + 1;
+  }
+  return false;
+}
+
+/// Whether the driver makes member `m` ready anywhere: a call named with "init"/"setup" (or
+/// `init`) taking `&y->m` first, or a store to it (`y->m = ...`, `.m = LIST_HEAD_INIT(...)`).
+bool initialised_anywhere(const std::vector<DriverFile>& driver, const std::string& m, const std::string& init) {
+  for (const auto& f : driver) {
+    for (const auto& c : csrc::find_calls(f.toks, 0, f.toks.empty() ? 0 : f.toks.size() - 1))
+      if ((c.callee == init || init_word(c.callee)) && !c.arg_toks.empty() && member_address(f.toks, c.arg_toks[0]).second == m)
+        return true;
+    for (std::size_t i = 1; i + 1 < f.toks.size(); ++i)
+      if (t_is_member(f.toks, i) && f.toks[i].text == m && f.toks[i + 1].text == "=") return true;
+  }
+  return false;
+}
+
+/// The driver function that gets an `owner` back from its member `m`: `container_of(w, struct T,
+/// m)` in its body (also through to_delayed_work()).
+std::string handler_of(const std::vector<DriverFile>& driver, const std::string& owner, const std::string& m) {
+  const std::string tag = owner.substr(owner.find(' ') + 1);
+  for (const auto& f : driver)
+    for (const auto& u : f.units) {
+      if (u.kind != csrc::UnitKind::function) continue;
+      for (std::size_t i = u.body; i + 4 < u.last; ++i)
+        if (f.toks[i].text == "struct" && f.toks[i + 1].text == tag && f.toks[i + 2].text == "," && f.toks[i + 3].text == m &&
+            f.toks[i + 4].text == ")")
+          return u.name;
+    }
+  return "";
+}
+
+/// Where an object of type `owner` is made: a function assigning a local or parameter of type
+/// `owner *` from a call in a statement of its body (a `.probe` function first), after that
+/// statement and the test of its result. The object's variable, or "".
+std::string made_place(const std::vector<DriverFile>& driver, const std::string& owner, UninitMember& at) {
+  for (int pass = 0; pass < 2; ++pass)
+    for (const auto& f : driver)
+      for (const auto& u : f.units) {
+        if (u.kind != csrc::UnitKind::function || bound_as_probe(driver, u.name) != (pass == 0)) continue;
+        std::string obj;
+        for (const auto& v : assigned_from_calls(f.toks, u))
+          if (csrc::declared_type(f.toks, u, v) == owner + " *") obj = v;
+        if (obj.empty()) continue;
+        const auto sts = csrc::block_statements(f.toks, u.body);
+        for (std::size_t k = 0; k < sts.size(); ++k) {
+          bool assigns = false;
+          for (std::size_t i = sts[k].first; i + 3 <= sts[k].second && !assigns; ++i)
+            assigns = f.toks[i].text == obj && f.toks[i + 1].text == "=" && f.toks[i + 2].kind == csrc::TokKind::ident &&
+                      f.toks[i + 3].text == "(";
+          if (!assigns) continue;
+          at.file = f.rel;
+          at.function = u.name;
+          at.made_line = f.toks[sts[k].first].line;
+          at.after_line = f.toks[sts[through_its_test(f.toks, sts, k, obj)].second].line;
+          return obj;
+        }
+      }
+  return "";
+}
+
 } // namespace
+
+MemberInit member_init(const std::filesystem::path& kernel_src, const std::string& callee, std::size_t arg) {
+  static util::Memo<MemberInit> known;
+  return known.get(kernel_src.string() + "|" + callee + "|" + std::to_string(arg), [&] {
+    MemberInit out;
+    std::map<std::string, int> files, calls, handlers;
+    std::map<std::string, std::map<std::size_t, int>> arities;
+    for_each_kernel_file(kernel_src, callee, [&](const Toks& t, const std::vector<csrc::Unit>& units) {
+      const auto cs = csrc::find_calls(t, 0, t.empty() ? 0 : t.size() - 1);
+      std::set<std::string> members, here, functions;
+      for (const auto& c : cs)
+        if (c.callee == callee && c.arg_toks.size() > arg)
+          if (auto m = member_address(t, c.arg_toks[arg]).second; !m.empty()) members.insert(m);
+      if (members.empty()) return;
+      ++out.files;
+      for (const auto& u : units)
+        if (u.kind == csrc::UnitKind::function) functions.insert(u.name);
+      for (const auto& c : cs) {
+        if (c.callee == callee || !init_word(c.callee) || c.arg_toks.empty() ||
+            !members.count(member_address(t, c.arg_toks[0]).second))
+          continue;
+        if (here.insert(c.callee).second) ++files[c.callee];
+        ++calls[c.callee];
+        ++arities[c.callee][c.args.size()];
+        if (c.args.size() >= 2 && functions.count(c.args[1])) ++handlers[c.callee];
+      }
+    });
+    for (const auto& [name, n] : files)
+      if (n > out.initialised) out.init = name, out.initialised = n;
+    if (out.init.empty()) return out;
+    int best = 0;
+    for (const auto& [a, n] : arities[out.init])
+      if (n > best) best = n, out.arity = static_cast<int>(a);
+    out.handler = handlers[out.init] * 2 > calls[out.init];
+    return out;
+  });
+}
+
+InitOracle init_oracle(const std::filesystem::path& kernel_src) {
+  if (kernel_src.empty()) return {};
+  return [kernel_src](const std::string& callee, std::size_t arg) { return member_init(kernel_src, callee, arg); };
+}
+
+std::vector<UninitMember> members_never_initialised(const std::vector<DriverFile>& driver, const std::string& file,
+                                                    const std::string& fn, int line, const InitOracle& inits) {
+  std::vector<UninitMember> out;
+  if (!inits) return out;
+  for (const auto& f : driver) {
+    const csrc::Unit* u = f.rel == file ? function_named(f.units, fn) : nullptr;
+    if (!u) continue;
+    for (const auto& c : csrc::find_calls(f.toks, u->body, u->last)) {
+      if (f.toks[c.name_tok].line != line || init_word(c.callee)) continue;
+      for (std::size_t i = 0; i < c.arg_toks.size(); ++i) {
+        const auto [base, m] = member_address(f.toks, c.arg_toks[i]);
+        if (m.empty()) continue;
+        std::string owner = csrc::declared_type(f.toks, *u, base);
+        const bool arrow = f.toks[c.arg_toks[i].first + 2].text == "->";
+        if (arrow != owner.ends_with(" *")) continue;
+        if (arrow) owner.resize(owner.size() - 2);
+        if (!owner.starts_with("struct ")) continue;
+        UninitMember um;
+        um.how = inits(c.callee, i);
+        if (!um.how.learned() || um.how.arity < 1 || um.how.arity > 2 || initialised_anywhere(driver, m, um.how.init)) continue;
+        std::string handler;
+        if (um.how.arity == 2) {
+          if (!um.how.handler) continue;
+          handler = handler_of(driver, owner, m);
+          if (handler.empty()) continue;
+        }
+        const std::string obj = made_place(driver, owner, um);
+        if (obj.empty()) continue;
+        um.member = m;
+        um.owner = owner;
+        um.used_by = c.callee;
+        um.statement = fmt::format("{}(&{}->{}{});", um.how.init, obj, m, handler.empty() ? "" : ", " + handler);
+        out.push_back(std::move(um));
+      }
+    }
+  }
+  return out;
+}
 
 std::optional<UnsetMember> member_never_set(const std::vector<DriverFile>& driver, const std::vector<std::string>& readers) {
   const auto members = struct_pointer_members(driver);

@@ -10,6 +10,8 @@
 
 #include "autodriver/crash/driver_files.hpp"
 
+#include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,5 +55,44 @@ struct UnsetMember {
 /// The first such member read by one of `readers` (function names, innermost first), with where
 /// it goes; nullopt when none is read there or no function makes the object with a value to store.
 std::optional<UnsetMember> member_never_set(const std::vector<DriverFile>& driver, const std::vector<std::string>& readers);
+
+/// How the target kernel's drivers initialise a member they hand by address to `callee` as its
+/// argument `arg` (`list_add(&n, &x->head)`, `schedule_work(&x->work)`): in the files that do,
+/// the call most often made with `&y->m` (the same member name) as its first argument whose name
+/// holds the kernel's word for it, "init" or "setup" (INIT_LIST_HEAD, INIT_WORK, timer_setup).
+struct MemberInit {
+  std::string init;     ///< "INIT_WORK"
+  int arity = 0;        ///< its most common argument count
+  bool handler = false; ///< its second argument is most often a function of the same file
+  int files = 0;        ///< files handing such a member to callee
+  int initialised = 0;  ///< of those, files calling `init` on it
+  /// At least 5 files, and at least half of them.
+  bool learned() const { return !init.empty() && initialised >= 5 && initialised * 2 >= files; }
+};
+MemberInit member_init(const std::filesystem::path& kernel_src, const std::string& callee, std::size_t arg);
+
+using InitOracle = std::function<MemberInit(const std::string& callee, std::size_t arg)>;
+/// member_init over `kernel_src`; an empty oracle when it is empty.
+InitOracle init_oracle(const std::filesystem::path& kernel_src);
+
+/// A member of one of the driver's structs handed by address (`&adapter->cmd_pool`) to a call on
+/// `line` of `fn` that nothing in the driver initialises (no `init(&y->m, ...)` of the learned
+/// initialiser, nor any call with "init"/"setup" in its name, nor a store to it): zeroed memory is
+/// no initialised list head, work or lock. The initialiser goes where the object is made (as
+/// for a member never set); a handler it takes is the driver function that gets the object back
+/// from the member (`container_of(work, struct virtnet_info, rx_mode_work)`).
+struct UninitMember {
+  std::string member;    ///< "cmd_pool"
+  std::string owner;     ///< "struct pvscsi_adapter"
+  std::string used_by;   ///< the call handing it: "list_add"
+  std::string file;      ///< where the initialiser goes
+  std::string function;  ///< "pvscsi_probe"
+  int made_line = 0;     ///< the assignment of the object
+  int after_line = 0;    ///< the last line of the statement the initialiser follows
+  std::string statement; ///< "INIT_LIST_HEAD(&adapter->cmd_pool);"
+  MemberInit how;
+};
+std::vector<UninitMember> members_never_initialised(const std::vector<DriverFile>& driver, const std::string& file,
+                                                    const std::string& fn, int line, const InitOracle& inits);
 
 } // namespace autodriver::crash

@@ -455,10 +455,14 @@ std::optional<RepairEdit> add_setter(const Hypothesis& h, const std::string& tex
   e.kind = h.kind;
   e.file = h.file;
   e.new_text = join_lines(out, text.ends_with('\n'));
-  e.description = h.callee.empty() ? fmt::format("{}() makes the object and nothing ever stores {}: {} goes after {}:{}",
-                                                 h.function, h.variable, h.call, h.file, h.set_line)
-                                   : fmt::format("{}() makes {} and nothing stores it for {}: {} goes after {}:{}", h.function,
-                                                 h.variable, h.callee, h.call, h.file, h.set_line);
+  if (h.kind == "never-initialised")
+    e.description = fmt::format("{}() makes the object and nothing initialises {}: {} goes after {}:{}", h.function, h.variable,
+                                h.call, h.file, h.set_line);
+  else
+    e.description = h.callee.empty() ? fmt::format("{}() makes the object and nothing ever stores {}: {} goes after {}:{}",
+                                                   h.function, h.variable, h.call, h.file, h.set_line)
+                                     : fmt::format("{}() makes {} and nothing stores it for {}: {} goes after {}:{}", h.function,
+                                                   h.variable, h.callee, h.call, h.file, h.set_line);
   e.evidence = h.evidence;
   return e;
 }
@@ -726,6 +730,46 @@ std::optional<RepairEdit> bound_loop(const Hypothesis& h, const std::string& tex
   return std::nullopt;
 }
 
+/// sleep-in-atomic: the statement at h.line (a call of h.callee, which sleeps) moves to just after
+/// the statement giving back the lock it was called under (h.call), both statements of one block
+/// with no label or jump between. Not when the target kernel's own drivers do call h.callee with
+/// such a lock held (then holding it is no fault of the statement).
+std::optional<RepairEdit> move_after_release(const Hypothesis& h, const std::string& text, const fs::path& kernel_src) {
+  const std::string release = h.call.substr(0, h.call.find('('));
+  auto toks = csrc::tokenize(text);
+  for (const auto& u : csrc::find_units(toks)) {
+    if (u.kind != csrc::UnitKind::function || toks[u.first].line > h.line || toks[u.last].line < h.line) continue;
+    if (!kernel_src.empty())
+      for (const auto& c : csrc::find_calls(toks, u.body, u.last))
+        if (toks[c.name_tok].line == h.set_line && lock_arg(c) == h.variable) {
+          auto under = under_lock(kernel_src, scoped_pair(kernel_src, c.callee), h.callee);
+          if (under.calls >= 8 && under.under * 50 > under.calls) return std::nullopt;
+          break;
+        }
+    auto sts = csrc::block_statements(toks, block_holding(toks, u, h.line));
+    std::size_t sleep = sts.size(), back = sts.size();
+    for (std::size_t k = 0; k < sts.size(); ++k) {
+      if (toks[sts[k].first].line == h.line && sleep == sts.size()) sleep = k;
+      if (sleep < sts.size() && k > sleep && back == sts.size())
+        for (const auto& c : csrc::find_calls(toks, sts[k].first, sts[k].second))
+          if (c.callee == release && lock_arg(c) == h.variable) back = k;
+    }
+    if (sleep == sts.size() || back == sts.size() || jump_or_label_in(toks, sts, sleep, back)) return std::nullopt;
+    if (!alone_on_lines(toks, sts[sleep].first, sts[sleep].second)) return std::nullopt;
+    const int from = toks[sts[sleep].first].line, to = toks[sts[sleep].second].line, after = toks[sts[back].second].line;
+    RepairEdit e;
+    e.kind = h.kind;
+    e.file = h.file;
+    e.new_text = with_lines_moved(text, from, to, after, true);
+    e.description = fmt::format("{}() called {}(), which sleeps, at {}:{} while holding {}: the call moves after {}() gives "
+                                "the lock back (line {})",
+                                h.function, h.callee, h.file, from, h.variable, release, after);
+    e.evidence = h.evidence;
+    return e;
+  }
+  return std::nullopt;
+}
+
 std::vector<RepairEdit> propose_repairs(const std::vector<Hypothesis>& hyps, const fs::path& tree, const fs::path& kernel_src) {
   std::vector<RepairEdit> out;
   for (const auto& h : hyps) {
@@ -758,7 +802,8 @@ std::vector<RepairEdit> propose_repairs(const std::vector<Hypothesis>& hyps, con
     else if (h.kind == "managed-release") e = drop_managed_release(h, *text);
     else if (h.kind == "teardown-order") e = move_before(h, *text);
     else if (h.kind == "alloc-size") e = size_by_target(h, *text);
-    else if (h.kind == "never-set") e = add_setter(h, *text);
+    else if (h.kind == "never-set" || h.kind == "never-initialised") e = add_setter(h, *text);
+    else if (h.kind == "sleep-in-atomic") e = move_after_release(h, *text, kernel_src);
     if (e && e->new_text != *text) out.push_back(std::move(*e));
   }
   return out;
