@@ -1056,6 +1056,7 @@ TEST(CrashRepair, ASleepUnderASpinlockMovesAfterTheLockIsGivenBack) {
   EXPECT_EQ(h[0].set_line, 5);
   EXPECT_EQ(h[0].callee, "msleep");
   EXPECT_EQ(h[0].call, "spin_unlock_irqrestore(&tp->lock, flags)");
+  EXPECT_EQ(h[0].variable, "&tp->lock");
   auto reps = crash::propose_repairs(h, t.path(), {});
   ASSERT_FALSE(reps.empty());
   EXPECT_EQ(reps[0].new_text,

@@ -320,6 +320,11 @@ std::vector<Hypothesis> uninit_hypotheses(const CrashReport& r, const Location& 
   return out;
 }
 
+/// The source's text of tokens [r.first, r.second] (`&tp->lock` as written).
+std::string source_text(const SourceView& v, std::pair<std::size_t, std::size_t> r) {
+  return v.text.substr(v.toks[r.first].begin, v.toks[r.second].end - v.toks[r.first].begin);
+}
+
 /// Sleep in atomic context ("BUG: scheduling while atomic", "sleeping function called from
 /// invalid context"): the crash's driver statement lies between a scoped acquire (learned from the
 /// kernel, lock.hpp) and its release in the same function, with no release of that lock between:
@@ -359,13 +364,15 @@ std::vector<Hypothesis> sleep_hypotheses(const CrashReport& r, const Location& a
     h.function = at.function;
     h.file = at.file;
     h.line = at.line;
-    h.variable = lock;
+    h.variable = source_text(v, a.arg_toks[0]);
     h.set_line = line_of(a);
     h.callee = sleeper;
-    h.call = v.text.substr(v.toks[release->name_tok].begin, v.toks[release->close_tok].end - v.toks[release->name_tok].begin);
+    h.call = release->callee + "(";
+    for (std::size_t k = 0; k < release->args.size(); ++k) h.call += (k ? ", " : "") + source_text(v, release->arg_toks[k]);
+    h.call += ")";
     h.statement = fmt::format("{}() calls {}() at {}:{} while holding {} (taken with {}() at line {}, given back with {}() at "
                               "line {}): {}",
-                              at.function, sleeper, at.file, at.line, lock, a.callee, h.set_line, release->callee,
+                              at.function, sleeper, at.file, at.line, h.variable, a.callee, h.set_line, release->callee,
                               line_of(*release), r.headline);
     h.evidence.push_back(r.headline);
     for (int l : {h.set_line, at.line, line_of(*release)})

@@ -220,10 +220,31 @@ std::string handler_of(const std::vector<DriverFile>& driver, const std::string&
   return "";
 }
 
+/// Where member `m` of the object made by statement `made` of `sts` is initialised: before the
+/// first later statement that names `obj->m` when that function uses it, else after the last
+/// statement that writes the whole object (`memset(obj, 0, sizeof(*obj))`, `*obj = ...`) or
+/// after `made` itself. The index of the statement it follows.
+std::size_t init_point(const Toks& t, const std::vector<std::pair<std::size_t, std::size_t>>& sts, std::size_t made,
+                       const std::string& obj, const std::string& m) {
+  std::size_t after = made;
+  for (std::size_t k = made + 1; k < sts.size(); ++k) {
+    for (std::size_t i = sts[k].first; i + 2 <= sts[k].second; ++i)
+      if (t[i].text == obj && t[i + 1].text == "->" && t[i + 2].text == m) return k - 1;
+    const bool whole = (t[sts[k].first].text == "*" && t[sts[k].first + 1].text == obj) || [&] {
+      for (const auto& c : csrc::find_calls(t, sts[k].first, sts[k].second))
+        if (c.args.size() >= 2 && c.args[0] == obj && c.args.back().find("sizeof") != std::string::npos) return true;
+      return false;
+    }();
+    if (whole) after = k;
+  }
+  return after;
+}
+
 /// Where an object of type `owner` is made: a function assigning a local or parameter of type
-/// `owner *` from a call in a statement of its body (a `.probe` function first), after that
-/// statement and the test of its result. The object's variable, or "".
-std::string made_place(const std::vector<DriverFile>& driver, const std::string& owner, UninitMember& at) {
+/// `owner *` from a call in a statement of its body (a `.probe` function first); member `m`'s
+/// initialiser goes after that statement and the test of its result (init_point). The object's
+/// variable, or "".
+std::string made_place(const std::vector<DriverFile>& driver, const std::string& owner, const std::string& m, UninitMember& at) {
   for (int pass = 0; pass < 2; ++pass)
     for (const auto& f : driver)
       for (const auto& u : f.units) {
@@ -242,7 +263,7 @@ std::string made_place(const std::vector<DriverFile>& driver, const std::string&
           at.file = f.rel;
           at.function = u.name;
           at.made_line = f.toks[sts[k].first].line;
-          at.after_line = f.toks[sts[through_its_test(f.toks, sts, k, obj)].second].line;
+          at.after_line = f.toks[sts[init_point(f.toks, sts, through_its_test(f.toks, sts, k, obj), obj, m)].second].line;
           return obj;
         }
       }
@@ -319,7 +340,7 @@ std::vector<UninitMember> members_never_initialised(const std::vector<DriverFile
           handler = handler_of(driver, owner, m);
           if (handler.empty()) continue;
         }
-        const std::string obj = made_place(driver, owner, um);
+        const std::string obj = made_place(driver, owner, m, um);
         if (obj.empty()) continue;
         um.member = m;
         um.owner = owner;

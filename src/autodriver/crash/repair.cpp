@@ -735,13 +735,19 @@ std::optional<RepairEdit> bound_loop(const Hypothesis& h, const std::string& tex
 /// with no label or jump between. Not when the target kernel's own drivers do call h.callee with
 /// such a lock held (then holding it is no fault of the statement).
 std::optional<RepairEdit> move_after_release(const Hypothesis& h, const std::string& text, const fs::path& kernel_src) {
-  const std::string release = h.call.substr(0, h.call.find('('));
+  const std::string release(util::trim(h.call.substr(0, h.call.find('('))));
+  const auto same_lock_text = [&](const csrc::Call& c) {
+    std::string a = lock_arg(c), b = h.variable;
+    std::erase(a, ' ');
+    std::erase(b, ' ');
+    return a == b;
+  };
   auto toks = csrc::tokenize(text);
   for (const auto& u : csrc::find_units(toks)) {
     if (u.kind != csrc::UnitKind::function || toks[u.first].line > h.line || toks[u.last].line < h.line) continue;
     if (!kernel_src.empty())
       for (const auto& c : csrc::find_calls(toks, u.body, u.last))
-        if (toks[c.name_tok].line == h.set_line && lock_arg(c) == h.variable) {
+        if (toks[c.name_tok].line == h.set_line && same_lock_text(c)) {
           auto under = under_lock(kernel_src, scoped_pair(kernel_src, c.callee), h.callee);
           if (under.calls >= 8 && under.under * 50 > under.calls) return std::nullopt;
           break;
@@ -752,7 +758,7 @@ std::optional<RepairEdit> move_after_release(const Hypothesis& h, const std::str
       if (toks[sts[k].first].line == h.line && sleep == sts.size()) sleep = k;
       if (sleep < sts.size() && k > sleep && back == sts.size())
         for (const auto& c : csrc::find_calls(toks, sts[k].first, sts[k].second))
-          if (c.callee == release && lock_arg(c) == h.variable) back = k;
+          if (c.callee == release && same_lock_text(c)) back = k;
     }
     if (sleep == sts.size() || back == sts.size() || jump_or_label_in(toks, sts, sleep, back)) return std::nullopt;
     if (!alone_on_lines(toks, sts[sleep].first, sts[sleep].second)) return std::nullopt;
