@@ -892,6 +892,32 @@ TEST(CrashLocalize, AFrameLostToATailCallIsFoundThroughTheMemberTheKernelCalls) 
   EXPECT_TRUE(crash::localize(r, {"drv"}, t.path(), "/autodriver/tree").empty());
 }
 
+TEST(CrashLocalize, ATailCallIsFoundThroughInlinedCallersAndInlineWrappers) {
+  // The kernel calls ->set_mode through a function of the same file it inlines; the driver's last
+  // statement calls a header's inline wrapper of the function the trace shows.
+  auto k = util::TempDir::create(std::filesystem::temp_directory_path(), "ad-crash-kernel");
+  ASSERT_TRUE(k);
+  std::filesystem::create_directories(k->path() / "net/core");
+  std::filesystem::create_directories(k->path() / "include/linux");
+  ASSERT_TRUE(util::write_file(k->path() / "net/core/dev.c",
+                               "static void apply_mode(struct dev *d)\n{\n\td->ops->set_mode(d);\n}\n"
+                               "int dev_up(struct dev *d)\n{\n\td->ops->open(d);\n\tapply_mode(d);\n\treturn 0;\n}\n"));
+  ASSERT_TRUE(util::write_file(k->path() / "include/linux/wq.h",
+                               "static inline bool kick(struct work *w)\n{\n\treturn kick_on(0, w);\n}\n"));
+  EXPECT_EQ(crash::members_called_by(k->path(), "dev_up"), (std::set<std::string>{"open", "set_mode"}));
+  Tree t("static void mode(struct dev *d)\n{\n\tstruct p *p = d->priv;\n\n\tkick(&p->w);\n}\n"
+         "static struct dev_ops o = {\n\t.set_mode = mode,\n};\n");
+  crash::CrashReport r;
+  r.kind = crash::CrashKind::warning;
+  r.headline = "WARNING: CPU: 0 PID: 1 at kernel/wq.c:10 __kick+0x3/0x40";
+  r.trace = {crash::Frame{"kick_on", 0x65, 0x70, "", true, false, "", 0},
+             crash::Frame{"dev_up", 0x134, 0x1b0, "", true, false, "", 0}};
+  auto where = crash::localize(r, {"drv"}, t.path(), "/autodriver/tree", k->path());
+  ASSERT_EQ(where.size(), 1u);
+  EXPECT_EQ(where[0].function, "mode");
+  EXPECT_EQ(where[0].line, 5);
+}
+
 // The driver's remove tail-calls its own function, which faults: the trace holds the callee and
 // the kernel's caller; remove is the lost caller, and the put before its tail call is the cause.
 TEST(CrashLocalize, ACallerLostToATailCallIsTheFunctionTheKernelCalls) {
@@ -1140,6 +1166,42 @@ TEST(CrashRepair, AMemberHandedOnThatNothingInitialisesGetsTheKernelsInitialiser
   where = crash::localize(r, {"drv"}, done.path(), "/autodriver/tree");
   for (const auto& x : crash::hypothesize(r, where, done.path(), {}, {}, {}, {}, {}, {}, inits))
     EXPECT_NE(x.kind, "never-initialised");
+}
+
+TEST(CrashRepair, MemoryFreedWithAnotherAllocatorsReleaseGetsTheKernelsOne) {
+  auto k = util::TempDir::create(std::filesystem::temp_directory_path(), "ad-crash-kernel");
+  ASSERT_TRUE(k);
+  std::filesystem::create_directories(k->path() / "drivers/net");
+  for (int i = 0; i < 6; ++i)
+    ASSERT_TRUE(util::write_file(k->path() / ("drivers/net/k" + std::to_string(i) + ".c"),
+                                 "static int up(struct r *x)\n{\n\tx->info" + std::to_string(i) +
+                                     " = bigalloc(64);\n\treturn 0;\n}\nstatic void down(struct r *x)\n{\n\tbigfree(x->info" +
+                                     std::to_string(i) + ");\n}\n"));
+  auto how = crash::alloc_release(k->path(), "bigalloc");
+  EXPECT_EQ(how.release, "bigfree");
+  EXPECT_TRUE(how.learned());
+  EXPECT_TRUE(how.foreign("kfree"));
+  Tree t("static int setup(struct ring *txdr)\n{\n\ttxdr->info = bigalloc(64);\n\treturn txdr->info ? 0 : -ENOMEM;\n}\n"
+         "static void teardown(struct ring *ring)\n{\n\tkfree(ring->info);\n\tring->info = NULL;\n}\n");
+  crash::CrashReport r;
+  r.kind = crash::CrashKind::paging_request;
+  r.headline = "BUG: unable to handle page fault for address: ffffeb0200018a48";
+  r.trace = {crash::Frame{"kfree", 0x72, 0x370, "", true, false, "", 0},
+             crash::Frame{"teardown", 0x1d, 0x40, "drv", true, false, "/autodriver/tree/drv.c", 8}};
+  auto where = crash::localize(r, {"drv"}, t.path(), "/autodriver/tree");
+  auto h = crash::hypothesize(r, where, t.path(), {}, {}, {}, {}, {}, {}, {}, crash::alloc_oracle(k->path()));
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "foreign-release");
+  auto reps = crash::propose_repairs(h, t.path(), {});
+  ASSERT_FALSE(reps.empty());
+  EXPECT_NE(reps[0].new_text.find("\tbigfree(ring->info);\n\tring->info = NULL;\n"), std::string::npos) << reps[0].new_text;
+  // The kernel's own release: nothing to say.
+  Tree ok("static int setup(struct ring *txdr)\n{\n\ttxdr->info = bigalloc(64);\n\treturn 0;\n}\n"
+          "static void teardown(struct ring *ring)\n{\n\tbigfree(ring->info);\n}\n");
+  r.trace[0].function = "bigfree";
+  where = crash::localize(r, {"drv"}, ok.path(), "/autodriver/tree");
+  for (const auto& x : crash::hypothesize(r, where, ok.path(), {}, {}, {}, {}, {}, {}, {}, crash::alloc_oracle(k->path())))
+    EXPECT_NE(x.kind, "foreign-release");
 }
 
 TEST(CrashLock, ALockTakenWithoutAnArgumentIsOneLockForAllItsCallers) {

@@ -228,7 +228,7 @@ int run_crash(const CrashOptions& o) {
   auto hyps =
       crash::hypothesize(primary, cands, o.driver, crash::release_oracle(kernel_src), crash::pair_oracle(kernel_src),
                          crash::undo_oracle(kernel_src), crash::teardown_oracle(kernel_src), crash::value_oracle(kernel_src),
-                         crash::managed_oracle(kernel_src), crash::init_oracle(kernel_src));
+                         crash::managed_oracle(kernel_src), crash::init_oracle(kernel_src), crash::alloc_oracle(kernel_src));
   crash::rank_by_hypotheses(cands, hyps);
   const bool in_driver = !cands.empty();
 

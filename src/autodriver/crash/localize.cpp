@@ -300,6 +300,12 @@ std::vector<Hypothesis> lock_hypotheses(const CrashReport& r, const Location& at
   return out;
 }
 
+/// A fault on memory: a bad or NULL pointer, or an access out of an object's bounds.
+bool memory_fault_kind(CrashKind k) {
+  return k == CrashKind::null_deref || k == CrashKind::paging_request || k == CrashKind::general_protection ||
+         k == CrashKind::kasan_other || k == CrashKind::kasan_out_of_bounds || k == CrashKind::oops;
+}
+
 /// A member the crashing statement hands on by address that the driver never initialises
 /// (members_never_initialised): a list head, a work item or a lock left as zeroed memory.
 std::vector<Hypothesis> uninit_hypotheses(const CrashReport& r, const Location& at, const fs::path& tree,
@@ -323,6 +329,39 @@ std::vector<Hypothesis> uninit_hypotheses(const CrashReport& r, const Location& 
 /// The source's text of tokens [r.first, r.second] (`&tp->lock` as written).
 std::string source_text(const SourceView& v, std::pair<std::size_t, std::size_t> r) {
   return v.text.substr(v.toks[r.first].begin, v.toks[r.second].end - v.toks[r.first].begin);
+}
+
+/// The crashing statement releases a member the driver allocates with an allocator whose memory
+/// the kernel's drivers give back with another call (foreign_release): kfree() of vzalloc()'s.
+std::optional<Hypothesis> foreign_release_hypothesis(const CrashReport& r, const Location& at, const SourceView& v,
+                                                     const fs::path& tree, const AllocOracle& allocs) {
+  auto fr = foreign_release(read_driver(tree), at.file, at.function, at.line, allocs);
+  if (!fr) return std::nullopt;
+  Hypothesis h{"foreign-release", "", at.function, at.file, at.line, {r.headline}};
+  h.evidence.push_back(fmt::format("{}:{}: {}", at.file, at.line, trimmed(v.line_text(at.line))));
+  h.evidence.push_back(fmt::format("the target kernel's drivers release a member they assigned from {}() with {}() in {} of "
+                                   "{} files",
+                                   fr->alloc, fr->release, fr->evidence.released, fr->evidence.files));
+  h.variable = fr->member;
+  h.set_line = at.line;
+  h.callee = fr->callee;
+  h.call = fr->release;
+  h.statement = fmt::format("{}() gives {} back with {}() at {}:{}, but the driver allocates it with {}() at {}, whose memory "
+                            "is released with {}()",
+                            at.function, fr->member, fr->callee, at.file, at.line, fr->alloc, fr->alloc_at, fr->release);
+  return h;
+}
+
+/// The state of an object the crashing statement hands on: a member never initialised, or
+/// memory released with another allocator's release.
+std::vector<Hypothesis> object_state_hypotheses(const CrashReport& r, const Location& at, const SourceView& v,
+                                                const fs::path& tree, const InitOracle& inits, const AllocOracle& allocs) {
+  const bool fault = memory_fault_kind(r.kind) || r.kind == CrashKind::bug_on || r.kind == CrashKind::warning;
+  std::vector<Hypothesis> out;
+  if (fault) out = uninit_hypotheses(r, at, tree, inits);
+  if (out.empty() && (fault || r.kind == CrashKind::slab))
+    if (auto h = foreign_release_hypothesis(r, at, v, tree, allocs)) out.push_back(std::move(*h));
+  return out;
 }
 
 /// Sleep in atomic context ("BUG: scheduling while atomic", "sleeping function called from
@@ -394,12 +433,6 @@ std::vector<Hypothesis> held_lock_hypotheses(const CrashReport& r, const Locatio
     return lock_hypotheses(r, at, v, tree, pairs);
   if (r.kind == CrashKind::bug_other && v.fn) return sleep_hypotheses(r, at, v, pairs);
   return {};
-}
-
-/// A fault on memory: a bad or NULL pointer, or an access out of an object's bounds.
-bool memory_fault_kind(CrashKind k) {
-  return k == CrashKind::null_deref || k == CrashKind::paging_request || k == CrashKind::general_protection ||
-         k == CrashKind::kasan_other || k == CrashKind::kasan_out_of_bounds || k == CrashKind::oops;
 }
 
 /// The address the report faulted on lies where x86-64 maps modules (0xffffffffa0000000 and up,
@@ -1123,7 +1156,7 @@ std::optional<Hypothesis> field_set_after_call(const std::vector<Location>& wher
 std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Location>& where, const fs::path& tree,
                                     const ReleaseOracle& releases, const PairOracle& pairs, const PairOracle& undos,
                                     const PairOracle& teardowns, const ValueOracle& values, const ManagedOracle& managed,
-                                    const InitOracle& inits) {
+                                    const InitOracle& inits, const AllocOracle& allocs) {
   std::vector<Hypothesis> out;
   const Location* fault = first_with(where, "fault");
   if (!fault) fault = first_with(where, "caller");
@@ -1170,9 +1203,8 @@ std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Loca
     for (auto& h : count_hypotheses(base("loop-bound", ""), *src, symbol)) out.push_back(std::move(h));
   if (src && src->fn && exact && out.empty() && memory_fault && r.kind != CrashKind::kasan_out_of_bounds)
     if (auto h = field_set_after_call(where, *fault, *src, tree)) out.push_back(std::move(*h));
-  if (src && src->fn && exact && out.empty() && !tree.empty() &&
-      (memory_fault || r.kind == CrashKind::bug_on || r.kind == CrashKind::warning))
-    for (auto& h : uninit_hypotheses(r, *fault, tree, inits)) out.push_back(std::move(h));
+  if (src && src->fn && exact && out.empty() && !tree.empty())
+    for (auto& h : object_state_hypotheses(r, *fault, *src, tree, inits, allocs)) out.push_back(std::move(h));
   if (src && exact) add_pointer_sized(out, r, fault, &*src, tree);
   if (src && exact && out.empty())
     for (auto& h : held_lock_hypotheses(r, *fault, *src, tree, pairs)) out.push_back(std::move(h));

@@ -89,12 +89,13 @@ nlohmann::json to_json(const Location& l);
 /// interfaces, see release.hpp), a release the slab allocator refuses of an object the driver
 /// allocated with one of them. With `inits` (how the kernel's drivers make a member ready before
 /// handing it to a call, see never_set.hpp), a member the crashing statement hands on that the
-/// driver never initialises.
+/// driver never initialises. With `allocs` (how the kernel's drivers free what an allocator
+/// returned, see release.hpp), a release of memory from an allocator the kernel frees otherwise.
 std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Location>& where, const std::filesystem::path& tree,
                                     const ReleaseOracle& releases = {}, const PairOracle& pairs = {},
                                     const PairOracle& undos = {}, const PairOracle& teardowns = {},
                                     const ValueOracle& values = {}, const ManagedOracle& managed = {},
-                                    const InitOracle& inits = {});
+                                    const InitOracle& inits = {}, const AllocOracle& allocs = {});
 
 /// The places ranked again with what the hypotheses found in the source: the line a release
 /// before its use happened, or the exit that left a lock held (the cause) goes first when the

@@ -4,6 +4,8 @@
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/memo.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <memory>
 
@@ -130,6 +132,82 @@ static bool declared_pointer(const std::vector<csrc::Token>& t, const csrc::Unit
   for (std::size_t i = fn.first + 2; i < fn.last; ++i)
     if (t[i].text == name && t[i - 1].text == "*" && (t[i - 2].kind == csrc::TokKind::ident || t[i - 2].text == "*")) return true;
   return false;
+}
+
+namespace {
+
+/// The members a file assigns from a call of `alloc` (`x->m = alloc(`, `x.m = alloc(`), each with
+/// the line of its first such assignment.
+std::map<std::string, int> members_assigned_from(const std::vector<csrc::Token>& t, const std::string& alloc) {
+  std::map<std::string, int> out;
+  for (std::size_t i = 1; i + 3 < t.size(); ++i)
+    if (t[i].kind == csrc::TokKind::ident && (t[i - 1].text == "->" || t[i - 1].text == ".") && t[i + 1].text == "=" &&
+        t[i + 2].text == alloc && t[i + 3].text == "(")
+      out.emplace(t[i].text, t[i].line);
+  return out;
+}
+
+/// The last member of an object path (`buffer_info` of `tx_ring->buffer_info`), or "".
+std::string last_member_of(const std::string& path) {
+  const auto at = path.find_last_of(">.");
+  return at == std::string::npos ? "" : path.substr(at + 1);
+}
+
+} // namespace
+
+AllocRelease alloc_release(const fs::path& kernel_src, const std::string& alloc) {
+  static util::Memo<AllocRelease> known;
+  return known.get(kernel_src.string() + "|" + alloc, [&] {
+    AllocRelease out;
+    out.alloc = alloc;
+    for_each_kernel_file(kernel_src, alloc, [&](const auto& t, const auto&) {
+      const auto members = members_assigned_from(t, alloc);
+      if (members.empty()) return;
+      std::set<std::string> here;
+      for (const auto& c : csrc::find_calls(t, 0, t.empty() ? 0 : t.size() - 1)) {
+        if (c.args.size() != 1 || c.callee == alloc) continue;
+        const std::string path = argument_path(t, c, 0);
+        if (!path.empty() && members.count(last_member_of(path))) here.insert(c.callee);
+      }
+      if (here.empty()) return;
+      ++out.files;
+      for (const auto& r : here) ++out.by[r];
+    });
+    for (const auto& [r, n] : out.by)
+      if (n > out.released) out.release = r, out.released = n;
+    return out;
+  });
+}
+
+AllocOracle alloc_oracle(const fs::path& kernel_src) {
+  if (kernel_src.empty()) return {};
+  return [kernel_src](const std::string& alloc) { return alloc_release(kernel_src, alloc); };
+}
+
+std::optional<ForeignRelease> foreign_release(const std::vector<DriverFile>& driver, const std::string& file,
+                                              const std::string& fn, int line, const AllocOracle& allocs) {
+  if (!allocs) return std::nullopt;
+  for (const auto& f : driver) {
+    const csrc::Unit* u = f.rel == file ? function_named(f.units, fn) : nullptr;
+    if (!u) continue;
+    for (const auto& c : csrc::find_calls(f.toks, u->body, u->last)) {
+      if (f.toks[c.name_tok].line != line || c.args.size() != 1) continue;
+      const std::string m = last_member_of(argument_path(f.toks, c, 0));
+      if (m.empty()) continue;
+      // Where the driver assigns that member from a call: each allocator the kernel frees otherwise.
+      for (const auto& g : driver)
+        for (std::size_t i = 1; i + 3 < g.toks.size(); ++i) {
+          const auto& t = g.toks;
+          if (t[i].text != m || (t[i - 1].text != "->" && t[i - 1].text != ".") || t[i + 1].text != "=" ||
+              t[i + 2].kind != csrc::TokKind::ident || t[i + 3].text != "(" || t[i + 2].text == c.callee)
+            continue;
+          auto how = allocs(t[i + 2].text);
+          if (!how.learned() || how.release == c.callee || !how.foreign(c.callee)) continue;
+          return ForeignRelease{m, t[i + 2].text, c.callee, how.release, fmt::format("{}:{}", g.rel, t[i].line), how};
+        }
+    }
+  }
+  return std::nullopt;
 }
 
 ReleaseOracle release_oracle(const fs::path& kernel_src) {

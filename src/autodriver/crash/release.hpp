@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -144,5 +145,42 @@ struct ManagedRelease {
 };
 std::optional<ManagedRelease> managed_release(const std::vector<csrc::Token>& t, const std::vector<csrc::Unit>& units,
                                               const csrc::Unit& fn, int line, const ManagedOracle& managed);
+
+/// How the target kernel's drivers release what `alloc(...)` returned into a member
+/// (`ring->buffer_info = vzalloc(size)`): in the files that do, the call most often made with that
+/// member's path as its only argument (`vfree(ring->buffer_info)`).
+struct AllocRelease {
+  std::string alloc;
+  std::string release;           ///< the most common such call
+  int files = 0;                 ///< files releasing a member they assigned from alloc
+  int released = 0;              ///< of those, files calling `release`
+  std::map<std::string, int> by; ///< files per releasing call
+  /// At least 5 files, and at least half of them.
+  bool learned() const { return !release.empty() && released >= 5 && released * 2 >= files; }
+  /// `callee` releases such memory in at most 1 file in 20: not the kernel's way to free it.
+  bool foreign(const std::string& callee) const {
+    auto it = by.find(callee);
+    return (it == by.end() ? 0 : it->second) * 20 <= files;
+  }
+};
+AllocRelease alloc_release(const std::filesystem::path& kernel_src, const std::string& alloc);
+
+using AllocOracle = std::function<AllocRelease(const std::string& alloc)>;
+/// alloc_release over `kernel_src`; an empty oracle when it is empty.
+AllocOracle alloc_oracle(const std::filesystem::path& kernel_src);
+
+/// A release on `line` of `fn` (`kfree(tx_ring->buffer_info)`) of a member the driver assigns from
+/// an allocator (`txdr->buffer_info = vzalloc(size)`, the same member name) whose memory the
+/// kernel's drivers give back with another call (vfree): the call that should release it.
+struct ForeignRelease {
+  std::string member;   ///< "buffer_info"
+  std::string alloc;    ///< "vzalloc"
+  std::string callee;   ///< "kfree", as the line calls it
+  std::string release;  ///< "vfree"
+  std::string alloc_at; ///< "netdev.c:2322", where the driver allocates it
+  AllocRelease evidence;
+};
+std::optional<ForeignRelease> foreign_release(const std::vector<DriverFile>& driver, const std::string& file,
+                                              const std::string& fn, int line, const AllocOracle& allocs);
 
 } // namespace autodriver::crash

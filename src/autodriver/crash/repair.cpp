@@ -776,6 +776,25 @@ std::optional<RepairEdit> move_after_release(const Hypothesis& h, const std::str
   return std::nullopt;
 }
 
+/// foreign-release: the call of h.callee on h.line releasing member h.variable becomes h.call,
+/// the release the kernel's drivers use for the allocator the driver took it from.
+std::optional<RepairEdit> release_as_allocated(const Hypothesis& h, const std::string& text) {
+  auto toks = csrc::tokenize(text);
+  for (const auto& c : csrc::find_calls(toks, 0, toks.empty() ? 0 : toks.size() - 1)) {
+    if (toks[c.name_tok].line != h.line || c.callee != h.callee) continue;
+    RepairEdit e;
+    e.kind = h.kind;
+    e.file = h.file;
+    e.new_text = text.substr(0, toks[c.name_tok].begin) + h.call + text.substr(toks[c.name_tok].end);
+    e.description = fmt::format("{}() released {} with {}() at {}:{}: the memory came from an allocator whose memory the "
+                                "kernel's drivers give back with {}()",
+                                h.function, h.variable, h.callee, h.file, h.line, h.call);
+    e.evidence = h.evidence;
+    return e;
+  }
+  return std::nullopt;
+}
+
 std::vector<RepairEdit> propose_repairs(const std::vector<Hypothesis>& hyps, const fs::path& tree, const fs::path& kernel_src) {
   std::vector<RepairEdit> out;
   for (const auto& h : hyps) {
@@ -810,6 +829,7 @@ std::vector<RepairEdit> propose_repairs(const std::vector<Hypothesis>& hyps, con
     else if (h.kind == "alloc-size") e = size_by_target(h, *text);
     else if (h.kind == "never-set" || h.kind == "never-initialised") e = add_setter(h, *text);
     else if (h.kind == "sleep-in-atomic") e = move_after_release(h, *text, kernel_src);
+    else if (h.kind == "foreign-release") e = release_as_allocated(h, *text);
     if (e && e->new_text != *text) out.push_back(std::move(*e));
   }
   return out;

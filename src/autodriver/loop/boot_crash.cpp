@@ -73,7 +73,7 @@ std::optional<BootCrash> analyse_boot_crash(const nlohmann::json& gates, const s
   auto hyps =
       crash::hypothesize(r, where, tree, crash::release_oracle(kernel_src), crash::pair_oracle(kernel_src),
                          crash::undo_oracle(kernel_src), crash::teardown_oracle(kernel_src), crash::value_oracle(kernel_src),
-                         crash::managed_oracle(kernel_src), crash::init_oracle(kernel_src));
+                         crash::managed_oracle(kernel_src), crash::init_oracle(kernel_src), crash::alloc_oracle(kernel_src));
   crash::rank_by_hypotheses(where, hyps);
   nlohmann::json j = {{"title", r.title},
                       {"kind", crash::to_string(r.kind)},
