@@ -1204,6 +1204,32 @@ TEST(CrashRepair, MemoryFreedWithAnotherAllocatorsReleaseGetsTheKernelsOne) {
     EXPECT_NE(x.kind, "foreign-release");
 }
 
+TEST(CrashRepair, AStackBufferAFormattedWriteOverrunsInAnInlinedCalleeGrows) {
+  Tree t("struct pcm_rec {\n\tconst char *suffix;\n};\n"
+         "static const struct pcm_rec recs[] = {\n\t{ .suffix = NULL },\n\t{ .suffix = \"MIC2 ADC\" },\n};\n"
+         "static int pcm1(const struct pcm_rec *rec, int n)\n{\n\tchar name[16];\n\tchar ok[8];\n\n"
+         "\tif (rec->suffix)\n\t\tsprintf(name, \"Intel ICH - %s\", rec->suffix);\n\telse\n\t\tstrcpy(name, \"Intel ICH\");\n"
+         "\tsprintf(ok, \"%d\", n & 7);\n\treturn make_pcm(name, ok);\n}\n"
+         "static int probe(struct pci_dev *pci)\n{\n\treturn pcm1(&recs[1], 1);\n}\n");
+  crash::CrashReport r;
+  r.kind = crash::CrashKind::panic;
+  r.headline = "Kernel panic - not syncing: stack-protector: Kernel stack is corrupted in: probe+0x112c/0x1170 [drv]";
+  r.detail = "stack-protector: Kernel stack is corrupted in: probe+0x112c/0x1170 [drv]";
+  r.trace = {crash::Frame{"__stack_chk_fail", 0x19, 0x20, "", true, false, "", 0},
+             crash::Frame{"probe", 0x112c, 0x1170, "drv", true, false, "/autodriver/tree/drv.c", 23}};
+  auto where = crash::localize(r, {"drv"}, t.path(), "/autodriver/tree");
+  auto h = crash::hypothesize(r, where, t.path());
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "buffer-size");
+  EXPECT_EQ(h[0].function, "pcm1");
+  EXPECT_EQ(h[0].variable, "name"); // 21 bytes of "Intel ICH - MIC2 ADC" with its NUL; a number counts one digit
+  EXPECT_EQ(h[0].call, "32");
+  EXPECT_EQ(std::count_if(h.begin(), h.end(), [](const auto& x) { return x.kind == "buffer-size"; }), 1);
+  auto reps = crash::propose_repairs(h, t.path(), {});
+  ASSERT_FALSE(reps.empty());
+  EXPECT_NE(reps[0].new_text.find("\tchar name[32];\n\tchar ok[8];\n"), std::string::npos) << reps[0].new_text;
+}
+
 TEST(CrashLock, ALockTakenWithoutAnArgumentIsOneLockForAllItsCallers) {
   // rtnl_lock() and console_lock() name no lock: the same argument-less release follows them.
   auto k = util::TempDir::create(std::filesystem::temp_directory_path(), "ad-crash-kernel");

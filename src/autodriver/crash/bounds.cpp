@@ -4,9 +4,11 @@
 #include "autodriver/util/memo.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <string_view>
 
 namespace autodriver::crash {
 
@@ -296,6 +298,158 @@ std::vector<CountOverrun> loops_past_count(const std::vector<csrc::Token>& t, co
   const bool in_a_loop = std::any_of(loops.begin(), loops.end(),
                                      [&](const ForLoop& l) { return t[l.for_tok].line <= line && line <= t[l.body_last].line; });
   return in_a_loop ? around : all;
+}
+
+namespace {
+
+/// The characters a C string literal's text (quotes included) stands for, escapes counted once.
+long long literal_length(const std::string& lit) {
+  long long n = 0;
+  for (std::size_t i = 1; i + 1 < lit.size(); ++i, ++n)
+    if (lit[i] == '\\' && i + 2 < lit.size()) {
+      ++i;
+      if (lit[i] == 'x')
+        while (i + 2 < lit.size() && std::isxdigit(static_cast<unsigned char>(lit[i + 1]))) ++i;
+      else if (lit[i] >= '0' && lit[i] <= '7')
+        for (int k = 0; k < 2 && i + 2 < lit.size() && lit[i + 1] >= '0' && lit[i + 1] <= '7'; ++k) ++i;
+    }
+  return n;
+}
+
+/// The text of a run of adjacent string literals [first, last] without their quotes, or nullopt.
+std::optional<std::string> literal_run(const std::vector<csrc::Token>& t, std::size_t first, std::size_t last) {
+  std::string out;
+  for (std::size_t i = first; i <= last; ++i) {
+    if (t[i].kind != csrc::TokKind::string || t[i].text.size() < 2 || t[i].text.front() != '"') return std::nullopt;
+    out += t[i].text.substr(1, t[i].text.size() - 2);
+  }
+  return out;
+}
+
+/// The longest string each member is given in the driver: `.m = "..."`, `->m = "..."`.
+std::map<std::string, long long> member_strings(const std::vector<std::vector<csrc::Token>>& driver) {
+  std::map<std::string, long long> out;
+  for (const auto& t : driver)
+    for (std::size_t i = 1; i + 2 < t.size(); ++i)
+      if (t[i].kind == csrc::TokKind::ident && (t[i - 1].text == "." || t[i - 1].text == "->") && t[i + 1].text == "=" &&
+          t[i + 2].kind == csrc::TokKind::string && t[i + 2].text.front() == '"') {
+        auto& m = out[t[i].text];
+        m = std::max(m, literal_length(t[i + 2].text));
+      }
+  return out;
+}
+
+/// The longest output of printf format `fmt` (its text between the quotes) with `args`, each
+/// argument's longest string when it is one (nullopt: unknown), the NUL not counted; nullopt when a
+/// conversion's length is unknown.
+std::optional<long long> format_length(const std::string& fmt, const std::vector<std::optional<long long>>& args) {
+  long long n = 0;
+  std::size_t arg = 0;
+  for (std::size_t i = 0; i < fmt.size(); ++i) {
+    if (fmt[i] == '\\') {
+      ++n;
+      ++i;
+      continue;
+    }
+    if (fmt[i] != '%') {
+      ++n;
+      continue;
+    }
+    if (++i >= fmt.size()) return std::nullopt;
+    if (fmt[i] == '%') {
+      ++n;
+      continue;
+    }
+    while (i < fmt.size() && std::string_view("-+ #0").find(fmt[i]) != std::string_view::npos) ++i;
+    long long width = 0, precision = -1;
+    for (; i < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[i])); ++i) width = width * 10 + (fmt[i] - '0');
+    if (i < fmt.size() && fmt[i] == '.')
+      for (precision = 0, ++i; i < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[i])); ++i)
+        precision = precision * 10 + (fmt[i] - '0');
+    while (i < fmt.size() && std::string_view("hlzjt").find(fmt[i]) != std::string_view::npos) ++i;
+    if (i >= fmt.size() || fmt[i] == '*') return std::nullopt;
+    long long len = 0;
+    switch (fmt[i]) {
+    case 's': {
+      if (arg >= args.size() || !args[arg]) return std::nullopt;
+      len = precision >= 0 ? std::min(precision, *args[arg]) : *args[arg];
+      break;
+    }
+    // A number's value is not known: it counts at its narrowest, so only what is known overruns.
+    case 'd':
+    case 'i':
+    case 'u':
+    case 'x':
+    case 'X':
+    case 'o':
+    case 'c': len = 1; break;
+    default: return std::nullopt; // %p and its extensions, floats: not counted
+    }
+    ++arg;
+    n += std::max(len, width);
+  }
+  return n;
+}
+
+} // namespace
+
+std::vector<FormatOverrun> format_overruns(const std::vector<csrc::Token>& t, const std::vector<csrc::Unit>& units,
+                                           const std::string& fn, const std::string& file_text, const ValueOracle& kernel,
+                                           const std::vector<std::vector<csrc::Token>>& driver) {
+  std::vector<FormatOverrun> out;
+  std::map<std::string, std::string> own;
+  for (const auto& tok : csrc::tokenize(file_text))
+    if (tok.kind == csrc::TokKind::pp_line)
+      if (auto m = object_macro(tok.text)) own.emplace(m->first, m->second);
+  std::function<std::optional<long long>(const std::string&)> macro = [&](const std::string& name) -> std::optional<long long> {
+    if (auto it = own.find(name); it != own.end()) return evaluate_text(it->second, macro, 0);
+    return kernel ? kernel(name) : std::nullopt;
+  };
+  std::optional<std::map<std::string, long long>> strings;
+  std::set<std::string> seen, next{fn};
+  for (int depth = 0; depth < 4 && !next.empty(); ++depth) {
+    std::set<std::string> callees;
+    for (const auto& u : units) {
+      if (u.kind != csrc::UnitKind::function || !next.count(u.name) || !seen.insert(u.name).second) continue;
+      // `char a[S];` in the body.
+      std::map<std::string, std::pair<std::size_t, std::size_t>> arrays;
+      for (std::size_t i = u.body + 1; i + 3 < u.last; ++i)
+        if (t[i - 1].text == "char" && t[i].kind == csrc::TokKind::ident && t[i + 1].text == "[") {
+          const std::size_t close = csrc::matching_close(t, i + 1);
+          if (close != std::string::npos && close > i + 2 && close + 1 < u.last && t[close + 1].text == ";")
+            arrays.emplace(t[i].text, std::make_pair(i + 2, close - 1));
+        }
+      for (const auto& c : csrc::find_calls(t, u.body, u.last)) {
+        callees.insert(c.callee);
+        if (arrays.empty() || c.arg_toks.size() < 2 || !arrays.count(c.args[0])) continue;
+        std::optional<long long> need;
+        if (c.callee == "sprintf") {
+          auto fmt = literal_run(t, c.arg_toks[1].first, c.arg_toks[1].second);
+          if (!fmt) continue;
+          if (!strings) strings = member_strings(driver);
+          std::vector<std::optional<long long>> lens;
+          for (std::size_t a = 2; a < c.arg_toks.size(); ++a) {
+            const auto [f, l] = c.arg_toks[a];
+            if (auto lit = literal_run(t, f, l)) lens.push_back(static_cast<long long>(lit->size()));
+            else if (l > f && (t[l - 1].text == "->" || t[l - 1].text == ".") && strings->count(t[l].text))
+              lens.push_back(strings->at(t[l].text));
+            else lens.push_back(std::nullopt);
+          }
+          need = format_length(*fmt, lens);
+        } else if (c.callee == "strcpy") {
+          if (auto lit = literal_run(t, c.arg_toks[1].first, c.arg_toks[1].second)) need = literal_length('"' + *lit + '"');
+        }
+        const auto [sf, sl] = arrays.at(c.args[0]);
+        auto size = evaluate(t, sf, sl, macro);
+        if (!need || !size || *need + 1 <= *size) continue;
+        FormatOverrun o{u.name, c.args[0], c.callee, "", t[sf].line, t[c.name_tok].line, *size, *need + 1};
+        for (std::size_t b = sf; b <= sl; ++b) o.size_text += (o.size_text.empty() ? "" : " ") + t[b].text;
+        out.push_back(std::move(o));
+      }
+    }
+    next = std::move(callees);
+  }
+  return out;
 }
 
 } // namespace autodriver::crash

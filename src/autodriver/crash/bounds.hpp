@@ -64,4 +64,26 @@ struct CountOverrun {
 std::vector<CountOverrun> loops_past_count(const std::vector<csrc::Token>& t, const std::vector<csrc::Unit>& units,
                                            const csrc::Unit& fn, int line);
 
+/// A local char array that a formatted write of the same function overruns: `sprintf(name,
+/// "Intel ICH - %s", rec->suffix)` into `char name[16]` when the longest value the driver gives
+/// that member (`.suffix = "MIC2 ADC"`) makes 21 bytes; `strcpy(name, "literal")` alike. Numbers
+/// count at their narrowest (one digit: their values are not known), a `%s` of unknown length
+/// makes no claim.
+struct FormatOverrun {
+  std::string function;  ///< the function declaring the array
+  std::string array;     ///< "name"
+  std::string writer;    ///< "sprintf"
+  std::string size_text; ///< the declared size as written ("16")
+  int array_line = 0, write_line = 0;
+  long long size = 0; ///< declared bytes
+  long long need = 0; ///< bytes the longest write makes, its NUL included
+};
+
+/// The overruns in `fn` and in the functions of the same file it calls, three calls deep (gcc
+/// inlines them into its frame, so the stack protector names `fn`). `driver` gives the members'
+/// string values; `file_text` and `kernel` the macros of the sizes.
+std::vector<FormatOverrun> format_overruns(const std::vector<csrc::Token>& t, const std::vector<csrc::Unit>& units,
+                                           const std::string& fn, const std::string& file_text, const ValueOracle& kernel,
+                                           const std::vector<std::vector<csrc::Token>>& driver);
+
 } // namespace autodriver::crash

@@ -667,6 +667,41 @@ std::vector<Hypothesis> loop_hypotheses(const CrashReport& r, const Hypothesis& 
   return out;
 }
 
+/// A local char array a formatted write overruns, in the function the stack protector names or
+/// one it inlines (format_overruns): the array is declared large enough for the longest write.
+std::vector<Hypothesis> format_hypotheses(const CrashReport& r, const Location& at, const SourceView& src, const fs::path& tree,
+                                          const ValueOracle& values) {
+  std::vector<Hypothesis> out;
+  std::vector<std::vector<csrc::Token>> driver;
+  for (auto& f : read_driver(tree)) driver.push_back(std::move(f.toks));
+  for (const auto& o : format_overruns(src.toks, src.units, src.fn->name, src.text, values, driver)) {
+    Hypothesis h{"buffer-size", "", o.function, at.file, o.array_line, {r.headline}};
+    long long size = 1;
+    while (size < o.need) size *= 2;
+    h.variable = o.array;
+    h.set_line = o.write_line;
+    h.callee = o.writer;
+    h.call = std::to_string(size);
+    h.statement =
+        fmt::format("{}() writes up to {} bytes into {} with {}() at {}:{}, and declares it with {} ({}) at line {}: "
+                    "the write runs past the array into the stack ({})",
+                    o.function, o.need, o.array, o.writer, at.file, o.write_line, o.size, o.size_text, o.array_line, r.detail);
+    for (int l : {o.array_line, o.write_line})
+      h.evidence.push_back(fmt::format("{}:{}: {}", at.file, l, trimmed(src.line_text(l))));
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+/// A stack the protector found overwritten: a loop past a local array, else a formatted write
+/// past one.
+std::vector<Hypothesis> stack_hypotheses(const CrashReport& r, const Hypothesis& proto, const Location& at, const SourceView& src,
+                                         const fs::path& tree, const ValueOracle& values) {
+  auto out = loop_hypotheses(r, proto, src, values);
+  if (out.empty() && !tree.empty()) out = format_hypotheses(r, at, src, tree, values);
+  return out;
+}
+
 /// A loop around the fault that runs one past the count the file's other loops over the same
 /// array stop before (bounds.hpp); with the fault's line in an inlined callee, the loops of the
 /// frame's own function `symbol`. At most three, the nearest first.
@@ -852,6 +887,10 @@ void rank_by_hypotheses(std::vector<Location>& where, const std::vector<Hypothes
     cause.line = h.line;
     cause.why =
         fmt::format("calls {}({}) a second time (first at line {}; the driver's source)", h.callee, h.variable, h.set_line);
+  } else if (h.kind == "buffer-size") {
+    cause.line = h.line;
+    cause.why = fmt::format("declares {} too small for what {}() writes at line {} (the driver's source)", h.variable, h.callee,
+                            h.set_line);
   } else if (h.kind == "never-initialised") {
     cause.line = h.set_line;
     cause.why = fmt::format("makes the object and never initialises {} with {}() (the driver's source)", h.variable, h.callee);
@@ -1209,7 +1248,7 @@ std::vector<Hypothesis> hypothesize(const CrashReport& r, const std::vector<Loca
   if (src && exact && out.empty())
     for (auto& h : held_lock_hypotheses(r, *fault, *src, tree, pairs)) out.push_back(std::move(h));
   if (src && src->fn && out.empty() && r.kind == CrashKind::panic && r.detail.find("stack-protector") != std::string::npos)
-    for (auto& h : loop_hypotheses(r, base("loop-bound", ""), *src, values)) out.push_back(std::move(h));
+    for (auto& h : stack_hypotheses(r, base("loop-bound", ""), *fault, *src, tree, values)) out.push_back(std::move(h));
   if (src && src->fn && exact && out.empty() && !tree.empty() && !fault->module.empty() &&
       std::find(r.unloading.begin(), r.unloading.end(), fault->module) != r.unloading.end())
     for (auto& h : going_hypotheses(r, where, *fault, *src, tree, teardowns)) out.push_back(std::move(h));

@@ -795,6 +795,26 @@ std::optional<RepairEdit> release_as_allocated(const Hypothesis& h, const std::s
   return std::nullopt;
 }
 
+/// buffer-size: the declared size of array h.variable on h.line becomes h.call, enough for the
+/// longest write into it.
+std::optional<RepairEdit> resize_array(const Hypothesis& h, const std::string& text) {
+  auto toks = csrc::tokenize(text);
+  for (std::size_t i = 0; i + 2 < toks.size(); ++i) {
+    if (toks[i].line != h.line || toks[i].text != h.variable || toks[i + 1].text != "[") continue;
+    const std::size_t close = csrc::matching_close(toks, i + 1);
+    if (close == std::string::npos || close < i + 3) return std::nullopt;
+    RepairEdit e;
+    e.kind = h.kind;
+    e.file = h.file;
+    e.new_text = text.substr(0, toks[i + 2].begin) + h.call + text.substr(toks[close - 1].end);
+    e.description = fmt::format("{}() declared {} too small for what {}() writes into it at line {}: it gets {} bytes",
+                                h.function, h.variable, h.callee, h.set_line, h.call);
+    e.evidence = h.evidence;
+    return e;
+  }
+  return std::nullopt;
+}
+
 std::vector<RepairEdit> propose_repairs(const std::vector<Hypothesis>& hyps, const fs::path& tree, const fs::path& kernel_src) {
   std::vector<RepairEdit> out;
   for (const auto& h : hyps) {
@@ -830,6 +850,7 @@ std::vector<RepairEdit> propose_repairs(const std::vector<Hypothesis>& hyps, con
     else if (h.kind == "never-set" || h.kind == "never-initialised") e = add_setter(h, *text);
     else if (h.kind == "sleep-in-atomic") e = move_after_release(h, *text, kernel_src);
     else if (h.kind == "foreign-release") e = release_as_allocated(h, *text);
+    else if (h.kind == "buffer-size") e = resize_array(h, *text);
     if (e && e->new_text != *text) out.push_back(std::move(*e));
   }
   return out;

@@ -145,7 +145,8 @@ util::Expected<nlohmann::json> repair_crash(const CrashRepairRequest& req, const
     j["status"] = "no-repair";
     j["reason"] = "no repair class covers these hypotheses (repairs exist for use-before-set, use-after-release, double-release, "
                   "double-acquire, missing-unlock, missing-cleanup, missing-teardown, teardown-order, managed-release, "
-                  "loop-bound, alloc-size, never-set, never-initialised, sleep-in-atomic, foreign-release and unchecked-result)";
+                  "loop-bound, alloc-size, never-set, never-initialised, sleep-in-atomic, foreign-release, buffer-size and "
+                  "unchecked-result)";
     return j;
   }
   note(fmt::format("reproducing '{}' with the unchanged driver on {}", report.title, k->release));
