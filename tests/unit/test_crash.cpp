@@ -1618,6 +1618,10 @@ TEST(CrashRepair, AReleaseOutOfOrderReproducesByAnyReportInTheSameDriverFunction
   EXPECT_TRUE(loop::reproduced(warn, {order}, {kfence}));
   EXPECT_FALSE(loop::reproduced(warn, {order}, {elsewhere}));
   EXPECT_FALSE(loop::reproduced(warn, {lock}, {kfence}));
+  // Another allocator's release warns in whichever of its checks comes first.
+  crash::Hypothesis foreign{"foreign-release", "", "remove_common", "virtio-rng.c", 212, {}};
+  EXPECT_TRUE(loop::reproduced(warn, {foreign}, {kfence}));
+  EXPECT_FALSE(loop::reproduced(warn, {foreign}, {elsewhere}));
 }
 
 namespace {

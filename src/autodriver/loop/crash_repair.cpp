@@ -15,6 +15,8 @@
 
 #include <fmt/format.h>
 
+#include <set>
+
 namespace autodriver::loop {
 
 namespace fs = std::filesystem;
@@ -81,8 +83,13 @@ bool reproduced(const crash::CrashReport& report, const std::vector<crash::Hypot
   if (!hyps.empty() && hyps.front().kind == "alloc-size") return !again.empty();
   // Freed memory used is found by whichever detector reaches it first: KFENCE's report one boot (it
   // samples allocations), the WARNING or fault the poisoned value causes the next. For a release
-  // out of order, any report whose innermost driver frame is the same function reproduces it.
-  if (!hyps.empty() && (hyps.front().kind == "use-after-release" || hyps.front().kind == "double-release")) {
+  // out of order, any report whose innermost driver frame is the same function reproduces it. So
+  // for memory given back with another allocator's release (vfree() of kmalloc()'s warns in
+  // vfree() one boot, in remove_vm_area() the next) and a member never initialised (a zeroed work
+  // item trips whichever of the workqueue's checks comes first).
+  static const std::set<std::string> k_by_driver_frame = {"use-after-release", "double-release", "foreign-release",
+                                                          "never-initialised"};
+  if (!hyps.empty() && k_by_driver_frame.count(hyps.front().kind)) {
     const auto in_driver = [](const crash::CrashReport& a) -> std::string {
       if (a.rip && !a.rip->module.empty()) return a.rip->function;
       for (const auto& f : a.trace)
