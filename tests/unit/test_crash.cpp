@@ -1158,6 +1158,12 @@ TEST(CrashRepair, AMemberHandedOnThatNothingInitialisesGetsTheKernelsInitialiser
   ASSERT_FALSE(h.empty());
   EXPECT_EQ(h[0].kind, "never-initialised");
   EXPECT_EQ(h[0].call, "INIT_WORK(&a->mode, mode_work);");
+  // Two functions take the object back from the member: the handler is chosen at run time, no claim.
+  Tree two(drv + "static void other_mode(struct work_struct *work)\n{\n\tstruct adapter *a = container_of(work, struct "
+                 "adapter, mode);\n\n\ta->x = 2;\n}\n");
+  where = crash::localize(r, {"drv"}, two.path(), "/autodriver/tree");
+  for (const auto& x : crash::hypothesize(r, where, two.path(), {}, {}, {}, {}, {}, {}, inits))
+    EXPECT_NE(x.kind, "never-initialised");
   // Initialised somewhere in the driver: no claim.
   Tree done(drv.substr(0, drv.find("\tqadd(")) + "\tINIT_LIST_HEAD(&a->pool);\n" + drv.substr(drv.find("\tqadd(")));
   r.kind = crash::CrashKind::bug_on;

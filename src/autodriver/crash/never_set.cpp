@@ -206,18 +206,20 @@ bool initialised_anywhere(const std::vector<DriverFile>& driver, const std::stri
 }
 
 /// The driver function that gets an `owner` back from its member `m`: `container_of(w, struct T,
-/// m)` in its body (also through to_delayed_work()).
+/// m)` in its body (also through to_delayed_work()). "" when none does, or several (the handler is
+/// then chosen at run time: `tulip_tbl[tp->chip_id].media_task`).
 std::string handler_of(const std::vector<DriverFile>& driver, const std::string& owner, const std::string& m) {
   const std::string tag = owner.substr(owner.find(' ') + 1);
+  std::set<std::string> found;
   for (const auto& f : driver)
     for (const auto& u : f.units) {
       if (u.kind != csrc::UnitKind::function) continue;
       for (std::size_t i = u.body; i + 4 < u.last; ++i)
         if (f.toks[i].text == "struct" && f.toks[i + 1].text == tag && f.toks[i + 2].text == "," && f.toks[i + 3].text == m &&
             f.toks[i + 4].text == ")")
-          return u.name;
+          found.insert(u.name);
     }
-  return "";
+  return found.size() == 1 ? *found.begin() : "";
 }
 
 /// Where member `m` of the object made by statement `made` of `sts` is initialised: before the
