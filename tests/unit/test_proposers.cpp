@@ -2743,6 +2743,31 @@ TEST(TargetApi, ResultTestsAreReadInEveryFormTheyAreWritten) {
   EXPECT_EQ(propose::result_test_text(propose::ResultTest::is_err, "p->q"), "IS_ERR(p->q)");
 }
 
+TEST(TargetApi, AReplacedCallHasItsResultTestedAsTheTargetsCallersTestTheReplacement) {
+  // alloc_tty_driver() (NULL on failure) was replaced by tty_alloc_driver() (an ERR_PTR): the
+  // driver's test of the old call's result follows the new one's callers, as a follow-up.
+  const std::string caller = "int init(void)\n{\n\tstruct tty_driver *d;\n\n\td = tty_alloc_driver(1, 0);\n"
+                             "\tif (IS_ERR(d))\n\t\treturn PTR_ERR(d);\n\treturn 0;\n}\n";
+  MiniPort m(
+      "restest2-",
+      {{"include/linux/tty_driver.h", "struct tty_driver *tty_alloc_driver(unsigned int lines, unsigned long flags);\n"},
+       {"drivers/tty/a.c", caller},
+       {"drivers/tty/b.c", caller},
+       {"drivers/tty/c.c", caller}},
+      {{"d.c", "static int init(void)\n{\n\tdrv = alloc_tty_driver(2);\n\tif (!drv)\n\t\treturn -ENOMEM;\n\treturn 0;\n}\n"}});
+  ASSERT_TRUE(m.tmp.has_value());
+  propose::TargetIndex idx(m.src, m.src);
+  auto r = propose::result_follow_up(idx, m.tree, "alloc_tty_driver", "tty_alloc_driver", "call:alloc_tty_driver");
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->follows, "call:alloc_tty_driver");
+  EXPECT_EQ(r->change_id, "result:tty_alloc_driver");
+  ASSERT_EQ(r->text_edits.size(), 1u);
+  EXPECT_EQ(r->text_edits[0].line, 4);
+  EXPECT_EQ(r->text_edits[0].text, "\tif (IS_ERR(drv))\n");
+  // A replacement the target's callers do not test: nothing to follow.
+  EXPECT_FALSE(propose::result_follow_up(idx, m.tree, "alloc_tty_driver", "no_such_callers", "x").has_value());
+}
+
 TEST(TargetApi, ACallWhoseArgumentsChangedHasItsResultTestedAsTheTargetsCallersTestIt) {
   // blk_alloc_disk (6.9) gained an argument and returns an ERR_PTR on failure instead of NULL:
   // the target's own callers test IS_ERR(), so the driver's `!disk` follows, in the same edit.

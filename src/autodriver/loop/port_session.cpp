@@ -16,6 +16,8 @@
 #include "autodriver/loop/reference.hpp"
 #include "autodriver/loop/trial_objects.hpp"
 #include "autodriver/propose/kb/kb_extract.hpp"
+#include "autodriver/propose/shared/result_test.hpp"
+#include "autodriver/propose/shared/target_decls.hpp"
 #include "autodriver/util/files.hpp"
 #include "autodriver/util/json_text.hpp"
 #include "autodriver/util/log.hpp"
@@ -644,7 +646,31 @@ util::Expected<std::vector<propose::Edit>> PortSession::propose_edits(int iter) 
       edits.push_back(std::move(e));
     }
   }
+  add_result_follow_ups(edits);
   return edits;
+}
+
+// A call's replacement may report failure in another convention than the call it replaces
+// (alloc_tty_driver() returned NULL, tty_alloc_driver() an ERR_PTR): for each edit that makes the
+// driver call another function, the driver's tests of the result follow the target's callers of
+// the new one, as a follow-up of that edit (never tried alone).
+void PortSession::add_result_follow_ups(const std::vector<propose::Edit>& edits) {
+  if (m_ctx.new_src.empty()) return;
+  std::optional<propose::TargetIndex> idx;
+  for (const auto& e : edits) {
+    std::vector<std::pair<std::string, std::string>> calls = e.renames;
+    if (e.call && e.call->from != e.call->to) calls.emplace_back(e.call->from, e.call->to);
+    for (const auto& [from, to] : calls) {
+      if (from == to || from.empty() || to.empty()) continue;
+      auto& have = m_follow_ups[e.change_id];
+      if (std::any_of(have.begin(), have.end(), [&](const propose::Edit& f) { return f.change_id == "result:" + to; })) continue;
+      if (!idx) idx.emplace(m_ctx.new_src, m_ctx.to ? m_ctx.to->build_dir : std::filesystem::path());
+      if (auto r = propose::result_follow_up(*idx, m_work, from, to, e.change_id)) {
+        propose::fill_expectations(*r, m_work);
+        have.push_back(std::move(*r));
+      }
+    }
+  }
 }
 
 // Edits of an alone-first proposer (the driver's own feature switches), each alone: a switch

@@ -46,6 +46,7 @@ private:
   util::Expected<void> iterate();
   void reference_for_new_names();
   util::Expected<std::vector<propose::Edit>> propose_edits(int iter);
+  void add_result_follow_ups(const std::vector<propose::Edit>& edits);
   /// The LLM generator's edits for the errors the rules left (none without --llm).
   std::vector<propose::Edit> agent_edits(int iter);
   /// The agents' reviewer: the edit tried as the loop tries any (its build), the integrity gate on

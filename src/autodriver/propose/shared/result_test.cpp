@@ -1,6 +1,9 @@
 #include "autodriver/propose/shared/result_test.hpp"
 
 #include "autodriver/propose/shared/target_decls.hpp"
+#include "autodriver/util/files.hpp"
+
+#include <fmt/format.h>
 
 namespace autodriver::propose {
 
@@ -69,6 +72,56 @@ std::vector<ResultCheck> result_checks(const std::vector<Token>& t, const std::s
 
 std::string result_test_text(ResultTest t, const std::string& var) {
   return t == ResultTest::is_err ? "IS_ERR(" + var + ")" : "!" + var;
+}
+
+std::optional<Edit> result_follow_up(TargetIndex& idx, const std::filesystem::path& tree, const std::string& driver_name,
+                                     const std::string& target_name, const std::string& change_id) {
+  struct Found {
+    std::string rel, text;
+    std::vector<ResultCheck> checks;
+  };
+  std::vector<Found> found;
+  for (const auto& rel : util::list_files(tree)) {
+    if (rel.extension() != ".c") continue;
+    auto text = util::read_file(tree / rel);
+    if (!text || text->find(driver_name) == std::string::npos) continue;
+    auto checks = result_checks(csrc::tokenize(*text), driver_name);
+    if (!checks.empty()) found.push_back({rel.generic_string(), std::move(*text), std::move(checks)});
+  }
+  if (found.empty()) return std::nullopt;
+  auto counts = idx.result_tests(target_name);
+  const int total = counts.is_err + counts.null;
+  if (total < 3) return std::nullopt;
+  ResultTest want;
+  if (counts.null * 10 <= total) want = ResultTest::is_err;
+  else if (counts.is_err * 10 <= total) want = ResultTest::null;
+  else return std::nullopt;
+  Edit r;
+  for (const auto& f : found)
+    for (const auto& c : f.checks) {
+      if (c.test == want) continue;
+      std::size_t bol = f.text.rfind('\n', c.begin);
+      bol = bol == std::string::npos ? 0 : bol + 1;
+      std::size_t eol = f.text.find('\n', c.end);
+      eol = eol == std::string::npos ? f.text.size() : eol;
+      std::string line = f.text.substr(bol, c.begin - bol) + result_test_text(want, c.var) + f.text.substr(c.end, eol - c.end);
+      r.text_edits.push_back({f.rel, c.line, 1, line + "\n", std::nullopt});
+    }
+  if (r.text_edits.empty()) return std::nullopt;
+  r.proposer = "target-api";
+  r.change_id = "result:" + target_name;
+  r.label = "result-test-changed";
+  r.title = fmt::format("{}()'s result tested as the target's callers test it", target_name);
+  r.description = fmt::format("{} changed in the target. The target's callers test its result with {} ({} of {} tests), so "
+                              "the driver's tests follow.",
+                              driver_name == target_name ? driver_name : driver_name + " -> " + target_name,
+                              want == ResultTest::is_err ? "IS_ERR()" : "a NULL check",
+                              want == ResultTest::is_err ? counts.is_err : counts.null, total);
+  r.symbols = {target_name};
+  r.support = 1;
+  r.rank = 0;
+  r.follows = change_id;
+  return r;
 }
 
 } // namespace autodriver::propose

@@ -4,6 +4,10 @@
 // follows there) and from a driver (which of its tests disagree), on csrc tokens.
 
 #include "autodriver/csrc/tokens.hpp"
+#include "autodriver/propose/proposer.hpp"
+
+#include <filesystem>
+#include <optional>
 
 #include <string>
 #include <vector>
@@ -28,5 +32,15 @@ std::vector<ResultCheck> result_checks(const std::vector<csrc::Token>& toks, con
 
 /// The test of `var` in convention `t`: `IS_ERR(var)` or `!var`.
 std::string result_test_text(ResultTest t, const std::string& var);
+
+class TargetIndex;
+
+/// A follow-up of edit `change_id`, which makes the driver call `target_name` where it called
+/// `driver_name` (the same function with new arguments, or its replacement): the driver's tests of
+/// the result turned into the convention the target's own callers of `target_name` follow (all but
+/// a tenth of at least three tests), where the driver follows the other (blk_alloc_disk() and
+/// tty_alloc_driver() return an ERR_PTR where NULL was returned). Nullopt when no test changes.
+std::optional<Edit> result_follow_up(TargetIndex& idx, const std::filesystem::path& tree, const std::string& driver_name,
+                                     const std::string& target_name, const std::string& change_id);
 
 } // namespace autodriver::propose

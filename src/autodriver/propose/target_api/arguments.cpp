@@ -81,47 +81,6 @@ std::string smpl_call(const std::string& from, std::size_t arity, const std::str
   return head + fmt::format("- {}({})\n+ {}({})\n", from, olds, to, news);
 }
 
-/// Line edits turning the driver's tests of `name`'s result into the convention the target's own
-/// callers follow (all but a tenth of at least three tests), where the driver follows the other.
-/// The target is asked only when the driver tests the result at all.
-std::vector<TextEdit> result_test_edits(TargetIndex& idx, const PortContext& ctx, const std::string& name, std::string& why) {
-  struct Found {
-    std::string rel, text;
-    std::vector<ResultCheck> checks;
-  };
-  std::vector<Found> found;
-  for (const auto& rel : util::list_files(ctx.tree)) {
-    if (rel.extension() != ".c") continue;
-    auto text = util::read_file(ctx.tree / rel);
-    if (!text || text->find(name) == std::string::npos) continue;
-    auto checks = result_checks(tokenize(*text), name);
-    if (!checks.empty()) found.push_back({rel.generic_string(), std::move(*text), std::move(checks)});
-  }
-  std::vector<TextEdit> out;
-  if (found.empty()) return out;
-  auto counts = idx.result_tests(name);
-  const int total = counts.is_err + counts.null;
-  if (total < 3) return out;
-  ResultTest want;
-  if (counts.null * 10 <= total) want = ResultTest::is_err;
-  else if (counts.is_err * 10 <= total) want = ResultTest::null;
-  else return out;
-  for (const auto& f : found)
-    for (const auto& c : f.checks) {
-      if (c.test == want) continue;
-      std::size_t bol = f.text.rfind('\n', c.begin);
-      bol = bol == std::string::npos ? 0 : bol + 1;
-      std::size_t eol = f.text.find('\n', c.end);
-      eol = eol == std::string::npos ? f.text.size() : eol;
-      std::string line = f.text.substr(bol, c.begin - bol) + result_test_text(want, c.var) + f.text.substr(c.end, eol - c.end);
-      out.push_back({f.rel, c.line, 1, line + "\n", std::nullopt});
-    }
-  why = fmt::format(" The target's callers test its result with {} ({} of {} tests), so the driver's tests follow.",
-                    want == ResultTest::is_err ? "IS_ERR()" : "a NULL check",
-                    want == ResultTest::is_err ? counts.is_err : counts.null, total);
-  return out;
-}
-
 } // namespace
 
 void arguments(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic& d, std::vector<Edit>& out) {
@@ -207,22 +166,7 @@ void arguments(TargetIndex& idx, const PortContext& ctx, const core::Diagnostic&
   // (blk_alloc_disk: NULL, then an ERR_PTR). The driver's tests of its result in the target's
   // convention are a change of their own that follows the call's (whichever proposer's rewrite
   // the loop keeps): it builds either way, so it is never tried alone.
-  std::string why;
-  auto tests = result_test_edits(idx, ctx, name, why);
-  if (!tests.empty()) {
-    Edit r;
-    r.proposer = "target-api";
-    r.change_id = "result:" + name;
-    r.label = "result-test-changed";
-    r.title = fmt::format("{}()'s result tested as the target's callers test it", name);
-    r.description = fmt::format("{} changed in the target.{}", name, why);
-    r.text_edits = std::move(tests);
-    r.symbols = {name};
-    r.support = 1;
-    r.rank = 0;
-    r.follows = e.change_id;
-    out.push_back(std::move(r));
-  }
+  if (auto r = result_follow_up(idx, ctx.tree, name, name, e.change_id)) out.push_back(std::move(*r));
   out.push_back(std::move(e));
 }
 
