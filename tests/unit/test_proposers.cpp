@@ -2133,6 +2133,34 @@ TEST(VoidResult, UsesOfAValueTheKernelNoLongerReturnsBecomeZero) {
   EXPECT_TRUE(propose::make_void_result()->propose(ds, ctx).empty());
 }
 
+TEST(VoidResult, AFailureTestOfAValueTheKernelNoLongerReturnsBecomesTheCallAlone) {
+  // debugfs_create_u32() returns void since 5.5; a 4.x driver tests its dentry. With no older
+  // kernel at hand the driver's own use of the value is the evidence; the failure branch goes.
+  auto tmp = util::TempDir::create(util::scratch_root(), "void-test-");
+  ASSERT_TRUE(tmp.has_value());
+  const fs::path new_src = tmp->path() / "new", tree = tmp->path() / "tree";
+  ASSERT_TRUE(put(new_src / "include/linux/debugfs.h",
+                  "void debugfs_create_u32(const char *name, umode_t mode, struct dentry *parent, u32 *value);\n"));
+  ASSERT_TRUE(put(tree / "d.c", "static void f(struct x *x)\n{\n\tif (!debugfs_create_u32(\"a\", 0444, x->dir, &x->a))\n"
+                                "\t\tpr_warn(\"no debugfs\\n\");\n\tif (!debugfs_create_u32(\"b\", 0444, x->dir, &x->b)) {\n"
+                                "\t\tx->ok = 0;\n\t}\n}\n"));
+  core::Kernel to;
+  to.build_dir = new_src;
+  propose::PortContext ctx;
+  ctx.to = &to;
+  ctx.new_src = new_src;
+  ctx.tree = tree;
+  ctx.original_tree = tree;
+  ctx.scratch = tmp->path() / "s";
+  auto ds = errors_at("d.c", "invalid use of void expression", {3, 5});
+  auto edits = propose::make_void_result()->propose(ds, ctx);
+  ASSERT_EQ(edits.size(), 1u);
+  ASSERT_TRUE(propose::apply_edit(edits[0], tree, ctx.scratch));
+  // The failure branch that prints goes; the one that handles no failure (no error, no jump) stays an error.
+  EXPECT_EQ(*util::read_file(tree / "d.c"), "static void f(struct x *x)\n{\n\tdebugfs_create_u32(\"a\", 0444, x->dir, &x->a);\n"
+                                            "\tif (!debugfs_create_u32(\"b\", 0444, x->dir, &x->b)) {\n\t\tx->ok = 0;\n\t}\n}\n");
+}
+
 TEST(CallbackSignature, VoidCallbackNowReturnsAValueAndOwnDefinitionsFollowTheKernelsPrototype) {
   auto tmp = util::TempDir::create(util::scratch_root(), "ret-follow-");
   ASSERT_TRUE(tmp.has_value());
