@@ -659,6 +659,12 @@ def main():
     ap.add_argument("--rejudge", action="store_true",
                     help="judge the kept repairs of WORK/results.jsonl again (after a change of the judge) and stop")
     a = ap.parse_args()
+    if a.list:
+        # Listing reads the drivers' files from a scratch folder: nothing written where WORK is.
+        import atexit
+        import tempfile
+        a.work = tempfile.mkdtemp(prefix="real-bugs-list-")
+        atexit.register(shutil.rmtree, a.work, True)
     results = os.path.join(a.work, "results.jsonl")
     if a.report:
         report(list(load_rows(results).values()))
