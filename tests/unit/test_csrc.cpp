@@ -73,6 +73,16 @@ TEST(CsrcScan, LineViewIsReadFromTheLexer) {
   EXPECT_EQ(f.items[1].name, "g");
 }
 
+TEST(CsrcScan, AFunctionNamedWithLeadingUnderscoresIsNamed) {
+  // `__acquires(x)` beside a name is an attribute; alone, `__ei_close` is the function's own name.
+  auto f = csrc::scan("static int __ei_close(struct net_device *dev)\n{\n\treturn 0;\n}\n"
+                      "static void g(struct s *p) __acquires(p->lock)\n{\n}\n");
+  ASSERT_EQ(f.items.size(), 2u);
+  EXPECT_EQ(f.items[0].name, "__ei_close");
+  EXPECT_EQ(f.items[1].name, "g");
+  EXPECT_EQ(f.item_at(3)->name, "__ei_close");
+}
+
 TEST(CsrcScan, UnterminatedCommentAndJunkNeverThrow) {
   auto f = csrc::scan(std::string("#define X /* open\nint \xff\x00 y;\n\"", 28));
   EXPECT_EQ(f.line_count(), 3);

@@ -90,6 +90,11 @@ std::string function_name(std::string_view header) {
     if (name.empty() || name.starts_with("__") || is_type_word(name)) continue;
     return name;
   }
+  // No other group: a name starting with `__` is the function's own (`static int __ei_close(...)`).
+  for (auto it = opens.rbegin(); it != opens.rend(); ++it) {
+    std::string name = ident_before(header, *it);
+    if (!name.empty() && !is_type_word(name)) return name;
+  }
   return {};
 }
 
