@@ -134,6 +134,29 @@ std::size_t statement_end(const std::vector<csrc::Token>& t, std::size_t from, s
   return limit;
 }
 
+/// The object-like macros of a file's own text, then the kernel's (through `kernel`), as
+/// evaluate() asks for them.
+class FileMacros {
+public:
+  FileMacros(const std::string& file_text, const ValueOracle& kernel) : m_kernel(kernel) {
+    for (const auto& tok : csrc::tokenize(file_text))
+      if (tok.kind == csrc::TokKind::pp_line)
+        if (auto m = object_macro(tok.text)) m_own.emplace(m->first, m->second);
+    m_lookup = [this](const std::string& name) -> std::optional<long long> {
+      if (auto it = m_own.find(name); it != m_own.end()) return evaluate_text(it->second, m_lookup, 0);
+      return m_kernel ? m_kernel(name) : std::nullopt;
+    };
+  }
+  FileMacros(const FileMacros&) = delete;
+  FileMacros& operator=(const FileMacros&) = delete;
+  const std::function<std::optional<long long>(const std::string&)>& lookup() const { return m_lookup; }
+
+private:
+  const ValueOracle& m_kernel;
+  std::map<std::string, std::string> m_own;
+  std::function<std::optional<long long>(const std::string&)> m_lookup;
+};
+
 } // namespace
 
 std::optional<long long> evaluate(const std::vector<csrc::Token>& t, std::size_t first, std::size_t last,
@@ -173,15 +196,8 @@ ValueOracle value_oracle(const fs::path& kernel_src) {
 std::vector<LoopOverrun> loop_overruns(const std::vector<csrc::Token>& t, const csrc::Unit& fn, const std::string& file_text,
                                        const ValueOracle& kernel) {
   std::vector<LoopOverrun> out;
-  // The file's own object-like macros, then the kernel's.
-  std::map<std::string, std::string> own;
-  for (const auto& tok : csrc::tokenize(file_text))
-    if (tok.kind == csrc::TokKind::pp_line)
-      if (auto m = object_macro(tok.text)) own.emplace(m->first, m->second);
-  std::function<std::optional<long long>(const std::string&)> macro = [&](const std::string& name) -> std::optional<long long> {
-    if (auto it = own.find(name); it != own.end()) return evaluate_text(it->second, macro, 0);
-    return kernel ? kernel(name) : std::nullopt;
-  };
+  const FileMacros macros(file_text, kernel);
+  const auto& macro = macros.lookup();
   // Local arrays: `T a[S];` (or `= {...}`, or `,`) in the body.
   struct Array {
     std::size_t size_first, size_last;
@@ -397,14 +413,8 @@ std::vector<FormatOverrun> format_overruns(const std::vector<csrc::Token>& t, co
                                            const std::string& fn, const std::string& file_text, const ValueOracle& kernel,
                                            const std::vector<std::vector<csrc::Token>>& driver) {
   std::vector<FormatOverrun> out;
-  std::map<std::string, std::string> own;
-  for (const auto& tok : csrc::tokenize(file_text))
-    if (tok.kind == csrc::TokKind::pp_line)
-      if (auto m = object_macro(tok.text)) own.emplace(m->first, m->second);
-  std::function<std::optional<long long>(const std::string&)> macro = [&](const std::string& name) -> std::optional<long long> {
-    if (auto it = own.find(name); it != own.end()) return evaluate_text(it->second, macro, 0);
-    return kernel ? kernel(name) : std::nullopt;
-  };
+  const FileMacros macros(file_text, kernel);
+  const auto& macro = macros.lookup();
   std::optional<std::map<std::string, long long>> strings;
   std::set<std::string> seen, next{fn};
   for (int depth = 0; depth < 4 && !next.empty(); ++depth) {

@@ -308,10 +308,10 @@ bool memory_fault_kind(CrashKind k) {
 
 /// A member the crashing statement hands on by address that the driver never initialises
 /// (members_never_initialised): a list head, a work item or a lock left as zeroed memory.
-std::vector<Hypothesis> uninit_hypotheses(const CrashReport& r, const Location& at, const fs::path& tree,
+std::vector<Hypothesis> uninit_hypotheses(const CrashReport& r, const Location& at, const std::vector<DriverFile>& driver,
                                           const InitOracle& inits) {
   std::vector<Hypothesis> out;
-  for (const auto& um : members_never_initialised(read_driver(tree), at.file, at.function, at.line, inits)) {
+  for (const auto& um : members_never_initialised(driver, at.file, at.function, at.line, inits)) {
     Hypothesis h{"never-initialised", "", um.function, um.file, um.made_line, {r.headline}};
     h.variable = um.statement.substr(um.statement.find('(') + 2, um.statement.find_first_of(",)") - um.statement.find('(') - 2);
     h.set_line = um.after_line;
@@ -334,8 +334,8 @@ std::string source_text(const SourceView& v, std::pair<std::size_t, std::size_t>
 /// The crashing statement releases a member the driver allocates with an allocator whose memory
 /// the kernel's drivers give back with another call (foreign_release): kfree() of vzalloc()'s.
 std::optional<Hypothesis> foreign_release_hypothesis(const CrashReport& r, const Location& at, const SourceView& v,
-                                                     const fs::path& tree, const AllocOracle& allocs) {
-  auto fr = foreign_release(read_driver(tree), at.file, at.function, at.line, allocs);
+                                                     const std::vector<DriverFile>& driver, const AllocOracle& allocs) {
+  auto fr = foreign_release(driver, at.file, at.function, at.line, allocs);
   if (!fr) return std::nullopt;
   Hypothesis h{"foreign-release", "", at.function, at.file, at.line, {r.headline}};
   h.evidence.push_back(fmt::format("{}:{}: {}", at.file, at.line, trimmed(v.line_text(at.line))));
@@ -358,9 +358,11 @@ std::vector<Hypothesis> object_state_hypotheses(const CrashReport& r, const Loca
                                                 const fs::path& tree, const InitOracle& inits, const AllocOracle& allocs) {
   const bool fault = memory_fault_kind(r.kind) || r.kind == CrashKind::bug_on || r.kind == CrashKind::warning;
   std::vector<Hypothesis> out;
-  if (fault) out = uninit_hypotheses(r, at, tree, inits);
-  if (out.empty() && (fault || r.kind == CrashKind::slab))
-    if (auto h = foreign_release_hypothesis(r, at, v, tree, allocs)) out.push_back(std::move(*h));
+  if ((!inits && !allocs) || (!fault && r.kind != CrashKind::slab)) return out;
+  const auto driver = read_driver(tree); // read once for both questions
+  if (fault) out = uninit_hypotheses(r, at, driver, inits);
+  if (out.empty())
+    if (auto h = foreign_release_hypothesis(r, at, v, driver, allocs)) out.push_back(std::move(*h));
   return out;
 }
 

@@ -72,12 +72,10 @@ std::optional<FailureTest> failure_test_at(const std::vector<Token>& toks, int l
       if (b > a + 2 && toks[a].text == name && toks[a + 1].text == "(" && matching_close(toks, a + 1) == b) a += 2, --b;
     };
     strip("unlikely");
-    bool negated = false;
-    if (toks[a].text == "!") negated = true, ++a;
+    if (toks[a].text == "!") ++a;
     else if (b > a + 2 && toks[b].text == "NULL" && toks[b - 1].text == "==") b -= 2;
     else if (toks[a].text == "IS_ERR" || toks[a].text == "IS_ERR_OR_NULL") strip(toks[a].text.c_str());
     else return std::nullopt;
-    (void)negated;
     if (toks[a].kind != TokKind::ident || a + 1 > b || toks[a + 1].text != "(" || matching_close(toks, a + 1) != b)
       return std::nullopt;
     // The branch: a block or one statement, and no else after it.

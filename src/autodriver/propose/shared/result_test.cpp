@@ -1,7 +1,7 @@
 #include "autodriver/propose/shared/result_test.hpp"
 
+#include "autodriver/propose/shared/apply.hpp"
 #include "autodriver/propose/shared/target_decls.hpp"
-#include "autodriver/util/files.hpp"
 
 #include <fmt/format.h>
 
@@ -81,12 +81,10 @@ std::optional<Edit> result_follow_up(TargetIndex& idx, const std::filesystem::pa
     std::vector<ResultCheck> checks;
   };
   std::vector<Found> found;
-  for (const auto& rel : util::list_files(tree)) {
-    if (rel.extension() != ".c") continue;
-    auto text = util::read_file(tree / rel);
-    if (!text || text->find(driver_name) == std::string::npos) continue;
-    auto checks = result_checks(csrc::tokenize(*text), driver_name);
-    if (!checks.empty()) found.push_back({rel.generic_string(), std::move(*text), std::move(checks)});
+  for (auto& [rel, text] : sources_mentioning(tree, driver_name)) {
+    if (!rel.ends_with(".c")) continue;
+    auto checks = result_checks(csrc::tokenize(text), driver_name);
+    if (!checks.empty()) found.push_back({std::move(rel), std::move(text), std::move(checks)});
   }
   if (found.empty()) return std::nullopt;
   auto counts = idx.result_tests(target_name);
